@@ -1,0 +1,1 @@
+"""The ``agent`` command: one module per subcommand, each with a ``register(subparsers)``."""

@@ -1,0 +1,213 @@
+"""Reading, writing and comparing profile files.
+
+Saving is atomic (temp file in the same directory, fsync, rename, fsync of the directory) and keeps
+the previous version as ``<name>.bak``, so an interrupted save or a full disk never leaves an operator
+with a half-written profile. Loading reports every problem at once, each naming the file, the key
+path and the rule, because an operator fixing a profile at 3 a.m. should not play whack-a-mole.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import ValidationError
+
+from agent.profile.schema import KeyedValueError, Profile
+
+MAX_PROFILE_BYTES = 256 * 1024
+"""A profile is a few kilobytes; anything this large is a mistake or an attack."""
+
+
+@dataclass(frozen=True)
+class ProfileIssue:
+    """One problem with a profile: where it is and which rule it breaks."""
+
+    file: str
+    key: str
+    rule: str
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else self.file
+        return f"{where}: {self.rule}"
+
+
+class ProfileError(Exception):
+    """A profile could not be loaded or saved; ``issues`` lists every reason."""
+
+    def __init__(self, issues: list[ProfileIssue]) -> None:
+        self.issues = issues
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + item)
+    return "".join(parts)
+
+
+def _rule(err: Mapping[str, Any]) -> str:
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown key (not part of the profile format)"
+    if kind == "missing":
+        return "required key is missing"
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    value = err.get("input")
+    if kind not in ("model_type",) and not isinstance(value, dict | list) and value is not None:
+        return f"{msg} (got {value!r})"
+    return msg
+
+
+def issues_from_validation(error: ValidationError, file: str) -> list[ProfileIssue]:
+    """Turn pydantic's errors into operator-readable issues naming the key path."""
+    issues = []
+    for err in error.errors():
+        loc = tuple(err["loc"])
+        # model-level validators report the section only; name the key they speak of.
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, KeyedValueError):
+            loc = (*loc, cause.key)
+        key = _key_path(loc)
+        issues.append(ProfileIssue(file=file, key=key, rule=_rule(err)))
+    return issues
+
+
+def parse_profile(text: str, file: str = "<profile>") -> Profile:
+    """Validate TOML text as a profile; raises :class:`ProfileError` naming every problem."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_PROFILE_BYTES:
+        raise ProfileError([ProfileIssue(file, "", f"file is larger than {MAX_PROFILE_BYTES} bytes")])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError([ProfileIssue(file, "", f"not valid TOML: {exc}")]) from None
+    return profile_from_dict(data, file)
+
+
+def profile_from_dict(data: Mapping[str, Any], file: str = "<profile>") -> Profile:
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(issues_from_validation(exc, file)) from None
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read and validate a profile file."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_PROFILE_BYTES:
+            raise ProfileError([ProfileIssue(str(p), "", f"file is larger than {MAX_PROFILE_BYTES} bytes")])
+        text = p.read_text(encoding="utf-8")
+    except ProfileError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError([ProfileIssue(str(p), "", f"cannot read: {exc}")]) from None
+    return parse_profile(text, str(p))
+
+
+def profile_to_dict(profile: Profile) -> dict[str, Any]:
+    """The profile as plain data, without the keys that hold no value (TOML has no null)."""
+    return profile.model_dump(mode="json", exclude_none=True)
+
+
+def dump_profile(profile: Profile) -> str:
+    return tomli_w.dumps(profile_to_dict(profile))
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
+    """Write ``profile`` to ``path`` atomically, keeping the previous file as ``path.bak``.
+
+    On any failure (including a full disk) the old file is untouched and the temp file removed.
+    """
+    target = Path(path)
+    text = dump_profile(profile)
+    # Round-trip before touching the disk: what we write must load back as the same profile.
+    if parse_profile(text, str(target)) != profile:
+        raise ProfileError([ProfileIssue(str(target), "", "profile does not survive a TOML round trip")])
+    directory = target.parent
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if target.exists():
+            backup = target.with_name(target.name + ".bak")
+            _copy_backup(target, backup)
+        os.replace(tmp, target)
+        _fsync_dir(directory)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProfileError([ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]) from exc
+        raise
+    return target
+
+
+def _copy_backup(target: Path, backup: Path) -> None:
+    """Keep the previous version beside the new one; written atomically like the profile itself."""
+    data = target.read_bytes()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, backup)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    """One key whose value differs between two profiles."""
+
+    key: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.old!r} -> {self.new!r}"
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping) and value:
+            yield from _flatten(value, path)
+        else:
+            yield path, value
+
+
+def diff_profiles(old: Profile, new: Profile) -> list[ProfileChange]:
+    """Every key path whose value differs, in a stable order; missing values show as None."""
+    a = dict(_flatten(old.model_dump(mode="json")))
+    b = dict(_flatten(new.model_dump(mode="json")))
+    changes = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            changes.append(ProfileChange(key, a.get(key), b.get(key)))
+    return changes

@@ -1,0 +1,153 @@
+"""One telemetry tick as the agent sends it and the console draws it.
+
+The console renders a :class:`Snapshot` as it is: every number an operator sees is computed on the
+agent, once, so that two consoles never disagree. Fields that a source could not provide are None
+rather than zero, so "unknown" never reads as "idle".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+WIRE_VERSION = 1
+"""Bumped on any incompatible change to the wire models; the console checks it on connect."""
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+EngineState = Literal["stopped", "starting", "ready", "draining", "restarting", "crashed", "crash_loop", "unknown"]
+
+
+class Throughput(_Wire):
+    output_tok_s: float | None = Field(None, description="From generation_tokens_total over the tick")
+    gauge_tok_s: float | None = Field(None, description="SGLang's own gen_throughput gauge")
+    prompt_tok_s: float | None = None
+    requests_per_s: float | None = None
+
+
+class Load(_Wire):
+    running: int | None = None
+    queued: int | None = None
+    max_running_requests: int | None = None
+    retractions_total: int | None = None
+
+
+class Latency(_Wire):
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    e2e_p50_s: float | None = None
+
+
+SpecOffReason = Literal[
+    "not_configured",  # the profile runs without a drafter
+    "above_threshold",  # running batch >= the operator's threshold
+    "adaptive_chose_zero",  # SGLang's EMA policy chose 0 steps
+    "adaptive_unsupported",  # SGLang turned adaptive mode off (e.g. topk > 1)
+    "engine_down",
+    "unknown",
+]
+
+
+class Speculation(_Wire):
+    configured: bool = False
+    on: bool | None = None
+    algorithm: str | None = None
+    steps: int | None = Field(None, description="Active steps; 0 when not speculating")
+    topk: int | None = None
+    draft_tokens: int | None = None
+    threshold: int | None = Field(None, description="Live threshold; None when unavailable")
+    threshold_available: bool = False
+    pinned_steps: int | None = None
+    prebuilt_steps: list[int] = Field(default_factory=list)
+    accept_length: float | None = Field(None, description="Window mean, tokens per verify incl. bonus")
+    accept_rate: float | None = None
+    off_reason: SpecOffReason | None = None
+    off_detail: str | None = Field(None, description="The reason in an operator's words")
+
+
+class KvView(_Wire):
+    pool_tokens: int | None = Field(None, description="max_total_num_tokens")
+    used_tokens: int | None = None
+    reserved_tokens: int | None = Field(None, description="Held ahead by decode over-allocation")
+    free_tokens: int | None = None
+    page_size: int | None = None
+    reserve_per_request_on: int | None = Field(None, description="Tokens reserved per request per step, spec on")
+    reserve_per_request_off: int | None = Field(None, description="Same with speculation off")
+    speculation_share: float | None = Field(None, description="Fraction of the pool held for speculation")
+
+
+class GpuProcess(_Wire):
+    pid: int
+    used_memory_bytes: int | None = None
+    name: str | None = None
+
+
+class Gpu(_Wire):
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    utilization_pct: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    temperature_c: float | None = None
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    throttle_reasons: list[str] = Field(default_factory=list)
+    ecc_uncorrected: int | None = None
+    processes: list[GpuProcess] = Field(default_factory=list)
+
+
+GpuSource = Literal["nvml", "nvidia-smi", "fixture", "none"]
+
+
+class Gpus(_Wire):
+    source: GpuSource = "none"
+    state: Literal["ok", "no_driver", "no_gpu", "error"] = "no_gpu"
+    detail: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    devices: list[Gpu] = Field(default_factory=list)
+
+
+Severity = Literal["info", "warning", "critical"]
+
+
+class Finding(_Wire):
+    """A health finding: what is wrong, why it matters, what to do."""
+
+    code: str
+    severity: Severity
+    title: str
+    explanation: str
+    action: str
+
+
+class Snapshot(_Wire):
+    wire_version: int = WIRE_VERSION
+    seq: int = Field(description="Monotonic per agent run; the stream's catch-up cursor")
+    time: float = Field(description="Unix time of the tick, seconds")
+    profile_name: str | None = None
+    production: bool = False
+    engine_kind: Literal["sglang", "sim"] | None = None
+    engine_state: EngineState = "unknown"
+    engine_pid: int | None = None
+    metrics_source: Literal["metrics", "server_info", "none"] = "none"
+    throughput: Throughput = Throughput()
+    load: Load = Load()
+    latency: Latency = Latency()
+    speculation: Speculation = Speculation()
+    kv: KvView = KvView()
+    gpus: Gpus = Gpus()
+    findings: list[Finding] = Field(default_factory=list)
