@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 _SAFE_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -210,7 +210,9 @@ class Speculation(_Section):
         # when steps come alone; a profile therefore states all three.
         for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
             if getattr(self, key) is None:
-                raise KeyedValueError(key, f"EAGLE3 needs {key}; set num_steps, eagle_topk and num_draft_tokens")
+                raise KeyedValueError(
+                    key, f"EAGLE3 needs {key}; set num_steps, eagle_topk and num_draft_tokens"
+                )
         return self
 
 

@@ -161,7 +161,9 @@ def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise ProfileError([ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]) from exc
+            raise ProfileError(
+                [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
+            ) from exc
         raise
     return target
 

@@ -19,7 +19,9 @@ class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-EngineState = Literal["stopped", "starting", "ready", "draining", "restarting", "crashed", "crash_loop", "unknown"]
+EngineState = Literal[
+    "stopped", "starting", "ready", "draining", "restarting", "crashed", "crash_loop", "unknown"
+]
 
 
 class Throughput(_Wire):
@@ -77,7 +79,9 @@ class KvView(_Wire):
     reserved_tokens: int | None = Field(None, description="Held ahead by decode over-allocation")
     free_tokens: int | None = None
     page_size: int | None = None
-    reserve_per_request_on: int | None = Field(None, description="Tokens reserved per request per step, spec on")
+    reserve_per_request_on: int | None = Field(
+        None, description="Tokens reserved per request per step, spec on"
+    )
     reserve_per_request_off: int | None = Field(None, description="Same with speculation off")
     speculation_share: float | None = Field(None, description="Fraction of the pool held for speculation")
 
