@@ -146,6 +146,7 @@ class Sshd:
         """Stop the listener and every session it forked (they share its process group)."""
         if self.proc is None:
             return
+        sessions = self.session_pids()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
         try:
@@ -154,7 +155,7 @@ class Sshd:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=5)
-        for pid in self.session_pids():
+        for pid in sessions:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc = None
