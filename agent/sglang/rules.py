@@ -1,0 +1,458 @@
+"""SGLang 0.5.23's speculation rules, applied to a profile before anything runs.
+
+Each rule names the SGLang source it mirrors. The profile schema (``agent.profile.schema``) already
+refuses what is wrong in any SGLang version (types, ranges, unknown keys); this module adds what
+0.5.23 itself does with the values: what it refuses at start-up (an error here), and what it
+silently changes or where it silently loses something (a warning here).
+
+It also decides, for a change from profile A to profile B, whether the running server can take it
+live (through the ``/set_internal_state`` keys our patch adds) or needs a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agent.profile.schema import Profile
+from agent.profile.store import ProfileIssue, diff_profiles
+from agent.sglang import adaptive, live_control
+from agent.sglang.extra_flags import first_value, flag_names, has_flag
+
+PAGE_TREE_SPEC_BACKENDS = ("flashinfer", "fa3", "triton")
+"""Attention backends that accept topk > 1 with page > 1 (``speculative_hook.py: _PAGE_TREE_SPEC_BACKENDS``)."""
+
+SM120_FAILING_BACKENDS = {
+    "fa3": "FlashAttention 3 asserts an SM80/SM90 GPU (attention_registry.py)",
+    "cutedsl_mla": "cutedsl_mla is SM100-only and raises on other GPUs (overrides.py)",
+}
+"""Attention backends SGLang 0.5.23 refuses at start-up on SM120 (RTX PRO 6000 Blackwell)."""
+
+SM120_FAILING_FLAGS = {
+    "--enable-flashinfer-allreduce-fusion": "FlashInfer all-reduce fusion requires SM90 or SM10X GPUs "
+    "(flashinfer_comm_fusion.py); SGLang fails at start-up on SM120",
+    "--flashinfer-allreduce-fusion-backend": "FlashInfer all-reduce fusion requires SM90 or SM10X GPUs "
+    "(flashinfer_comm_fusion.py); SGLang fails at start-up on SM120",
+}
+"""Extra flags known to fail on SM120."""
+
+IMPLICIT_MAX_RUNNING_REQUESTS = 48
+"""What 0.5.23 sets ``max_running_requests`` to for EAGLE when it is unset (``_handle_eagle_family``)."""
+
+RENDERED_FLAGS: dict[str, str] = {
+    "--model-path": "model.path",
+    "--model": "model.path",
+    "--speculative-draft-model-path": "model.draft_path",
+    "--speculative-draft-model": "model.draft_path",
+    "--trust-remote-code": "model.trust_remote_code",
+    "--served-model-name": "model.served_name",
+    "--context-length": "model.context_length",
+    "--reasoning-parser": "model.reasoning_parser",
+    "--tool-call-parser": "model.tool_call_parser",
+    "--language-model-only": "model.language_model_only",
+    "--tp-size": "server.tp_size",
+    "--tensor-parallel-size": "server.tp_size",
+    "--page-size": "server.page_size",
+    "--mem-fraction-static": "server.mem_fraction_static",
+    "--max-running-requests": "server.max_running_requests",
+    "--cuda-graph-max-bs-decode": "server.cuda_graph_max_bs",
+    "--max-total-tokens": "server.max_total_tokens",
+    "--chunked-prefill-size": "server.chunked_prefill_size",
+    "--kv-cache-dtype": "server.kv_cache_dtype",
+    "--attention-backend": "server.attention_backend",
+    "--host": "server.host",
+    "--port": "server.port",
+    "--enable-metrics": "server.enable_metrics",
+    "--api-key": "server.api_key_file",
+    "--admin-api-key": "server.admin_api_key_file",
+    "--config": "server.api_key_file",
+    "--speculative-algorithm": "speculation.algorithm",
+    "--speculative-num-steps": "speculation.num_steps",
+    "--speculative-eagle-topk": "speculation.eagle_topk",
+    "--speculative-num-draft-tokens": "speculation.num_draft_tokens",
+    "--speculative-adaptive": "speculation.adaptive",
+    "--speculative-adaptive-config": "speculation.threshold",
+}
+"""Flags k25console renders from profile keys; setting them again in extra_flags would fight the profile."""
+
+
+# --- Adaptive support ----------------------------------------------------------------------------
+
+
+def adaptive_unsupported_reason(profile: Profile) -> str | None:
+    """Why SGLang 0.5.23 would turn adaptive speculation off for this profile, in its own words; None if it would not.
+
+    Mirrors ``adaptive_unsupported_reason`` (``srt/speculative/adaptive_spec_params.py``); SGLang logs
+    ``speculative_adaptive disabled: <reason>`` and falls back to static speculation. The
+    out-of-tree-platform reason cannot arise on CUDA.
+    """
+    spec = profile.speculation
+    flags = profile.server.extra_flags
+    if not profile.speculative:
+        return "speculative_algorithm=None (only EAGLE/EAGLE3 are supported)"
+    if spec.eagle_topk is not None and spec.eagle_topk != 1:
+        return f"speculative_eagle_topk={spec.eagle_topk} (only topk=1 is supported)"
+    attn_dp = first_value(flags, "--attn-dp-size")
+    if (attn_dp is not None and attn_dp.isdigit() and int(attn_dp) > 1) or has_flag(
+        flags, "--enable-dp-attention"
+    ):
+        return "attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)"
+    if has_flag(flags, "--enable-multi-layer-eagle"):
+        return "enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 does not implement adaptive)"
+    if has_flag(flags, "--enable-two-batch-overlap"):
+        return (
+            "enable_two_batch_overlap=True is not supported "
+            "(adaptive state swap would discard the TboAttnBackend wrapper)"
+        )
+    if has_flag(flags, "--enable-pdmux"):
+        return "enable_pdmux=True is not supported (adaptive state swap does not update decode_attn_backend_group)"
+    return None
+
+
+def adaptive_active(profile: Profile) -> bool:
+    """Whether SGLang will really run adaptive speculation for this profile (asked for and supported)."""
+    return (
+        profile.speculative and profile.speculation.adaptive and adaptive_unsupported_reason(profile) is None
+    )
+
+
+def prebuilt_steps(profile: Profile) -> list[int]:
+    """Step counts SGLang builds runtime states for at start-up (adaptive); empty when adaptive is not active."""
+    if not adaptive_active(profile):
+        return []
+    try:
+        config = adaptive.adaptive_config(profile)
+    except ValueError:
+        return []
+    return adaptive.candidate_steps(config) if config is not None else []
+
+
+def threshold_unavailable_reason(profile: Profile) -> str | None:
+    """Why the live speculation threshold cannot work for this profile, in an operator's words; None if it can."""
+    if not profile.speculative:
+        return "speculation is off (speculation.algorithm = 'none')"
+    reason = adaptive_unsupported_reason(profile)
+    if reason is not None:
+        return f"SGLang 0.5.23's adaptive mode does not support this configuration: {reason}"
+    if not profile.speculation.adaptive:
+        return "speculation.adaptive is false; the threshold is carried by SGLang's adaptive mode"
+    return None
+
+
+# --- Profile checks ------------------------------------------------------------------------------
+
+
+def _is_sm120(profile: Profile) -> bool:
+    return profile.stack.gpus.compute_capability.split(".")[0] == "12"
+
+
+def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssue]:
+    """Every SGLang 0.5.23 rule the profile breaks (severity ``error``) or trips silently (``warning``)."""
+    issues: list[ProfileIssue] = []
+
+    def error(key: str, rule: str) -> None:
+        issues.append(ProfileIssue(file=file, key=key, rule=rule, severity="error"))
+
+    def warning(key: str, rule: str) -> None:
+        issues.append(ProfileIssue(file=file, key=key, rule=rule, severity="warning"))
+
+    spec = profile.speculation
+    server = profile.server
+    flags = server.extra_flags
+
+    # Extra flags that repeat what the profile renders, or put secrets on the command line.
+    for name in flag_names(flags):
+        if name in ("--api-key", "--admin-api-key"):
+            error(
+                "server.extra_flags",
+                f"{name} would put the key on the command line (visible in /proc); "
+                "use server.api_key_file / server.admin_api_key_file",
+            )
+        elif name in RENDERED_FLAGS:
+            error(
+                "server.extra_flags", f"{name} is rendered from {RENDERED_FLAGS[name]}; set it there instead"
+            )
+        elif name == "--cuda-graph-max-bs" or name == "--cuda-graph-bs":
+            error(
+                "server.extra_flags",
+                f"{name} does not exist in SGLang 0.5.23 (renamed {name}-decode); "
+                "use server.cuda_graph_max_bs for the maximum",
+            )
+
+    if _is_sm120(profile):
+        for name in flag_names(flags):
+            if name in SM120_FAILING_FLAGS:
+                error("server.extra_flags", f"{name}: {SM120_FAILING_FLAGS[name]}")
+        if server.attention_backend in SM120_FAILING_BACKENDS:
+            error(
+                "server.attention_backend",
+                f"{server.attention_backend!r} fails on SM120 GPUs: {SM120_FAILING_BACKENDS[server.attention_backend]}",
+            )
+
+    if not server.enable_metrics:
+        warning(
+            "server.enable_metrics",
+            "k25console always launches SGLang with --enable-metrics (its telemetry reads /metrics); false is ignored",
+        )
+
+    if not profile.speculative:
+        for key in ("threshold", "live_steps"):
+            if getattr(spec, key):
+                error(
+                    f"speculation.{key}", "has no effect without speculation (speculation.algorithm = 'none')"
+                )
+        return issues
+
+    steps = spec.num_steps or 1
+    topk = spec.eagle_topk or 1
+
+    if server.max_running_requests is None:
+        warning(
+            "server.max_running_requests",
+            f"unset: SGLang 0.5.23 silently caps running requests at {IMPLICIT_MAX_RUNNING_REQUESTS} "
+            "with EAGLE speculation; set it explicitly",
+        )
+    if (
+        server.cuda_graph_max_bs is not None
+        and server.max_running_requests is not None
+        and server.cuda_graph_max_bs < server.max_running_requests
+    ):
+        warning(
+            "server.cuda_graph_max_bs",
+            f"{server.cuda_graph_max_bs} is below server.max_running_requests ({server.max_running_requests}): "
+            "decode batches larger than it run without CUDA graphs",
+        )
+
+    # topk / steps / draft tokens (speculative_hook.py: _handle_eagle_family, _init_adaptive_speculative_params)
+    if topk == 1 and spec.num_draft_tokens is not None and spec.num_draft_tokens != steps + 1:
+        warning(
+            "speculation.num_draft_tokens",
+            f"{spec.num_draft_tokens} is replaced by SGLang 0.5.23 with num_steps + 1 = {steps + 1} "
+            "when eagle_topk is 1",
+        )
+    if topk > 1:
+        backend = server.attention_backend
+        if server.page_size > 1:
+            if backend is None:
+                warning(
+                    "server.attention_backend",
+                    f"unset with eagle_topk > 1 and page_size > 1: SGLang accepts only {', '.join(PAGE_TREE_SPEC_BACKENDS)} "
+                    "here and picks the backend itself (triton on SM120 for an MLA model); set it explicitly",
+                )
+            elif backend not in PAGE_TREE_SPEC_BACKENDS:
+                error(
+                    "server.attention_backend",
+                    f"{backend!r} with eagle_topk > 1 and page_size > 1 is refused by SGLang 0.5.23; "
+                    f"use one of {', '.join(PAGE_TREE_SPEC_BACKENDS)} or page_size 1",
+                )
+        if backend == "trtllm_mha":
+            error(
+                "speculation.eagle_topk", "trtllm_mha supports only eagle_topk = 1 for speculative decoding"
+            )
+        if backend == "flashinfer":
+            warning(
+                "speculation.eagle_topk",
+                "FlashInfer's MLA backend supports only eagle_topk = 1 for speculative decoding; "
+                "an MLA model such as Kimi K2.5 fails with flashinfer and topk > 1",
+            )
+    if has_flag(flags, "--speculative-use-rejection-sampling") and topk != 1:
+        error(
+            "server.extra_flags", "--speculative-use-rejection-sampling requires speculation.eagle_topk = 1"
+        )
+
+    # Adaptive speculation and the live controls.
+    unavailable = threshold_unavailable_reason(profile)
+    if spec.adaptive and adaptive_unsupported_reason(profile) is not None:
+        error(
+            "speculation.adaptive",
+            f"SGLang 0.5.23 would turn adaptive mode off at start-up ({adaptive_unsupported_reason(profile)}) "
+            "and the threshold and live steps would do nothing",
+        )
+    elif unavailable is not None:
+        key = "speculation.eagle_topk" if topk != 1 else "speculation.adaptive"
+        warning(key, f"the live speculation threshold and step control are unavailable: {unavailable}")
+        for k in ("threshold", "live_steps"):
+            if getattr(spec, k):
+                error(f"speculation.{k}", f"has no effect: {unavailable}")
+    else:
+        if spec.threshold is not None and spec.threshold < 2:
+            error(
+                "speculation.threshold",
+                "must be at least 2: at 1 every batch would decode without speculation and the "
+                "speculating states would never be built (use speculation.algorithm = 'none' instead)",
+            )
+        choices = adaptive.live_step_choices(spec)
+        if spec.num_steps is not None and spec.num_steps not in choices:
+            error(
+                "speculation.num_steps",
+                f"{spec.num_steps} is not among speculation.live_steps {choices}; SGLang 0.5.23 refuses "
+                "to start when --speculative-num-steps is not in the adaptive candidate steps",
+            )
+        if spec.threshold is None:
+            warning(
+                "speculation.threshold",
+                "unset: the 0-step state is not built at start-up, so a threshold cannot be set live later "
+                "without a restart",
+            )
+    return issues
+
+
+def errors_of(issues: list[ProfileIssue]) -> list[ProfileIssue]:
+    return [i for i in issues if i.severity == "error"]
+
+
+# --- Live or restart -----------------------------------------------------------------------------
+
+ChangeMode = Literal["live", "restart", "noop"]
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """How a change from one profile to another reaches the running server."""
+
+    mode: ChangeMode
+    reasons: list[str] = field(default_factory=list)
+
+
+NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.")
+"""Keys the agent and console apply themselves; SGLang never sees them."""
+
+_RESTART_WHY: tuple[tuple[str, str], ...] = (
+    ("speculation.eagle_topk", "the draft tree's width (topk) is fixed when SGLang starts"),
+    (
+        "speculation.live_steps",
+        "the step counts to choose from are built (CUDA graphs included) when SGLang starts",
+    ),
+    ("speculation.num_draft_tokens", "the draft token count sizes SGLang's buffers when it starts"),
+    ("speculation.algorithm", "turning speculation on or off loads or drops the draft model"),
+    ("speculation.adaptive", "adaptive mode is chosen when SGLang starts"),
+    ("speculation.ema_alpha", "the adaptive config file is read once, when SGLang starts"),
+    ("speculation.update_interval", "the adaptive config file is read once, when SGLang starts"),
+    ("speculation.warmup_batches", "the adaptive config file is read once, when SGLang starts"),
+    ("server.page_size", "the page size fixes the KV cache layout when SGLang starts"),
+    ("server.env", "the environment of a process is set when it starts"),
+    ("server.", "it is a launch setting of SGLang and applies at the next start"),
+    ("model.", "the model is loaded when SGLang starts"),
+    ("stack.", "the SGLang stack is installed and started as a whole"),
+    ("host.", "it is a different machine"),
+)
+
+
+def _restart_reason(key: str) -> str:
+    for prefix, why in _RESTART_WHY:
+        if prefix.endswith("."):
+            if key.startswith(prefix):
+                return why
+        elif key == prefix or key.startswith(prefix + "."):
+            return why
+    return "it is read when SGLang starts"
+
+
+def _fmt(value: object) -> str:
+    return "unset" if value is None else repr(value)
+
+
+def classify_change(old: Profile, new: Profile) -> ChangePlan:
+    """Live (threshold; steps among the states built at start-up), restart (everything else), or noop.
+
+    ``old`` is the profile the server runs; reasons are written for the operator.
+    """
+    changes = diff_profiles(old, new)
+    if not changes:
+        return ChangePlan("noop", ["nothing changed"])
+    built = [s for s in prebuilt_steps(old) if s > 0]
+    zero_built = 0 in prebuilt_steps(old)
+    live: list[str] = []
+    restart: list[str] = []
+    quiet: list[str] = []
+    for change in changes:
+        what = f"{change.key} {_fmt(change.old)} → {_fmt(change.new)}"
+        if change.key.startswith(NO_SERVER_EFFECT_PREFIXES):
+            quiet.append(f"{what}: applied by k25console, SGLang is not touched")
+        elif change.key == "speculation.threshold":
+            unavailable = threshold_unavailable_reason(old)
+            if unavailable is not None:
+                restart.append(
+                    f"{what}: needs a restart, the running server has no live threshold ({unavailable})"
+                )
+            elif change.new is not None and not zero_built:
+                restart.append(
+                    f"{what}: needs a restart, the running server was started without a threshold, "
+                    "so its 0-step state was not built"
+                )
+            else:
+                live.append(f"{what}: applied live, the server keeps serving")
+        elif change.key == "speculation.num_steps":
+            if isinstance(change.new, int) and change.new in built:
+                live.append(
+                    f"{what}: applied live, {change.new} steps were built at start-up (built: {built})"
+                )
+            elif built:
+                restart.append(
+                    f"{what}: needs a restart, only {built} steps were built at start-up and can be chosen live"
+                )
+            else:
+                restart.append(f"{what}: needs a restart, the running server has no live step control")
+        else:
+            restart.append(f"{what}: needs a restart, {_restart_reason(change.key)}")
+    if restart:
+        return ChangePlan("restart", restart + live + quiet)
+    if live:
+        return ChangePlan("live", live + quiet)
+    return ChangePlan("noop", quiet)
+
+
+# --- Validating a single live value --------------------------------------------------------------
+
+MAX_THRESHOLD = 4096
+
+_LIVE_FIELD = {
+    live_control.LIVE_THRESHOLD_KEY: "speculation.threshold",
+    "speculation.threshold": "speculation.threshold",
+    "threshold": "speculation.threshold",
+    live_control.LIVE_STEPS_KEY: "speculation.num_steps",
+    "speculation.num_steps": "speculation.num_steps",
+    "num_steps": "speculation.num_steps",
+}
+
+
+def validate_live_value(profile: Profile, key: str, value: object) -> str | None:
+    """Why ``value`` for ``key`` cannot be applied live to a server running ``profile``; None when it can.
+
+    ``key`` is a live-control key (``live_control.LIVE_KEYS``) or the profile field it drives
+    (``speculation.threshold``, ``speculation.num_steps``). The reason names the profile field.
+    Validation uses only the profile, never rank-local state, so every TP rank would agree.
+    """
+    field_name = _LIVE_FIELD.get(key)
+    if field_name is None:
+        allowed = ", ".join(
+            sorted({*live_control.LIVE_KEYS, "speculation.threshold", "speculation.num_steps"})
+        )
+        return f"{key}: not a live setting (live settings: {allowed})"
+    unavailable = threshold_unavailable_reason(profile)
+    if unavailable is not None:
+        return f"{field_name}: live control is unavailable for this server: {unavailable}"
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"{field_name}: must be a whole number (got {value!r})"
+    built = prebuilt_steps(profile)
+    if field_name == "speculation.threshold":
+        if not live_control.NO_THRESHOLD <= value <= MAX_THRESHOLD:
+            return (
+                f"{field_name}: must be between 1 and {MAX_THRESHOLD} running requests, "
+                f"or {live_control.NO_THRESHOLD} for no threshold (got {value})"
+            )
+        if value != live_control.NO_THRESHOLD and 0 not in built:
+            return (
+                f"{field_name}: the server was started without a threshold, so its 0-step state was not built; "
+                "set a threshold in the profile and restart"
+            )
+        return None
+    speculating = [s for s in built if s > 0]
+    if value == live_control.RELEASE_PINNED_STEPS:
+        return None
+    if value not in speculating:
+        return (
+            f"{field_name}: {value} steps was not built at start-up; choose one of {speculating} "
+            f"(or {live_control.RELEASE_PINNED_STEPS} to let SGLang choose)"
+        )
+    return None
