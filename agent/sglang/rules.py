@@ -206,6 +206,13 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
     steps = spec.num_steps or 1
     topk = spec.eagle_topk or 1
 
+    if profile.model.draft_path is None:
+        error(
+            "model.draft_path",
+            "EAGLE3 needs the draft model's path: SGLang 0.5.23 fills it in only for DeepSeek/GLM-style "
+            "MTP checkpoints, not for Kimi K2.5",
+        )
+
     if server.max_running_requests is None:
         warning(
             "server.max_running_requests",

@@ -1,0 +1,107 @@
+"""The Prometheus metric names SGLang 0.5.23 exports on ``/metrics`` that k25console reads.
+
+Names are given without their prefix. ``/metrics`` uses ``sglang:`` (declared in
+``srt/observability/metrics_collector.py``); ``/v1/loads?format=prometheus`` writes ``sglang_`` +
+field names (``srt/entrypoints/v1_loads.py``). A parser accepts both (:data:`PREFIXES`).
+Counters are written with their ``_total`` suffix, as they appear in the exposition text.
+A contract test finds every name here in the wheel's source.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "sglang:"
+LOADS_PREFIX: Final = "sglang_"
+PREFIXES: Final = (PREFIX, LOADS_PREFIX)
+
+# Requests and throughput (scheduler gauges, refreshed every --decode-log-interval decode batches)
+NUM_RUNNING_REQS: Final = "num_running_reqs"
+NUM_QUEUE_REQS: Final = "num_queue_reqs"
+GEN_THROUGHPUT: Final = "gen_throughput"
+CACHE_HIT_RATE: Final = "cache_hit_rate"
+NEW_TOKEN_RATIO: Final = "new_token_ratio"
+
+# KV cache
+TOKEN_USAGE: Final = "token_usage"
+NUM_USED_TOKENS: Final = "num_used_tokens"
+KV_USED_TOKENS: Final = "kv_used_tokens"
+KV_AVAILABLE_TOKENS: Final = "kv_available_tokens"
+KV_EVICTABLE_TOKENS: Final = "kv_evictable_tokens"
+MAX_TOTAL_NUM_TOKENS: Final = "max_total_num_tokens"
+PAGE_SIZE: Final = "page_size"
+CONTEXT_LEN: Final = "context_len"
+
+# Speculative decoding
+SPEC_ACCEPT_LENGTH: Final = "spec_accept_length"
+SPEC_ACCEPT_RATE: Final = "spec_accept_rate"
+SPEC_NUM_STEPS: Final = "spec_num_steps"
+SPEC_NUM_DRAFT_TOKENS: Final = "spec_num_draft_tokens"
+SPEC_VERIFY_CALLS_TOTAL: Final = "spec_verify_calls_total"
+
+# Counters (tokenizer side unless noted)
+PROMPT_TOKENS_TOTAL: Final = "prompt_tokens_total"
+GENERATION_TOKENS_TOTAL: Final = "generation_tokens_total"
+NUM_REQUESTS_TOTAL: Final = "num_requests_total"
+NUM_ABORTED_REQUESTS_TOTAL: Final = "num_aborted_requests_total"
+NUM_RETRACTED_REQUESTS_TOTAL: Final = "num_retracted_requests_total"  # scheduler
+NUM_RETRACTED_REQS: Final = "num_retracted_reqs"  # scheduler gauge: last window
+CUDA_GRAPH_PASSES_TOTAL: Final = "cuda_graph_passes_total"  # label mode = decode_cuda_graph | decode_none
+IS_CUDA_GRAPH: Final = "is_cuda_graph"
+
+# Latency histograms (seconds)
+TIME_TO_FIRST_TOKEN_SECONDS: Final = "time_to_first_token_seconds"
+INTER_TOKEN_LATENCY_SECONDS: Final = "inter_token_latency_seconds"
+E2E_REQUEST_LATENCY_SECONDS: Final = "e2e_request_latency_seconds"
+QUEUE_TIME_SECONDS: Final = "queue_time_seconds"
+
+READ: Final = (
+    NUM_RUNNING_REQS,
+    NUM_QUEUE_REQS,
+    GEN_THROUGHPUT,
+    CACHE_HIT_RATE,
+    NEW_TOKEN_RATIO,
+    TOKEN_USAGE,
+    NUM_USED_TOKENS,
+    KV_USED_TOKENS,
+    KV_AVAILABLE_TOKENS,
+    KV_EVICTABLE_TOKENS,
+    MAX_TOTAL_NUM_TOKENS,
+    PAGE_SIZE,
+    CONTEXT_LEN,
+    SPEC_ACCEPT_LENGTH,
+    SPEC_ACCEPT_RATE,
+    SPEC_NUM_STEPS,
+    SPEC_NUM_DRAFT_TOKENS,
+    SPEC_VERIFY_CALLS_TOTAL,
+    PROMPT_TOKENS_TOTAL,
+    GENERATION_TOKENS_TOTAL,
+    NUM_REQUESTS_TOTAL,
+    NUM_ABORTED_REQUESTS_TOTAL,
+    NUM_RETRACTED_REQUESTS_TOTAL,
+    NUM_RETRACTED_REQS,
+    CUDA_GRAPH_PASSES_TOTAL,
+    IS_CUDA_GRAPH,
+    TIME_TO_FIRST_TOKEN_SECONDS,
+    INTER_TOKEN_LATENCY_SECONDS,
+    E2E_REQUEST_LATENCY_SECONDS,
+    QUEUE_TIME_SECONDS,
+)
+"""Every metric k25console reads, without prefix."""
+
+TP_RANK_LABEL: Final = "tp_rank"
+PP_RANK_LABEL: Final = "pp_rank"
+MODEL_NAME_LABEL: Final = "model_name"
+
+
+def full_names(name: str) -> tuple[str, str]:
+    """Both spellings of a metric: ``sglang:<name>`` and ``sglang_<name>``."""
+    return (PREFIX + name, LOADS_PREFIX + name)
+
+
+def strip_prefix(full: str) -> str | None:
+    """A metric's name without its SGLang prefix, or None when it is not an SGLang metric."""
+    for prefix in PREFIXES:
+        if full.startswith(prefix):
+            return full[len(prefix) :]
+    return None
