@@ -1,0 +1,256 @@
+"""Speculation forced on, forced off and adaptive on one server, through the live threshold.
+
+The arms run one after another on the same server: adaptive first (the server as the operator left
+it), then threshold 0 (speculate at every batch size), then threshold 1 (never), and the original
+threshold is written back afterwards whatever happened. An optional baseline arm measures a second
+server launched without a drafter, because "off" inside a speculative server still pays for the
+drafter's memory and KV reserve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from agent.bench.engine import EngineError, live_unavailable_reason
+from agent.bench.options import BenchOptions
+from agent.bench.progress import ProgressCallback, ignore_progress
+from agent.bench.recommend import LevelPair, recommend
+from agent.bench.sweep import RunTracker, SweepSession, make_client, planned_requests, server_summary
+from agent.sglang.kv import SpecShape, reserve_per_decode
+from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
+
+NEVER_SPECULATE = 1
+LIVE_ARMS = ("adaptive", "on", "off")
+
+
+def _has_drafter(info: dict[str, Any]) -> bool:
+    return info.get("speculative_algorithm") not in (None, "", "NONE", "none")
+
+
+def _spec_shape(info: dict[str, Any]) -> SpecShape | None:
+    if not _has_drafter(info):
+        return None
+    steps = int(info.get("speculative_num_steps") or 1)
+    topk = int(info.get("speculative_eagle_topk") or 1)
+    draft = int(info.get("speculative_num_draft_tokens") or steps + 1)
+    state = (info.get("internal_states") or [{}])[0]
+    prebuilt = (state.get(READBACK_FIELD) or {}).get("prebuilt_steps") or []
+    widest = max(prebuilt) + 1 if prebuilt else None
+    return SpecShape(steps=steps, topk=topk, draft_tokens=draft, max_draft_tokens=widest)
+
+
+def off_memory(info: dict[str, Any], concurrency: int) -> dict[str, Any]:
+    """What "off inside a speculative server" still holds, from /server_info and SGLang's KV rule."""
+    state = (info.get("internal_states") or [{}])[0]
+    memory = state.get("memory_usage") or {}
+    graph = memory.get("graph") or {}
+    page = int(info.get("page_size") or 1)
+    shape = _spec_shape(info)
+    reserve_spec = reserve_per_decode(shape, page)
+    reserve_plain = reserve_per_decode(None, page)
+    draft_graph_gb = sum(
+        float(graph.get(k) or 0.0) for k in ("draft_prefill", "draft_decode", "draft_extend")
+    )
+    return {
+        "kv_reserve_per_request_tokens": reserve_spec,
+        "kv_reserve_per_request_tokens_without_drafter": reserve_plain,
+        "kv_reserve_extra_tokens_at_max_concurrency": (reserve_spec - reserve_plain) * concurrency,
+        "max_concurrency": concurrency,
+        "token_capacity": memory.get("token_capacity", info.get("max_total_num_tokens")),
+        "kvcache_gb": memory.get("kvcache"),
+        "draft_graph_gb": round(draft_graph_gb, 3),
+        "target_verify_graph_gb": graph.get("target_verify"),
+        "spec_shape": None if shape is None else shape.__dict__,
+    }
+
+
+def off_note(mem: dict[str, Any]) -> str:
+    parts = [
+        f"it still reserves {mem['kv_reserve_per_request_tokens']} KV slots per running request "
+        f"(a server without a drafter reserves {mem['kv_reserve_per_request_tokens_without_drafter']}: "
+        f"{mem['kv_reserve_extra_tokens_at_max_concurrency']} extra slots at c={mem['max_concurrency']})"
+    ]
+    if mem.get("kvcache_gb") is not None:
+        parts.append(
+            f"its KV pool ({mem['kvcache_gb']} GB, {mem['token_capacity']} tokens) is sized with the draft model's KV"
+        )
+    if mem.get("draft_graph_gb"):
+        parts.append(f"the draft model's CUDA graphs hold {mem['draft_graph_gb']} GB")
+    return (
+        '"off" is this speculative server with its live threshold at 1, not a server without a drafter: '
+        + "; ".join(parts)
+        + ". The baseline arm (--baseline-url) measures a server launched without one."
+    )
+
+
+def _arm_tput(arm: dict[str, Any] | None) -> float | None:
+    if arm is None or "unavailable" in arm:
+        return None
+    value = arm.get("output_throughput")
+    return float(value) if value is not None else None
+
+
+def assemble_levels(
+    concurrency: tuple[int, ...], arms: dict[str, list[dict[str, Any]] | str]
+) -> list[dict[str, Any]]:
+    """Per level: each arm (or {"unavailable": reason}), the envelope max(on, off) and ratios to it."""
+    levels: list[dict[str, Any]] = []
+    for i, c in enumerate(concurrency):
+        row: dict[str, Any] = {"concurrency": c}
+        for name, arm in arms.items():
+            row[name] = {"unavailable": arm} if isinstance(arm, str) else dict(arm[i])
+        candidates = [t for t in (_arm_tput(row.get("on")), _arm_tput(row.get("off"))) if t is not None]
+        envelope = max(candidates) if candidates else None
+        row["envelope"] = envelope
+        ratios: dict[str, float | None] = {}
+        for name in arms:
+            tput = _arm_tput(row[name])
+            ratio = None if tput is None or not envelope else tput / envelope
+            ratios[name] = ratio
+            if tput is not None:
+                row[name]["ratio_to_envelope"] = ratio
+        row["ratios"] = ratios
+        levels.append(row)
+    return levels
+
+
+def _summary(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    adaptive = [(row["ratios"].get("adaptive"), row["concurrency"]) for row in levels]
+    measured = [(r, c) for r, c in adaptive if r is not None]
+    if measured:
+        worst, at = min(measured)
+        summary["adaptive_min_ratio"] = worst
+        summary["adaptive_min_ratio_at"] = at
+        summary["adaptive_below_0_97_at"] = [c for r, c in measured if r < 0.97]
+    baseline_ahead: list[int] = []
+    for row in levels:
+        base = _arm_tput(row.get("baseline"))
+        best = row["envelope"]
+        if base is not None and best is not None and base > best:
+            baseline_ahead.append(row["concurrency"])
+    if any(_arm_tput(row.get("baseline")) is not None for row in levels):
+        summary["baseline_ahead_at"] = baseline_ahead
+        run_from = None
+        for row in reversed(levels):
+            if row["concurrency"] in baseline_ahead:
+                run_from = row["concurrency"]
+            else:
+                break
+        summary["baseline_ahead_from"] = run_from
+    return summary
+
+
+async def run_compare(
+    url: str,
+    options: BenchOptions,
+    progress: ProgressCallback = ignore_progress,
+    cancel: asyncio.Event | None = None,
+    baseline_url: str | None = None,
+) -> dict[str, Any]:
+    started = time.time()
+    async with make_client(options) as client:
+        tracker = RunTracker(total=0, callback=progress)
+        session = SweepSession(url, options, client, tracker, cancel)
+        info = await session.prepare()
+        reason = live_unavailable_reason(info)
+        measured_arms = (len(LIVE_ARMS) if reason is None else 1) + (1 if baseline_url else 0)
+        tracker.total = planned_requests(options, measured_arms)
+        arms: dict[str, list[dict[str, Any]] | str] = {}
+        live: dict[str, Any] = {"available": reason is None, "reason": reason}
+        if reason is None:
+            await _live_arms(session, arms, live)
+        else:
+            static = "on" if _has_drafter(info) else "off"
+            arms[static] = await session.sweep(static)
+            live["measured_as_configured"] = static
+            for name in LIVE_ARMS:
+                arms.setdefault(name, reason)
+        baseline_info: dict[str, Any] | None = None
+        if baseline_url:
+            base_session = SweepSession(baseline_url, options, client, tracker, cancel)
+            baseline_info = await base_session.prepare()
+            arms["baseline"] = await base_session.sweep("baseline")
+
+    levels = assemble_levels(options.concurrency, arms)
+    result: dict[str, Any] = {
+        "kind": "compare",
+        "url": url,
+        "baseline_url": baseline_url,
+        "options": options.public_dict(),
+        "server": server_summary(info),
+        "baseline_server": None if baseline_info is None else server_summary(baseline_info),
+        "live_control": live,
+        "levels": levels,
+        "summary": _summary(levels),
+        "started_at": started,
+        "duration_s": time.time() - started,
+    }
+    if _has_drafter(info):
+        memory = off_memory(info, max(options.concurrency))
+        result["off_memory"] = memory
+        result["off_note"] = off_note(memory)
+    result |= _recommendation(levels)
+    return result
+
+
+async def _live_arms(
+    session: SweepSession, arms: dict[str, list[dict[str, Any]] | str], live: dict[str, Any]
+) -> None:
+    state = await session.probe.live_state()
+    if state is None or not isinstance(state.get("threshold"), int):
+        raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state!r}")
+    original: int = state["threshold"]
+    live["original_threshold"] = original
+    live["restored"] = False
+    failure: BaseException | None = None
+    try:
+        arms["adaptive"] = await session.sweep("adaptive")
+        await session.probe.set_threshold(NO_THRESHOLD)
+        arms["on"] = await session.sweep("on")
+        await session.probe.set_threshold(NEVER_SPECULATE)
+        arms["off"] = await session.sweep("off")
+    except BaseException as exc:
+        failure = exc
+        raise
+    finally:
+        # Written back even when the run failed or was cancelled; shielded so a second cancel
+        # cannot leave the server stuck at a forced setting.
+        restore = asyncio.ensure_future(session.probe.set_threshold(original))
+        with contextlib.suppress(asyncio.CancelledError, EngineError):
+            await asyncio.shield(restore)
+        error = restore.exception() if restore.done() and not restore.cancelled() else None
+        live["restored"] = restore.done() and not restore.cancelled() and error is None
+        if not live["restored"]:
+            live["restore_error"] = str(error) if error else "restore did not finish"
+            message = f"could not restore the live threshold to {original}: {live['restore_error']}"
+            if failure is None:
+                raise EngineError(message)
+            failure.add_note(message)
+
+
+def _recommendation(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    pairs: list[LevelPair] = []
+    for row in levels:
+        on, off = _arm_tput(row.get("on")), _arm_tput(row.get("off"))
+        if on is None or off is None:
+            continue
+        pairs.append(
+            LevelPair(
+                concurrency=row["concurrency"],
+                on=on,
+                off=off,
+                on_rel_err=float(row["on"].get("output_throughput_rel_err", 0.0)),
+                off_rel_err=float(row["off"].get("output_throughput_rel_err", 0.0)),
+            )
+        )
+    if not pairs:
+        return {
+            "recommended_threshold": None,
+            "recommendation": {"reason": "no level has both the on and the off arm measured"},
+        }
+    rec = recommend(pairs)
+    return {"recommended_threshold": rec.threshold, "recommendation": rec.as_dict()}

@@ -1,0 +1,206 @@
+"""One streamed request against SGLang's HTTP surface, timed the way bench_serving times it.
+
+Native ``/generate`` streams cumulative ``meta_info.completion_tokens``; a chunk that brings k new
+tokens (speculation accepts several at once) adds k inter-token gaps of chunk_gap / k, exactly as
+bench_serving's ``async_request_sglang_generate`` does. The chat endpoint is asked for continuous
+usage so the same per-token accounting applies; if a server omits it, each content chunk counts as
+one token until the final usage chunk corrects the total.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from agent.bench.stats import RequestRecord
+
+_WORDS = [
+    "time",
+    "person",
+    "year",
+    "way",
+    "day",
+    "thing",
+    "man",
+    "world",
+    "life",
+    "hand",
+    "part",
+    "child",
+    "eye",
+    "woman",
+    "place",
+    "work",
+    "week",
+    "case",
+    "point",
+    "government",
+    "company",
+    "number",
+    "group",
+    "problem",
+    "fact",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt of about ``input_len`` tokens, unique per request so the prefix cache cannot help."""
+
+    input_ids: list[int]
+    text: str
+
+
+def make_prompt(input_len: int, seed: int) -> Prompt:
+    rng = random.Random(seed)
+    ids = [rng.randrange(1000, 30000) for _ in range(input_len)]
+    words = [rng.choice(_WORDS) for _ in range(input_len)]
+    return Prompt(input_ids=ids, text=" ".join(words))
+
+
+class EngineUnreachable(RuntimeError):
+    """The engine refused or dropped the connection: it is down or restarting."""
+
+
+def generate_body(prompt: Prompt, output_len: int) -> dict[str, Any]:
+    return {
+        "input_ids": prompt.input_ids,
+        "sampling_params": {"max_new_tokens": output_len, "ignore_eos": True, "temperature": 0.0},
+        "stream": True,
+    }
+
+
+def chat_body(prompt: Prompt, output_len: int, model: str) -> dict[str, Any]:
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt.text}],
+        "max_tokens": output_len,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+
+
+class _TokenClock:
+    """Turns cumulative token counts seen at chunk arrival times into TTFT and per-token ITL."""
+
+    def __init__(self, record: RequestRecord) -> None:
+        self.record = record
+        self.last_count = 0
+        self.last_time = record.start
+
+    def tokens_at(self, count: int, now: float) -> None:
+        new = count - self.last_count
+        if new <= 0:
+            return
+        if self.last_count == 0:
+            self.record.ttft = now - self.record.start
+        else:
+            gap = (now - self.last_time) / new
+            self.record.itl.extend([gap] * new)
+        self.last_count = count
+        self.last_time = now
+
+
+def _sse_payload(line: str) -> str | None:
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    return None if payload == "[DONE]" else payload
+
+
+async def stream_request(
+    client: httpx.AsyncClient,
+    base_url: str,
+    prompt: Prompt,
+    output_len: int,
+    *,
+    chat_model: str | None,
+    headers: dict[str, str],
+) -> RequestRecord:
+    """Send one streaming request; never raises for HTTP or stream errors, except a refused connection."""
+    chat = chat_model is not None
+    url = f"{base_url}/v1/chat/completions" if chat else f"{base_url}/generate"
+    body = (
+        chat_body(prompt, output_len, chat_model)
+        if chat_model is not None
+        else generate_body(prompt, output_len)
+    )
+    record = RequestRecord(start=time.perf_counter())
+    clock = _TokenClock(record)
+    try:
+        async with client.stream("POST", url, json=body, headers=headers) as response:
+            if response.status_code != 200:
+                text = (await response.aread()).decode(errors="replace")[:300]
+                record.error = f"HTTP {response.status_code}: {text}"
+                return record
+            async for line in response.aiter_lines():
+                payload = _sse_payload(line)
+                if payload is None:
+                    continue
+                now = time.perf_counter()
+                data = json.loads(payload)
+                if "error" in data:
+                    record.error = f"stream error: {data['error']}"
+                    return record
+                if chat:
+                    _chat_chunk(data, record, clock, now)
+                else:
+                    meta = data.get("meta_info") or {}
+                    clock.tokens_at(int(meta.get("completion_tokens", 0)), now)
+                    record.prompt_tokens = int(meta.get("prompt_tokens", record.prompt_tokens))
+        record.latency = time.perf_counter() - record.start
+        record.output_tokens = clock.last_count
+        record.success = record.output_tokens > 0
+        if not record.success:
+            record.error = "stream ended without any output token"
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise EngineUnreachable(f"cannot connect to {base_url}: {exc}") from exc
+    except (httpx.HTTPError, json.JSONDecodeError, ValueError) as exc:
+        record.error = f"{type(exc).__name__}: {exc}"
+    return record
+
+
+def _chat_chunk(data: dict[str, Any], record: RequestRecord, clock: _TokenClock, now: float) -> None:
+    usage = data.get("usage")
+    choices = data.get("choices") or []
+    has_content = any((c.get("delta") or {}).get("content") for c in choices)
+    if usage:
+        record.prompt_tokens = int(usage.get("prompt_tokens", record.prompt_tokens))
+        completion = int(usage.get("completion_tokens", 0))
+        if has_content:
+            clock.tokens_at(completion, now)
+        else:
+            # A usage-only or finish chunk: the server's count is authoritative, without new gaps.
+            clock.last_count = max(clock.last_count, completion)
+    elif has_content:
+        clock.tokens_at(clock.last_count + 1, now)

@@ -1,0 +1,100 @@
+"""``agent bench sweep|compare``: closed-loop concurrency sweeps and the speculation comparison."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.bench.compare import run_compare
+from agent.bench.engine import EngineError
+from agent.bench.options import BenchOptionError, BenchOptions, parse_concurrency
+from agent.bench.progress import TerminalProgress
+from agent.bench.report import compare_table, sweep_table
+from agent.bench.store import atomic_write_json
+from agent.bench.sweep import BenchCancelled, run_sweep
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the SGLang server, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--concurrency", default="1,2,4,8,16,32,64,128,250", help="levels, comma-separated")
+    parser.add_argument(
+        "--requests-per-level", type=int, default=None, help="measured requests per level (default max(C, 8))"
+    )
+    parser.add_argument("--input-len", type=int, default=1024, help="prompt tokens per request")
+    parser.add_argument("--output-len", type=int, default=256, help="output tokens per request (ignore_eos)")
+    parser.add_argument("--chat", action="store_true", help="use /v1/chat/completions instead of /generate")
+    parser.add_argument(
+        "--warmup-requests", type=int, default=1, help="unmeasured requests before each level"
+    )
+    parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
+    parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
+
+
+def register(subparsers: Any) -> None:
+    bench = subparsers.add_parser("bench", help="benchmark an SGLang server (sweep, compare)")
+    sub = bench.add_subparsers(dest="bench_command", metavar="SUBCOMMAND", required=True)
+    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level")
+    _common(sweep)
+    sweep.set_defaults(handler=_handle, bench_mode="sweep")
+    compare = sub.add_parser("compare", help="speculation on / off / adaptive through the live threshold")
+    _common(compare)
+    compare.add_argument("--baseline-url", default=None, help="a server without a drafter, as a fourth arm")
+    compare.set_defaults(handler=_handle, bench_mode="compare")
+
+
+def _options(args: argparse.Namespace) -> BenchOptions:
+    for name in ("input_len", "output_len", "requests_per_level"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise BenchOptionError(name.replace("_", "-"), f"{value}: must be at least 1")
+    if args.warmup_requests < 0:
+        raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
+    api_key = None
+    if args.api_key_file is not None:
+        try:
+            api_key = args.api_key_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise BenchOptionError(
+                "api-key-file", f"{args.api_key_file}: cannot read it ({exc.strerror})"
+            ) from None
+        if not api_key:
+            raise BenchOptionError("api-key-file", f"{args.api_key_file}: the file is empty")
+    return BenchOptions(
+        concurrency=parse_concurrency(args.concurrency),
+        requests_per_level=args.requests_per_level,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        chat=args.chat,
+        warmup_requests=args.warmup_requests,
+        api_key=api_key,
+    )
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        options = _options(args)
+    except BenchOptionError as exc:
+        print(f"agent bench: --{exc}", file=sys.stderr)
+        return 2
+    bar = TerminalProgress()
+    try:
+        if args.bench_mode == "sweep":
+            result = asyncio.run(run_sweep(args.url, options, bar))
+        else:
+            result = asyncio.run(run_compare(args.url, options, bar, baseline_url=args.baseline_url))
+    except (EngineError, BenchCancelled) as exc:
+        bar.close()
+        notes = "; ".join(getattr(exc, "__notes__", []))
+        print(f"agent bench: failed: {exc}{'; ' + notes if notes else ''}", file=sys.stderr)
+        return 1
+    bar.close()
+    if args.json_out is not None:
+        atomic_write_json(args.json_out, result)
+    table = sweep_table(result["levels"]) if args.bench_mode == "sweep" else compare_table(result)
+    print(table)
+    if args.json_out is not None:
+        print(f"result JSON: {args.json_out}")
+    return 0
