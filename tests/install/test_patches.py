@@ -1,0 +1,379 @@
+"""The SGLang patch set against the pinned 0.5.23 wheel's own files.
+
+Part 1: the diffs apply and reverse cleanly with GNU patch, the result compiles, and the installer's
+pristine/applied/modified detection is exact.
+
+Part 2: the added logic, driven through SGLang's own classes imported from the patched wheel files
+without torch: ``AdaptiveStepSlot`` and ``AdaptiveSpeculativeParams`` (real config loader, real EMA
+policy), ``AdaptiveController`` with ``SpecRuntimeState`` (real state registry and switching), and the
+real ``SchedulerInternalStateController.set_internal_state`` dispatcher and ``_add_speculative``
+read-back. Stubbed: only the modules those files import that need torch or msgspec (config views,
+runtime context, logging helper, io_struct request classes), and the EAGLE worker, which only records
+which state it was switched to.
+"""
+
+from __future__ import annotations
+
+import json
+import py_compile
+import shutil
+import subprocess
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent.install.patching import (
+    ORIG_SUFFIX,
+    PatchError,
+    PatchState,
+    apply_patch_set,
+    detect_state,
+    file_sha256,
+    revert_patch_set,
+)
+from agent.install.patchset import load_patch_set
+from agent.sglang import live_control
+
+INTERNAL_STATE = "sglang/srt/managers/scheduler_components/internal_state.py"
+SPEC_PARAMS = "sglang/srt/speculative/adaptive_spec_params.py"
+LIVE_MODULE = "sglang/srt/speculative/adaptive_live_control.py"
+READBACK_MODULE = "sglang/srt/speculative/adaptive_live_readback.py"
+
+# What agent/sglang/adaptive.py renders for threshold 4 and live steps 1..3.
+THRESHOLD_CONFIG = {"1": {"candidate_steps": [1, 2, 3]}, "4": {"candidate_steps": [0]}}
+
+
+def _hashes(site: Path) -> dict[str, str]:
+    """Source files and .orig copies (compiled caches are not the patch's business)."""
+    return {
+        str(p.relative_to(site)): file_sha256(p)
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and "dist-info" not in str(p)
+    }
+
+
+# ----------------------------------------------------------------------------------- part 1: diffs
+
+
+def test_patch_set_touches_the_files_its_readmes_name() -> None:
+    patch_set = load_patch_set()
+    assert patch_set.names == ["01-live-adaptive-control", "02-live-adaptive-readback"]
+    assert {(t.path, t.created) for t in patch_set.targets()} == {
+        (INTERNAL_STATE, False),
+        (SPEC_PARAMS, False),
+        (LIVE_MODULE, True),
+        (READBACK_MODULE, True),
+    }
+    for patch in patch_set.patches:
+        assert (patch.diff_path.parent / "README.md").read_text().startswith(f"# {patch.name}")
+
+
+def test_gnu_patch_applies_and_reverses_each_diff_in_order(site_packages: Path) -> None:
+    pristine = _hashes(site_packages)
+    patch_set = load_patch_set()
+    run = lambda *a: subprocess.run(
+        ["patch", "-p1", "--batch", *a], cwd=site_packages, capture_output=True, text=True
+    )  # noqa: E731
+    for patch in patch_set.patches:
+        assert run("--dry-run", "--forward", "-i", str(patch.diff_path)).returncode == 0
+        assert run("--forward", "-i", str(patch.diff_path)).returncode == 0
+    for patch in reversed(patch_set.patches):
+        # Already applied: forward refuses, reverse dry-run succeeds (how the installer detects it).
+        assert run("--dry-run", "--forward", "-i", str(patch.diff_path)).returncode == 1
+        assert run("--dry-run", "-R", "-i", str(patch.diff_path)).returncode == 0
+        assert run("-R", "-i", str(patch.diff_path)).returncode == 0
+    assert _hashes(site_packages) == pristine
+
+
+def test_apply_is_idempotent_and_revert_restores_record_hashes(site_packages: Path) -> None:
+    patch_set = load_patch_set()
+    pristine = _hashes(site_packages)
+    assert detect_state(site_packages, patch_set) is PatchState.PRISTINE
+
+    assert apply_patch_set(site_packages, patch_set) is PatchState.PRISTINE
+    assert detect_state(site_packages, patch_set) is PatchState.APPLIED
+    patched = _hashes(site_packages)
+    assert (site_packages / (INTERNAL_STATE + ORIG_SUFFIX)).is_file()
+    assert "adaptive_live_control" in (site_packages / INTERNAL_STATE).read_text()
+    for target in patch_set.targets():
+        py_compile.compile(str(site_packages / target.path), doraise=True)
+
+    assert apply_patch_set(site_packages, patch_set) is PatchState.APPLIED
+    assert _hashes(site_packages) == patched
+
+    assert revert_patch_set(site_packages, patch_set) is PatchState.APPLIED
+    assert detect_state(site_packages, patch_set) is PatchState.PRISTINE
+    assert _hashes(site_packages) == pristine
+    assert not (site_packages / LIVE_MODULE).exists()
+    assert not (site_packages / (INTERNAL_STATE + ORIG_SUFFIX)).exists()
+
+
+def test_a_hand_edited_file_is_refused_and_nothing_changes(site_packages: Path) -> None:
+    patch_set = load_patch_set()
+    target = site_packages / SPEC_PARAMS
+    target.write_text(target.read_text() + "\n# local edit\n")
+    before = _hashes(site_packages)
+    assert detect_state(site_packages, patch_set) is PatchState.MODIFIED
+    with pytest.raises(PatchError, match="neither the wheel's RECORD nor the patched result"):
+        apply_patch_set(site_packages, patch_set)
+    assert _hashes(site_packages) == before
+
+
+def test_revert_of_a_modified_tree_falls_back_to_the_orig_copies(site_packages: Path) -> None:
+    patch_set = load_patch_set()
+    pristine = _hashes(site_packages)
+    apply_patch_set(site_packages, patch_set)
+    spec = site_packages / SPEC_PARAMS
+    spec.write_text(spec.read_text().replace("self.live = LiveAdaptiveState(self)", "self.live = None"))
+    assert detect_state(site_packages, patch_set) is PatchState.MODIFIED
+    assert revert_patch_set(site_packages, patch_set) is PatchState.MODIFIED
+    assert _hashes(site_packages) == pristine
+
+
+def test_a_patch_that_does_not_apply_leaves_site_packages_untouched(
+    site_packages: Path, tmp_path: Path
+) -> None:
+    patch_set = load_patch_set()
+    broken = tmp_path / "patches"
+    shutil.copytree(patch_set.patches[0].diff_path.parent.parent, broken)
+    diff = broken / "02-live-adaptive-readback" / "patch.diff"
+    diff.write_text(diff.read_text().replace('             state["avg_spec_accept_length"]', "    nope"))
+    before = _hashes(site_packages)
+    with pytest.raises(PatchError, match="02-live-adaptive-readback does not apply"):
+        apply_patch_set(site_packages, load_patch_set(broken))
+    assert _hashes(site_packages) == before
+
+
+# ------------------------------------------------------------------ part 2: the logic, SGLang classes
+
+
+class FakeEagleWorker:
+    """The EAGLE worker's adaptive surface: builds states, records which one it runs."""
+
+    def __init__(self, initial_steps: int, runtime_state: types.ModuleType) -> None:
+        self.speculative_num_steps = initial_steps
+        self.switches: list[int] = []
+        self._state_cls = runtime_state.SpecRuntimeState
+        self.adaptive_controller: Any = None
+
+    def state(self, steps: int) -> Any:
+        return self._state_cls(steps, steps + 1, None, None, None, None, None, None)
+
+    def build_adaptive_runtime_state(
+        self, speculative_num_steps: int, speculative_num_draft_tokens: int, cuda_graph_bs: Any = None
+    ) -> Any:
+        return self.state(speculative_num_steps)
+
+    def apply_runtime_state(self, state: Any) -> None:
+        self.speculative_num_steps = state.speculative_num_steps
+        self.switches.append(state.speculative_num_steps)
+
+
+class Rank:
+    """One TP rank's scheduler side: params, controller, worker, internal-state controller."""
+
+    def __init__(self, sgl: Any, config: dict[str, Any], tmp: Path, initial_steps: int = 3) -> None:
+        path = tmp / "adaptive.json"
+        path.write_text(json.dumps(config))
+        self.sgl = sgl
+        self.worker = FakeEagleWorker(initial_steps, sgl.runtime_state)
+        self.params = sgl.params.AdaptiveSpeculativeParams(initial_steps=initial_steps, cfg_path=str(path))
+        self.controller = sgl.runtime_state.AdaptiveController(self.worker, self.params)
+        self.worker.adaptive_controller = self.controller
+        self.controller.register(self.worker.state(initial_steps))
+        self.controller.init_states(None)
+        no = lambda: False  # noqa: E731
+        scheduler = types.SimpleNamespace(
+            draft_worker=self.worker,
+            spec_algorithm=types.SimpleNamespace(is_none=no, is_dspark=no, is_dflash=no),
+            metrics_reporter=types.SimpleNamespace(
+                spec_total_num_forward_ct=0, spec_total_num_accept_tokens=0
+            ),
+        )
+        self.internal = sgl.internal_state.SchedulerInternalStateController(scheduler, record_step_time=False)
+
+    def set(self, **server_args: Any) -> bool:
+        out = self.internal.set_internal_state(self.sgl.io.SetInternalStateReq(server_args=server_args))
+        return bool(out.updated)
+
+    def steps_for(self, batch_size: int) -> int:
+        self.controller.activate_step_by_batch(batch_size)
+        return int(self.worker.speculative_num_steps)
+
+    def verify(self, batch_size: int, accepted: int, rounds: int) -> None:
+        for _ in range(rounds):
+            self.steps_for(batch_size)
+            self.controller.on_verify_complete([accepted] * batch_size, batch_size)
+
+    def readback(self) -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        self.internal._add_speculative(state)
+        return state
+
+
+@pytest.fixture
+def rank(patched_sglang: Any, tmp_path: Path) -> Rank:
+    return Rank(patched_sglang, THRESHOLD_CONFIG, tmp_path)
+
+
+def test_patch_uses_the_names_live_control_defines(patched_sglang: Any, rank: Rank) -> None:
+    live = patched_sglang.live_control
+    assert (live.LIVE_THRESHOLD_KEY, live.LIVE_STEPS_KEY) == live_control.LIVE_KEYS
+    assert live.RELEASE_PINNED_STEPS == live_control.RELEASE_PINNED_STEPS
+    assert live.NO_THRESHOLD == live_control.NO_THRESHOLD
+    assert patched_sglang.live_readback.READBACK_FIELD == live_control.READBACK_FIELD
+    readback = rank.readback()[live_control.READBACK_FIELD]
+    assert tuple(readback) == live_control.READBACK_KEYS
+    assert set(readback["slots"]["1"]) == {
+        "current_steps",
+        "candidate_steps",
+        "ema_accept_len",
+        "batch_count",
+    }
+    # SGLang's own five keys still work next to ours.
+    assert set(rank.internal._update_handlers()) >= {"pp_max_micro_batch_size", *live_control.LIVE_KEYS}
+
+
+def test_untouched_server_routes_exactly_as_unpatched_sglang(rank: Rank) -> None:
+    params = rank.params
+    assert params.live.threshold == 4  # the launch config's [0] slot
+    for bs in range(1, 300):
+        original = params._slots[params._find_closest_bs(params._pad_to_cuda_graph_bs(bs))]
+        assert params.get_steps_for_batch(bs) == original.current_steps
+    assert rank.controller._states.keys() == {0, 1, 2, 3}
+    assert rank.readback()[live_control.READBACK_FIELD] == {
+        "threshold": 4,
+        "pinned_steps": -1,
+        "active_steps": 3,
+        "prebuilt_steps": [0, 1, 2, 3],
+        "ema_accept_len": 2.0,
+        "slots": {
+            "1": {"current_steps": 3, "candidate_steps": [1, 2, 3], "ema_accept_len": 2.0, "batch_count": 0},
+            "4": {"current_steps": 0, "candidate_steps": [0], "ema_accept_len": -1.0, "batch_count": 0},
+        },
+    }
+
+
+def test_live_threshold_moves_the_switch_to_zero_steps(rank: Rank, patched_sglang: Any) -> None:
+    assert rank.steps_for(7) == 0
+    assert rank.set(adaptive_spec_threshold=8)
+    assert rank.steps_for(7) == 3
+    assert rank.steps_for(8) == 0
+    assert rank.steps_for(250) == 0
+    assert rank.set(adaptive_spec_threshold=0)  # no threshold: speculate at every size
+    assert rank.steps_for(250) == 3
+    assert rank.set(adaptive_spec_threshold=1)  # never speculate
+    assert rank.steps_for(1) == 0
+    # Zero-step batches never move the policy, however many verify rounds they feed.
+    rank.verify(batch_size=16, accepted=3, rounds=50)
+    assert rank.steps_for(16) == 0
+    assert rank.readback()[live_control.READBACK_FIELD]["threshold"] == 1
+    # The keys are worker commands, not ServerArgs fields: nothing went to get_context().override.
+    assert patched_sglang.context.calls == []
+
+
+def test_pinned_steps_hold_against_the_ema_and_release_restores_it(rank: Rank) -> None:
+    assert rank.set(adaptive_spec_steps=1)
+    assert rank.params.candidate_steps == [0, 1]  # the cached union was dropped
+    assert rank.steps_for(2) == 1
+    rank.verify(batch_size=2, accepted=3, rounds=60)  # acceptance that would push the EMA policy up
+    assert rank.steps_for(2) == 1
+    readback = rank.readback()[live_control.READBACK_FIELD]
+    assert readback["pinned_steps"] == 1
+    assert readback["slots"]["1"]["candidate_steps"] == [1]
+    assert readback["ema_accept_len"] > 0.9  # accepted drafts are still observed
+
+    assert rank.set(adaptive_spec_steps=-1)
+    assert rank.params.candidate_steps == [0, 1, 2, 3]
+    rank.verify(batch_size=2, accepted=3, rounds=60)
+    assert rank.steps_for(2) == 3  # the EMA policy chooses again
+    assert rank.readback()[live_control.READBACK_FIELD]["slots"]["1"]["candidate_steps"] == [1, 2, 3]
+
+
+def test_release_moves_a_slot_whose_step_left_its_candidates(patched_sglang: Any, tmp_path: Path) -> None:
+    config = {"1": {"candidate_steps": [1, 3]}, "8": {"candidate_steps": [2]}, "32": {"candidate_steps": [0]}}
+    rank = Rank(patched_sglang, config, tmp_path, initial_steps=3)
+    assert rank.set(adaptive_spec_steps=3)
+    assert rank.steps_for(10) == 3
+    assert rank.set(adaptive_spec_steps=-1)
+    assert rank.params._slots[8].current_steps == 2
+    assert rank.steps_for(10) == 2
+    rank.verify(batch_size=10, accepted=0, rounds=40)  # _recompute_params must not raise on .index()
+    rank.verify(batch_size=1, accepted=0, rounds=40)
+    assert rank.steps_for(1) == 1
+
+
+@pytest.mark.parametrize(
+    ("server_args", "why"),
+    [
+        ({"adaptive_spec_steps": 5}, "not a pre-built"),
+        ({"adaptive_spec_steps": 0}, "not a pre-built"),
+        ({"adaptive_spec_steps": True}, "must be an integer"),
+        ({"adaptive_spec_steps": 2.0}, "must be an integer"),
+        ({"adaptive_spec_threshold": -1}, "must be >= 0"),
+        ({"adaptive_spec_threshold": 1.5}, "must be an integer"),
+        # SGLang validates every key before applying any: one bad key rejects the valid one too.
+        ({"adaptive_spec_threshold": 16, "adaptive_spec_steps": 9}, "not a pre-built"),
+    ],
+)
+def test_invalid_values_are_rejected_and_change_nothing(
+    rank: Rank, server_args: dict[str, Any], why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = rank.readback()
+    assert not rank.set(**server_args)
+    assert why in caplog.text
+    assert rank.readback() == before
+
+
+def test_threshold_needs_a_prebuilt_zero_state(patched_sglang: Any, tmp_path: Path) -> None:
+    rank = Rank(patched_sglang, {"1": {"candidate_steps": [1, 3]}}, tmp_path)
+    assert rank.params.live.threshold == 0
+    assert not rank.set(adaptive_spec_threshold=8)
+    assert rank.set(adaptive_spec_threshold=0)
+    assert rank.set(adaptive_spec_steps=1)
+
+
+def test_without_adaptive_the_keys_are_rejected_and_nothing_is_read_back(rank: Rank) -> None:
+    rank.worker.adaptive_controller = None
+    assert not rank.set(adaptive_spec_threshold=8)
+    assert live_control.READBACK_FIELD not in rank.readback()
+
+
+_requests = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"adaptive_spec_threshold": st.integers(-2, 40)}),
+        st.fixed_dictionaries({"adaptive_spec_steps": st.integers(-2, 5)}),
+        st.fixed_dictionaries({"verify_bs": st.integers(1, 40), "accepted": st.integers(0, 3)}),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(requests=_requests)
+def test_every_rank_decides_the_same(patched_sglang: Any, tmp_path: Path, requests: list[Any]) -> None:
+    """The request reaches every TP rank; a rank that decided differently would hang the next collective.
+
+    Two ranks with different rank-local facts (memory, rank id) must give the same answers and the
+    same step for every batch.
+    """
+    ranks = [Rank(patched_sglang, THRESHOLD_CONFIG, tmp_path) for _ in range(2)]
+    for i, r in enumerate(ranks):
+        r.internal.scheduler.tp_rank = i
+        r.internal.scheduler.free_gpu_memory_gb = 10.0 * (i + 1)
+    for request in requests:
+        if "verify_bs" in request:
+            steps = {r.steps_for(request["verify_bs"]) for r in ranks}
+            for r in ranks:
+                r.controller.on_verify_complete(
+                    [request["accepted"]] * request["verify_bs"], request["verify_bs"]
+                )
+            assert len(steps) == 1
+        else:
+            assert len({r.set(**request) for r in ranks}) == 1
+    assert ranks[0].readback() == ranks[1].readback()
+    json.dumps(ranks[0].readback())  # plain JSON types: it crosses msgpack IPC and HTTP
