@@ -1,0 +1,221 @@
+"""The Textual app: one worker follows the agent's stream into the model; a timer paints the screen in view.
+
+Ingest and paint are decoupled (Dolphie, Memray): the worker only appends to ring buffers and posts a
+coalescing message; the paint timer redraws the visible screen at most ``PAINT_INTERVAL_S`` apart and
+only when the model changed. Screens that are not in view, or are covered by a dialog, are not painted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import BindingType
+
+from agent.wire import WIRE_VERSION, Snapshot
+from console.link import Link, LinkError
+from console.link.backoff import Backoff
+from console.link.client import AgentClient
+from console.messages import ModelUpdated
+from console.model import ConsoleModel, LinkStatus
+from console.palette import ConsoleCommands
+from console.registry import bindings, writing_actions
+from console.screens.base import LiveScreen
+from console.screens.bench import BenchScreen
+from console.screens.controls import ControlsScreen
+from console.screens.gpus import GpusScreen
+from console.screens.help import HelpScreen
+from console.screens.kv import KvScreen
+from console.screens.logs import LogsScreen
+from console.screens.overview import OverviewScreen
+from console.screens.profiles import ProfilesScreen
+
+PAINT_INTERVAL_S = 0.25
+"""Four frames a second at most: enough to look live, cheap enough to forget."""
+
+
+class ConsoleApp(App[None]):
+    TITLE = "k25console"
+    CSS_PATH = "styles/app.tcss"
+    COMMANDS: ClassVar = App.COMMANDS | {ConsoleCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings()]
+    MODES: ClassVar = {
+        "overview": OverviewScreen,
+        "kv": KvScreen,
+        "gpus": GpusScreen,
+        "controls": ControlsScreen,
+        "bench": BenchScreen,
+        "profiles": ProfilesScreen,
+        "logs": LogsScreen,
+    }
+
+    def __init__(
+        self,
+        link: Link,
+        *,
+        readonly: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
+        record: Path | None = None,
+        operator: str | None = None,
+        screenshot_dir: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.link = link
+        self.client = AgentClient(link)
+        self.readonly = readonly or not link.writable
+        self.model = ConsoleModel(clock=clock)
+        self.backoff = backoff or Backoff()
+        self.operator = operator or getpass.getuser()
+        self.paused = False
+        self.agent_status: dict[str, Any] = {}
+        self.paint_latencies: deque[float] = deque(maxlen=10_000)
+        self.screenshot_dir = screenshot_dir or Path.cwd()
+        self._record_path = record
+        self._record: IO[str] | None = None
+        self._paused_at_version = 0
+        self._arrival: float | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        if self._record_path is not None:
+            self._record = self._record_path.open("a", encoding="utf-8")
+        self.switch_mode("overview")
+        self.set_interval(PAINT_INTERVAL_S, self.paint_now)
+        self.follow_stream()
+
+    async def on_unmount(self) -> None:
+        await self.link.close()
+        if self._record is not None:
+            self._record.close()
+
+    @property
+    def unseen(self) -> int:
+        return self.model.version - self._paused_at_version if self.paused else 0
+
+    # -- ingest -------------------------------------------------------------------------------
+    @work(exclusive=True, group="stream", exit_on_error=False)
+    async def follow_stream(self) -> None:
+        """Connect, catch up from the ring buffer, follow; on a drop, back off and do it again. Never exits
+        on a drop; only a failure that retrying cannot fix (a refused host key) stops it."""
+        attempt = 0
+        while True:
+            try:
+                await self.link.connect()
+                if self.link.writable:
+                    await self._check_agent()
+                self.model.set_link(LinkStatus("connected"))
+                attempt = 0
+                async for item in self.client.stream(self.model.last_seq):
+                    if self.model.ingest(item):
+                        self._arrival = time.perf_counter()
+                        if self._record is not None:
+                            kind = "snapshot" if isinstance(item, Snapshot) else "event"
+                            self._record.write(
+                                json.dumps(
+                                    {"seq": item.seq, "kind": kind, "data": item.model_dump(mode="json")}
+                                )
+                                + "\n"
+                            )
+                        self.post_message(ModelUpdated(self.model.version))
+            except LinkError as exc:
+                if not exc.retryable:
+                    ended = not self.link.writable
+                    self.model.set_link(LinkStatus("ended" if ended else "failed", str(exc), attempt))
+                    if not ended:
+                        self.notify(str(exc), title="Cannot connect", severity="error", timeout=30)
+                    self.paint_now()
+                    return
+                attempt += 1
+                delay = self.backoff.delay(attempt)
+                self.model.set_link(LinkStatus("reconnecting", str(exc), attempt, retry_in_s=delay))
+                self.paint_now()
+                await asyncio.sleep(delay)
+
+    async def _check_agent(self) -> None:
+        version = await self.client.version()
+        if version.get("wire_version") != WIRE_VERSION:
+            raise LinkError(
+                f"the agent speaks wire version {version.get('wire_version')}, this console "
+                f"{WIRE_VERSION}: install the same k25console version on both sides",
+                retryable=False,
+            )
+        self.agent_status = await self.client.status()
+
+    def on_model_updated(self, message: ModelUpdated) -> None:
+        """Coalesced: only the newest of a backlog arrives here. Painting waits for the cadence."""
+
+    # -- paint --------------------------------------------------------------------------------
+    def paint_now(self) -> None:
+        screen = self.screen
+        if not isinstance(screen, LiveScreen):
+            return  # a dialog covers the screen: keep ingesting, draw nothing
+        before = screen.painted_version
+        with self.batch_update():
+            screen.paint(self.model, frozen=self.paused)
+        if screen.painted_version != before and self._arrival is not None:
+            arrival, self._arrival = self._arrival, None
+            self.call_after_refresh(lambda: self.paint_latencies.append(time.perf_counter() - arrival))
+
+    # -- actions ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.readonly and action in writing_actions():
+            return None  # shown greyed, does nothing
+        return True
+
+    def action_show(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._paused_at_version = self.model.version
+        self.paint_now()
+
+    def action_svg(self) -> None:
+        path = self.save_screenshot(path=str(self.screenshot_dir))
+        self.notify(f"Saved {path}", title="Screenshot")
+
+    def action_blur(self) -> None:
+        self.set_focus(None)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.readonly))
+
+    def _on_mode(self, mode: str) -> LiveScreen:
+        self.switch_mode(mode)
+        screen = self.screen
+        assert isinstance(screen, LiveScreen)
+        return screen
+
+    def action_apply(self, kind: str) -> None:
+        screen = self._on_mode("controls")
+        if isinstance(screen, ControlsScreen) and kind in ("threshold", "steps", "topk", "adaptive"):
+            screen.apply(kind)
+
+    def action_kv_whatif(self) -> None:
+        screen = self._on_mode("kv")
+        if isinstance(screen, KvScreen):
+            screen.ask_whatif()
+
+    def action_bench_start(self) -> None:
+        screen = self._on_mode("bench")
+        if isinstance(screen, BenchScreen):
+            screen.start()
+
+    def action_profile(self, what: str) -> None:
+        screen = self._on_mode("profiles")
+        if isinstance(screen, ProfilesScreen):
+            screen.act(what)
+
+    def action_logs_refresh(self) -> None:
+        screen = self._on_mode("logs")
+        if isinstance(screen, LogsScreen):
+            screen.refresh_log()

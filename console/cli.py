@@ -1,0 +1,102 @@
+"""`k25console`: pick a link from the arguments, run the app, and clean up whatever the demo started."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent.profile import ProfileError, load_profile
+from console.link import Link
+from console.link.local import LocalLink, default_socket_path
+from console.link.replay import ReplayLink
+from console.link.ssh import SshLink, SshTarget
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="k25console",
+        description="Operations console for Kimi K2.5 on SGLang with EAGLE-3: watch, tune, benchmark.",
+        epilog="Examples: k25console --demo | k25console gpu-box | k25console ops@10.0.0.5 -p 2222 -J bastion",
+    )
+    parser.add_argument("target", nargs="?", help="SSH destination: user@host or a Host from ~/.ssh/config")
+    parser.add_argument("--profile", help="a profile name or .toml path; its [host] section gives the target")
+    parser.add_argument(
+        "--demo", action="store_true", help="run a local agent on the simulated engine, with traffic"
+    )
+    parser.add_argument(
+        "--socket", type=Path, help="the local agent's UNIX socket (default: the agent's own)"
+    )
+    parser.add_argument(
+        "--token-file", type=Path, help="the local agent's token (default: beside the socket)"
+    )
+    parser.add_argument("--readonly", action="store_true", help="watch only: every control is greyed")
+    parser.add_argument("-p", "--port", type=int, help="SSH port")
+    parser.add_argument("-i", "--identity", help="SSH identity file")
+    parser.add_argument("-J", "--jump", help="SSH jump host (user@host[:port])")
+    parser.add_argument("--known-hosts", help="known_hosts file to check the host key against")
+    parser.add_argument("--remote-state-dir", help="the agent's state directory on the host")
+    parser.add_argument("--replay", type=Path, help="play a recording (JSON lines) instead of connecting")
+    parser.add_argument("--replay-speed", type=float, default=1.0, help="1 = recorded pace, 0 = all at once")
+    parser.add_argument("--record", type=Path, help="append every snapshot and event received to this file")
+    return parser
+
+
+def _ssh_target(args: argparse.Namespace) -> SshTarget | None:
+    destination, port, identity, jump = args.target, args.port, args.identity, args.jump
+    if args.profile:
+        from console.demo.profiles import find_profile
+
+        host = load_profile(find_profile(args.profile)).host
+        destination = destination or host.destination or None
+        port, identity, jump = port or host.port, identity or host.identity_file, jump or host.jump_host
+    if not destination:
+        return None
+    return SshTarget(
+        destination,
+        port=port,
+        identity_file=identity,
+        jump_host=jump,
+        known_hosts=args.known_hosts,
+        remote_state_dir=args.remote_state_dir,
+    )
+
+
+def make_link(args: argparse.Namespace) -> Link:
+    if args.replay:
+        return ReplayLink(args.replay, speed=args.replay_speed)
+    target = _ssh_target(args)
+    if target is not None:
+        return SshLink(target)
+    return LocalLink(args.socket or default_socket_path(), args.token_file)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from console.app import ConsoleApp  # after argument errors, which need no Textual
+    from console.demo.stack import DemoError, DemoStack
+
+    demo: DemoStack | None = None
+    try:
+        if args.demo:
+            demo = DemoStack()
+            # SIGTERM (a closed terminal, a kill) must still stop the demo's processes.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+            demo.start()
+            link: Link = LocalLink(demo.socket_path, demo.token_path)
+        else:
+            link = make_link(args)
+        ConsoleApp(link, readonly=args.readonly, record=args.record).run()
+    except (ProfileError, FileNotFoundError, ValueError, DemoError) as exc:
+        print(f"k25console: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if demo is not None:
+            demo.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

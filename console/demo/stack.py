@@ -1,0 +1,123 @@
+"""The demo's two processes: ``agent serve --engine sim`` on a private socket, and the traffic ramp.
+
+Both run in their own sessions (process groups) and are stopped, group and all, when the console
+exits: terminate, wait, then kill what is left. Nothing is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from console.demo.profiles import find_profile
+
+READY_TIMEOUT_S = 20.0
+
+
+class DemoError(RuntimeError):
+    pass
+
+
+class DemoStack:
+    """Start with :meth:`start`, always :meth:`stop` (also safe after a failed start)."""
+
+    def __init__(
+        self, profile: str = "local-sim", *, traffic: bool = True, peak: int = 250, period_s: float = 240.0
+    ) -> None:
+        self.profile_path = find_profile(profile)
+        self.traffic = traffic
+        self.peak = peak
+        self.period_s = period_s
+        # Short path: UNIX socket paths are limited to ~108 bytes.
+        self.state_dir = Path(tempfile.mkdtemp(prefix="k25demo-"))
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.agent_log = self.state_dir / "agent-stderr.log"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.state_dir / "run" / "agent.sock"
+
+    @property
+    def token_path(self) -> Path:
+        return self.state_dir / "token"
+
+    def _spawn(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.processes.append(proc)
+        return proc
+
+    def start(self) -> None:
+        agent = self._spawn(
+            [
+                sys.executable,
+                "-m",
+                "agent.cli.main",
+                "serve",
+                "--engine",
+                "sim",
+                "--profile",
+                str(self.profile_path),
+                "--state-dir",
+                str(self.state_dir),
+            ],
+            self.agent_log,
+        )
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not (self.socket_path.exists() and self.token_path.exists()):
+            if agent.poll() is not None:
+                raise DemoError(f"the demo agent exited with {agent.returncode}: {self._log_tail()}")
+            if time.monotonic() > deadline:
+                raise DemoError(f"the demo agent did not open {self.socket_path} in {READY_TIMEOUT_S:.0f} s")
+            time.sleep(0.05)
+        if self.traffic:
+            self._spawn(
+                [
+                    sys.executable,
+                    "-m",
+                    "console.demo.traffic",
+                    "--socket",
+                    str(self.socket_path),
+                    "--token-file",
+                    str(self.token_path),
+                    "--peak",
+                    str(self.peak),
+                    "--period",
+                    str(self.period_s),
+                    "--parent",
+                    str(os.getpid()),
+                ],
+                self.state_dir / "traffic.log",
+            )
+
+    def _log_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            return self.agent_log.read_text(errors="replace")[-2000:]
+        return ""
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.processes):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+            # the group may hold children the leader left behind (the engine of a real agent)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.processes.clear()
+        shutil.rmtree(self.state_dir, ignore_errors=True)

@@ -1,0 +1,93 @@
+"""The agent's HTTP API over a local UNIX socket, with the bearer token; shared by local and SSH links."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal
+
+import httpx
+
+from console.link.base import LinkError, StreamItem
+from console.link.sse import SseParser
+
+CALL_TIMEOUT_S = 10.0
+"""Every API call is bounded: a frozen link must surface as an error, never as a hung screen."""
+
+STREAM_READ_TIMEOUT_S = 40.0
+"""The agent sends a keep-alive every 15 s; two missed ones mean the stream is dead."""
+
+
+def _detail(response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip() or response.reason_phrase
+    return body.get("detail", body) if isinstance(body, dict) else body
+
+
+def _message(status: int, detail: Any) -> str:
+    if status == 401:
+        return "the agent refused the token (401): the token file changed; reconnect to read it again"
+    if isinstance(detail, str):
+        return f"{detail} (HTTP {status})"
+    return f"the agent answered HTTP {status}: {detail}"
+
+
+class UdsHttp:
+    """An httpx client bound to one UNIX socket path and one token."""
+
+    def __init__(self, socket_path: str, token: str) -> None:
+        self.socket_path = socket_path
+        self._client = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=socket_path),
+            base_url="http://agent",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(CALL_TIMEOUT_S),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def request(
+        self,
+        method: Literal["GET", "POST", "PUT"],
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+    ) -> Any:
+        try:
+            response = await self._client.request(method, path, params=params, json=body)
+        except httpx.HTTPError as exc:
+            raise LinkError(f"lost the agent: {exc.__class__.__name__} {exc}".strip()) from exc
+        if response.status_code >= 400:
+            detail = _detail(response)
+            raise LinkError(
+                _message(response.status_code, detail),
+                status=response.status_code,
+                retryable=response.status_code >= 500,
+                detail=detail,
+            )
+        return response.json()
+
+    async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
+        params = {} if since is None else {"since": since}
+        timeout = httpx.Timeout(CALL_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S)
+        parser = SseParser()
+        try:
+            async with self._client.stream("GET", "/v1/stream", params=params, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    detail = _detail(response)
+                    raise LinkError(
+                        _message(response.status_code, detail),
+                        status=response.status_code,
+                        retryable=response.status_code != 401,
+                    )
+                async for line in response.aiter_lines():
+                    item = parser.feed(line.rstrip("\r"))
+                    if item is not None:
+                        yield item
+        except httpx.HTTPError as exc:
+            raise LinkError(f"the stream dropped: {exc.__class__.__name__} {exc}".strip()) from exc
+        raise LinkError("the agent closed the stream")

@@ -1,0 +1,88 @@
+"""A recording played back as if it were an agent: ``k25console --replay FILE``.
+
+The file is JSON lines, one stream item each, as ``--record`` writes them
+(``{"seq": 7, "kind": "snapshot", "data": {...}}``); a bare Snapshot object per line is accepted too.
+A replay is read-only: every call that would reach the engine is refused with a clear reason. It is
+also how the snapshot tests feed the app a fixed, deterministic sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from console.link.base import Link, LinkError, StreamItem
+
+
+def _item(line: str, where: str) -> StreamItem:
+    try:
+        raw = json.loads(line)
+    except ValueError as exc:
+        raise LinkError(f"{where}: not JSON ({exc})", retryable=False) from exc
+    if not isinstance(raw, dict):
+        raise LinkError(f"{where}: expected a JSON object", retryable=False)
+    if "kind" in raw and "data" in raw:
+        kind, data = raw["kind"], raw["data"]
+    else:
+        kind, data = "snapshot", raw
+    if kind not in ("snapshot", "event") or not isinstance(data, dict) or "seq" not in data:
+        raise LinkError(f"{where}: expected a snapshot or event with a 'seq'", retryable=False)
+    return StreamItem(seq=int(data["seq"]), kind=kind, data=data)
+
+
+def load_recording(path: str | Path) -> list[StreamItem]:
+    """All items of a recording, in file order; errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LinkError(f"cannot read the recording {path}: {exc.strerror or exc}", retryable=False) from exc
+    return [_item(line, f"{path}:{n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+class ReplayLink(Link):
+    """Plays ``items`` in order; ``speed`` 1.0 keeps the recorded pace, 0 plays everything at once."""
+
+    writable = False
+
+    def __init__(self, path: str | Path, *, speed: float = 1.0) -> None:
+        self.path = Path(path)
+        self.speed = speed
+        self._items: list[StreamItem] | None = None
+
+    def describe(self) -> str:
+        return f"replay {self.path.name}"
+
+    async def connect(self) -> None:
+        if self._items is None:
+            self._items = load_recording(self.path)
+
+    async def close(self) -> None:
+        return None
+
+    async def request(
+        self,
+        method: Literal["GET", "POST", "PUT"],
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+    ) -> Any:
+        raise LinkError(f"not available while replaying a recording ({method} {path})", retryable=False)
+
+    async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
+        items = self._items or []
+        previous_time: float | None = None
+        for item in items:
+            if since is not None and item.seq <= since:
+                continue
+            when = float(item.data.get("time", 0.0))
+            if self.speed > 0 and previous_time is not None and when > previous_time:
+                await asyncio.sleep((when - previous_time) / self.speed)
+            previous_time = when
+            yield item
+        # A recording ends; the app shows that instead of reconnecting forever.
+        raise LinkError("end of the recording", retryable=False)

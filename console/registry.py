@@ -1,0 +1,148 @@
+"""The one list of operator commands: it makes the key bindings, the footer, the palette and `?` help.
+
+Adding a command here is enough for it to appear in all four places; a command that changes the
+server is marked ``writes`` and is greyed everywhere under ``--readonly`` or while replaying.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from textual.binding import Binding
+
+Group = Literal["Screens", "View", "Controls", "Bench", "Profiles", "App"]
+
+
+@dataclass(frozen=True)
+class Command:
+    title: str
+    action: str
+    help: str
+    group: Group
+    key: str | None = None
+    key_display: str | None = None
+    footer: bool = True
+    writes: bool = False
+
+
+SCREENS: tuple[tuple[str, str, str, str], ...] = (
+    # (mode name, key, title, help)
+    ("overview", "o", "Overview", "Throughput, load, speculation state, latency and health at a glance"),
+    ("kv", "k", "KV cache", "The KV pool, the reserve speculation costs, and what fits at a context length"),
+    ("gpus", "g", "GPUs", "One row per GPU with a short history"),
+    ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
+    ("bench", "b", "Bench", "Run a concurrency sweep and see the recommended threshold"),
+    ("profiles", "p", "Profiles", "List, view, diff, load and save operator profiles"),
+    ("logs", "l", "Logs", "Engine log tail with search; events and audit lines"),
+)
+
+COMMANDS: tuple[Command, ...] = (
+    *(
+        Command(title, f"app.show('{mode}')", help_text, "Screens", key=key)
+        for mode, key, title, help_text in SCREENS
+    ),
+    Command("Pause view", "app.toggle_pause", "Freeze what is drawn; data keeps arriving", "View", "space"),
+    Command("Screenshot", "app.svg", "Save an SVG screenshot in the current directory", "View", "s"),
+    Command("Help", "app.help", "Every command with its key", "App", "question_mark", key_display="?"),
+    Command(
+        "Leave field",
+        "app.blur",
+        "Leave a text field so letter keys switch screens again",
+        "App",
+        "escape",
+        footer=False,
+    ),
+    Command("Quit", "app.quit", "Leave the console (a --demo agent stops with it)", "App", "q"),
+    Command(
+        "Apply threshold",
+        "app.apply('threshold')",
+        "Plan and confirm a new threshold",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Apply steps",
+        "app.apply('steps')",
+        "Plan and confirm a new step count",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Apply topk",
+        "app.apply('topk')",
+        "Plan and confirm a new topk (restart)",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Apply adaptive",
+        "app.apply('adaptive')",
+        "Plan and confirm adaptive on/off",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "KV what-if",
+        "app.kv_whatif",
+        "Ask the agent what fits at the chosen context length",
+        "View",
+        footer=False,
+    ),
+    Command(
+        "Start bench sweep",
+        "app.bench_start",
+        "Start a concurrency sweep on the server",
+        "Bench",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Diff profile",
+        "app.profile('diff')",
+        "Compare the selected profile with what runs",
+        "Profiles",
+        footer=False,
+    ),
+    Command(
+        "Load profile",
+        "app.profile('load')",
+        "Plan and confirm running the selected profile",
+        "Profiles",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Save running as profile",
+        "app.profile('save')",
+        "Save the running settings under a new name",
+        "Profiles",
+        footer=False,
+        writes=True,
+    ),
+    Command("Refresh logs", "app.logs_refresh", "Fetch the engine log tail again", "View", footer=False),
+)
+
+
+def bindings() -> list[Binding]:
+    """App bindings for every command that has a key."""
+    return [
+        Binding(c.key, c.action.removeprefix("app."), c.title, show=c.footer, key_display=c.key_display)
+        for c in COMMANDS
+        if c.key is not None
+    ]
+
+
+def writing_actions() -> frozenset[str]:
+    """Action names (without arguments) that change the server."""
+    return frozenset(c.action.removeprefix("app.").split("(")[0] for c in COMMANDS if c.writes)
+
+
+def key_label(command: Command) -> str:
+    if command.key_display:
+        return command.key_display
+    return command.key or ""

@@ -1,0 +1,110 @@
+"""KV: how the pool is spent, what speculation's decode reserve costs, and what would fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Input, Label, Static
+
+from agent.wire import KvView
+from console.link import LinkError
+from console.model import ConsoleModel
+from console.screens.base import LiveScreen
+from console.widgets.format import num
+from console.widgets.stacked_bar import Segment, StackedBar
+
+WHATIF_ROWS = (
+    ("requests_that_fit", "requests that fit"),
+    ("alloc_len_per_decode", "tokens allocated per decode step"),
+    ("reserve_per_decode", "tokens reserved per request"),
+    ("tokens_held", "tokens held"),
+    ("tokens_reserved", "tokens reserved"),
+)
+
+
+def pool_segments(kv: KvView) -> tuple[Segment, ...]:
+    used = kv.used_tokens or 0
+    reserved = kv.reserved_tokens or 0
+    free = kv.free_tokens if kv.free_tokens is not None else max(0, (kv.pool_tokens or 0) - used - reserved)
+    return (
+        Segment("used", used, "dodger_blue1"),
+        Segment("reserved (decode over-allocation)", reserved, "dark_orange"),
+        Segment("free", free, "grey35"),
+    )
+
+
+def reserve_text(kv: KvView) -> Text:
+    text = Text()
+    text.append("Pool ", style="dim")
+    text.append(num(kv.pool_tokens, unit=" tokens"), style="bold")
+    text.append(f"   page size {num(kv.page_size)}", style="dim")
+    text.append("\nReserve per request: speculation on ", style="dim")
+    text.append(num(kv.reserve_per_request_on, unit=" tokens"), style="bold")
+    text.append("  ·  off ", style="dim")
+    text.append(num(kv.reserve_per_request_off, unit=" tokens"), style="bold")
+    text.append("\nShare of the pool held for speculation ", style="dim")
+    text.append(num(kv.speculation_share, ".1%"), style="bold")
+    return text
+
+
+def whatif_table(answer: dict[str, Any], context: int, running: int) -> Table:
+    table = Table(title=f"What-if at context {context:,} with {running} running", expand=False)
+    table.add_column("")
+    table.add_column("speculation on", justify="right")
+    table.add_column("speculation off", justify="right")
+    on, off = answer.get("on") or {}, answer.get("off") or {}
+    for key, label in WHATIF_ROWS:
+        table.add_row(label, num(on.get(key)), num(off.get(key)))
+    return table
+
+
+class KvScreen(LiveScreen):
+    def compose_body(self) -> ComposeResult:
+        yield Label("KV pool", classes="section")
+        yield StackedBar(id="pool-bar", classes="value")
+        yield Static(id="reserve", classes="value")
+        yield Label("What-if", classes="section")
+        with Horizontal(classes="form-row"):
+            yield Label("context length")
+            yield Input("32768", id="whatif-context", type="integer", max_length=8)
+            yield Label("running")
+            yield Input("", id="whatif-running", type="integer", max_length=5, placeholder="now")
+            yield Button("Ask the agent", id="whatif-ask")
+        yield Static("Ask the agent how many requests fit, with and without speculation.", id="whatif-result")
+
+    def paint_body(self, model: ConsoleModel) -> None:
+        snap = model.latest
+        if snap is None:
+            return
+        bar = self.query_one(StackedBar)
+        bar.unit = ""
+        bar.segments = pool_segments(snap.kv)
+        self.query_one("#reserve", Static).update(reserve_text(snap.kv))
+
+    @on(Button.Pressed, "#whatif-ask")
+    @on(Input.Submitted, "#whatif-context, #whatif-running")
+    def _ask(self) -> None:
+        self.ask_whatif()
+
+    @work(exclusive=True, group="kv-whatif")
+    async def ask_whatif(self) -> None:
+        result = self.query_one("#whatif-result", Static)
+        try:
+            context = int(self.query_one("#whatif-context", Input).value)
+        except ValueError:
+            result.update(Text("context length must be a whole number of tokens", style="red"))
+            return
+        running_text = self.query_one("#whatif-running", Input).value
+        latest = self.console.model.latest
+        running = int(running_text) if running_text else (latest.load.running or 1) if latest else 1
+        try:
+            answer = await self.console.client.kv_whatif(running=max(1, running), context=context)
+        except LinkError as exc:
+            result.update(Text(f"the agent could not answer: {exc}", style="red"))
+            return
+        result.update(whatif_table(answer, context, running))

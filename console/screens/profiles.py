@@ -1,0 +1,190 @@
+"""Profiles: list, view, diff against what runs, load (plan + confirm), save the running settings."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Input, Static, TextArea
+
+from agent.profile import Profile, ProfileError, dump_profile, parse_profile
+from agent.wire import ActionRequest, Snapshot
+from console.link import LinkError
+from console.model import ConsoleModel
+from console.screens.base import LiveScreen
+from console.screens.confirm import ConfirmPlan
+
+
+def issues_text(detail: Any) -> Text:
+    """A 422 from the agent names file, key and rule for each problem; show them one per line."""
+    issues = detail.get("issues", []) if isinstance(detail, dict) else []
+    if not issues:
+        return Text(str(detail), style="red")
+    text = Text("The agent refused the profile:", style="bold red")
+    for issue in issues:
+        text.append(f"\n  {issue.get('file', '?')}: {issue.get('key', '?')}: {issue.get('rule', '?')}")
+    return text
+
+
+def diff_table(diff: dict[str, Any]) -> Table:
+    plan = diff.get("plan") or {}
+    table = Table(title=f"against what runs: {plan.get('mode', '?')}", expand=False)
+    table.add_column("key")
+    table.add_column("running", style="red")
+    table.add_column("this profile", style="green")
+    for change in diff.get("changes", []):
+        table.add_row(str(change.get("key")), str(change.get("old")), str(change.get("new")))
+    if not diff.get("changes"):
+        table.add_row("(no differences)", "", "")
+    for reason in plan.get("reasons", []):
+        table.add_row(Text(reason, style="dim"), "", "")
+    return table
+
+
+def running_settings(profile: Profile, snap: Snapshot | None, new_name: str) -> Profile:
+    """The running profile under a new name, with the live threshold the operator may have changed."""
+    spec = profile.speculation
+    if snap is not None and snap.speculation.threshold_available and snap.speculation.threshold:
+        spec = spec.model_copy(update={"threshold": snap.speculation.threshold})
+    identity = profile.identity.model_copy(update={"name": new_name})
+    return profile.model_copy(update={"identity": identity, "speculation": spec})
+
+
+class ProfilesScreen(LiveScreen):
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected: str | None = None
+        self.running: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="profiles-panes"):
+            with Vertical(id="profiles-left"):
+                table: DataTable[str] = DataTable(id="profile-list", cursor_type="row")
+                yield table
+                yield Button("Diff", id="profile-diff")
+                yield Button("Load…", id="profile-load", classes="apply")
+                yield Input(id="profile-new-name", placeholder="new profile name")
+                yield Button("Save running as", id="profile-save", classes="apply")
+            with Vertical(id="profiles-right"):
+                yield TextArea("", id="profile-toml", read_only=True, language=None, show_line_numbers=False)
+                yield Static("", id="profile-result")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("profile", key="name")
+        table.add_column("", key="running")
+        if self.console.readonly:
+            for widget in self.query("Button.apply, #profile-new-name"):
+                widget.disabled = True
+        self.reload()
+
+    def paint_body(self, model: ConsoleModel) -> None:
+        return None  # nothing here follows the stream; the list is fetched on demand
+
+    def _say(self, text: Text | Table | str) -> None:
+        self.query_one("#profile-result", Static).update(text)
+
+    @work(exclusive=True, group="profiles-list")
+    async def reload(self) -> None:
+        try:
+            profiles = await self.console.client.profiles()
+        except LinkError as exc:
+            self._say(Text(f"Cannot list profiles: {exc}", style="red"))
+            return
+        table: DataTable[str] = self.query_one(DataTable)
+        for entry in profiles:
+            name = str(entry.get("name"))
+            mark = "● running" if entry.get("running") else ""
+            if entry.get("running"):
+                self.running = name
+            if name in table.rows:
+                table.update_cell(name, "running", mark)
+            else:
+                table.add_row(name, mark, key=name)
+        if self.selected is None and profiles:
+            self.show_profile(str(profiles[0].get("name")))
+
+    @on(DataTable.RowHighlighted, "#profile-list")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None and event.row_key.value != self.selected:
+            self.show_profile(str(event.row_key.value))
+
+    @work(exclusive=True, group="profiles-view")
+    async def show_profile(self, name: str) -> None:
+        self.selected = name
+        try:
+            data = await self.console.client.profile(name)
+        except LinkError as exc:
+            self._say(Text(f"Cannot read {name}: {exc}", style="red"))
+            return
+        self.query_one(TextArea).text = str(data.get("toml", ""))
+        warnings = data.get("warnings") or []
+        self._say(Text("\n".join(f"⚠ {w}" for w in warnings), style="yellow") if warnings else "")
+
+    @on(Button.Pressed, "#profile-diff")
+    def _diff_pressed(self) -> None:
+        self.act("diff")
+
+    @on(Button.Pressed, "#profile-load")
+    def _load_pressed(self) -> None:
+        self.act("load")
+
+    @on(Button.Pressed, "#profile-save")
+    def _save_pressed(self) -> None:
+        self.act("save")
+
+    @work(exclusive=True, group="profiles-act")
+    async def act(self, what: str) -> None:
+        client = self.console.client
+        if what != "diff" and self.console.readonly:
+            self._say(Text("Read-only: profiles cannot be loaded or saved.", style="cyan"))
+            return
+        try:
+            if what == "diff" and self.selected:
+                self._say(diff_table(await client.profile_diff(self.selected)))
+            elif what == "load" and self.selected:
+                request = ActionRequest(
+                    request_id=uuid.uuid4().hex,
+                    kind="apply_profile",
+                    value=self.selected,
+                    operator=self.console.operator,
+                )
+                plan = await client.plan(request)
+                if plan.mode in ("rejected", "noop"):
+                    style = "red" if plan.mode == "rejected" else "yellow"
+                    self._say(Text(f"{plan.mode}: {plan.reason}. Nothing was changed.", style=style))
+                    return
+                if not await self.app.push_screen_wait(ConfirmPlan(plan)):
+                    self._say(Text("Cancelled; nothing was changed.", style="yellow"))
+                    return
+                result = await client.confirm(plan.action_id)
+                self._say(f"load {self.selected}: {result.status}. {result.message}")
+            elif what == "save":
+                await self._save_running()
+        except LinkError as exc:
+            self._say(issues_text(exc.detail) if exc.status == 422 else Text(str(exc), style="red"))
+
+    async def _save_running(self) -> None:
+        new_name = self.query_one("#profile-new-name", Input).value.strip()
+        if not new_name:
+            self._say(Text("Type a name for the new profile first.", style="red"))
+            return
+        if not self.running:
+            self._say(Text("The agent reports no running profile to save.", style="red"))
+            return
+        data = await self.console.client.profile(self.running)
+        try:
+            profile = running_settings(
+                parse_profile(str(data["toml"]), self.running), self.console.model.latest, new_name
+            )
+        except (ProfileError, ValueError) as exc:
+            self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
+            return
+        await self.console.client.save_profile(new_name, dump_profile(profile))
+        self._say(Text(f"Saved the running settings as {new_name}.", style="green"))
+        self.reload()
