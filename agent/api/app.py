@@ -1,0 +1,234 @@
+"""The routes. Each one reads or calls one part of the daemon; rules live in those parts, not here."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+import agent
+from agent.api.auth import token_guard
+from agent.api.sse import sse_stream
+from agent.control.actions import RequestConflict
+from agent.control.library import UnknownProfile, issue_dict
+from agent.profile import ProfileError
+from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
+from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProfileText(_Body):
+    toml: str = Field(max_length=256 * 1024)
+
+
+class TelemetrySettings(_Body):
+    tick_interval_s: float = Field(ge=MIN_TICK_S, le=MAX_TICK_S)
+
+
+class EngineCommand(_Body):
+    drain_timeout_s: float | None = Field(None, ge=0, le=3600)
+
+
+class AgentStop(_Body):
+    engine_too: bool = False
+
+
+class SnapshotList(BaseModel):
+    snapshots: list[Snapshot]
+
+
+class EventList(BaseModel):
+    events: list[Event]
+
+
+def _issues(exc: ProfileError) -> dict[str, Any]:
+    return {"issues": [issue_dict(i) for i in exc.issues]}
+
+
+def create_app(daemon: Daemon) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        daemon.hub.close()  # ends open streams so the server can shut down
+
+    app = FastAPI(
+        title="k25console agent",
+        version=agent.__version__,
+        description="Control API of the k25console agent on the GPU host (UNIX socket or loopback only).",
+        lifespan=lifespan,
+    )
+    public = APIRouter(prefix="/v1")
+    api = APIRouter(prefix="/v1", dependencies=[Depends(token_guard(daemon.token))])
+    background: set[asyncio.Task[Any]] = set()
+
+    def in_background(coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        background.add(task)
+        task.add_done_callback(background.discard)
+
+    @public.get("/version")
+    async def version() -> dict[str, Any]:
+        return daemon.version()
+
+    @api.get("/status")
+    async def status() -> dict[str, Any]:
+        return daemon.status()
+
+    @api.get(
+        "/stream", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}}
+    )
+    async def stream(
+        since: int | None = Query(None, ge=0, description="Replay everything after this seq first"),
+        last_event_id: int | None = Header(None, ge=0),
+    ) -> StreamingResponse:
+        cursor = (
+            since
+            if since is not None
+            else (last_event_id if last_event_id is not None else daemon.hub.last_seq)
+        )
+        return StreamingResponse(
+            sse_stream(daemon.hub, cursor),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @api.get("/snapshots")
+    async def snapshots(
+        since: int = Query(0, ge=0), limit: int = Query(3600, ge=1, le=20_000)
+    ) -> SnapshotList:
+        return SnapshotList(snapshots=daemon.hub.snapshots.since(since, limit))
+
+    @api.get("/events")
+    async def events(since: int = Query(0, ge=0)) -> EventList:
+        return EventList(events=daemon.hub.events.since(since))
+
+    @api.post("/actions")
+    async def plan_action(request: ActionRequest) -> Plan:
+        try:
+            return daemon.actions.plan(request)
+        except RequestConflict as exc:
+            raise HTTPException(409, str(exc)) from None
+
+    @api.post("/actions/{action_id}/confirm")
+    async def confirm_action(action_id: str) -> ActionResult:
+        result = await daemon.actions.confirm(action_id)
+        if result is None:
+            raise HTTPException(404, f"no action {action_id!r}")
+        return result
+
+    @api.get("/actions/{action_id}")
+    async def get_action(action_id: str) -> ActionResult:
+        result = daemon.actions.get(action_id)
+        if result is None:
+            raise HTTPException(404, f"no action {action_id!r}")
+        return result
+
+    @api.get("/audit")
+    async def audit(limit: int = Query(100, ge=1, le=10_000)) -> dict[str, Any]:
+        return {"lines": daemon.actions.audit.read(limit)}
+
+    @api.get("/profiles")
+    async def list_profiles() -> dict[str, Any]:
+        running = daemon.profile.identity.name
+        out = []
+        for f in daemon.library.list():
+            out.append({"name": f.name, "path": str(f.path), "running": f.name == running})
+        return {"profiles": out}
+
+    @api.get("/profiles/{name}")
+    async def read_profile(name: str) -> dict[str, Any]:
+        try:
+            return daemon.library.read(name)
+        except UnknownProfile:
+            raise HTTPException(404, f"no profile {name!r} in {daemon.library.directory}") from None
+        except ProfileError as exc:
+            raise HTTPException(422, _issues(exc)) from None
+
+    @api.put("/profiles/{name}")
+    async def save_profile(name: str, body: ProfileText) -> dict[str, Any]:
+        try:
+            daemon.library.save(name, body.toml)
+        except ProfileError as exc:
+            raise HTTPException(422, _issues(exc)) from None
+        return {"name": name, "saved": True}
+
+    @api.get("/profiles/{name}/diff")
+    async def diff_profile(name: str) -> dict[str, Any]:
+        try:
+            return daemon.library.diff(name, daemon.profile)
+        except UnknownProfile:
+            raise HTTPException(404, f"no profile {name!r} in {daemon.library.directory}") from None
+        except ProfileError as exc:
+            raise HTTPException(422, _issues(exc)) from None
+
+    @api.get("/kv/whatif")
+    async def kv_whatif(
+        running: int = Query(ge=0, le=100_000),
+        context: int = Query(ge=1, le=10_000_000),
+        pool: int | None = Query(None, ge=1),
+    ) -> dict[str, Any]:
+        from agent.sglang.kv import kv_whatif as whatif
+
+        try:
+            return whatif(daemon.profile, running, context, pool).to_dict()
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+
+    @api.get("/logs")
+    async def logs(
+        tail: int = Query(200, ge=1, le=10_000),
+        search: str | None = Query(None, min_length=1, max_length=200),
+    ) -> dict[str, Any]:
+        return {"lines": await asyncio.to_thread(daemon.log_lines, tail, search)}
+
+    @api.put("/telemetry")
+    async def telemetry(body: TelemetrySettings) -> dict[str, Any]:
+        daemon.set_tick_interval(body.tick_interval_s)
+        return {"tick_interval_s": daemon.tick_interval_s}
+
+    def _drain(body: EngineCommand | None) -> float:
+        return (
+            daemon.config.drain_timeout_s
+            if body is None or body.drain_timeout_s is None
+            else body.drain_timeout_s
+        )
+
+    @api.post("/engine/restart", status_code=202)
+    async def engine_restart(body: EngineCommand | None = None) -> dict[str, Any]:
+        in_background(daemon.supervisor.restart(None, drain_timeout_s=_drain(body)), "engine-restart")
+        return {"accepted": True, "action": "restart"}
+
+    @api.post("/engine/stop", status_code=202)
+    async def engine_stop(body: EngineCommand | None = None) -> dict[str, Any]:
+        in_background(daemon.supervisor.stop(drain_timeout_s=_drain(body)), "engine-stop")
+        return {"accepted": True, "action": "stop"}
+
+    @api.post("/engine/start", status_code=202)
+    async def engine_start() -> dict[str, Any]:
+        started = await daemon.supervisor.start()
+        return {"accepted": started, "action": "start", "engine_state": daemon.supervisor.state}
+
+    @api.post("/agent/stop", status_code=202)
+    async def agent_stop(body: AgentStop | None = None) -> dict[str, Any]:
+        daemon.request_exit(engine_too=bool(body and body.engine_too))
+        return {"accepted": True, "engine_too": daemon.stop_engine_on_exit}
+
+    if daemon.bench is not None:
+        daemon.bench.add_routes(api)
+
+    app.include_router(public)
+    app.include_router(api)
+
+    @app.exception_handler(ValueError)
+    async def value_error(_: Any, exc: ValueError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": str(exc)})
+
+    return app

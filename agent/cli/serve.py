@@ -1,0 +1,120 @@
+"""``agent serve``: the headless daemon (engine supervision, telemetry, control API)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from agent.profile import ProfileError, load_profile
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the agent daemon: supervise the engine, sample telemetry, serve the control API",
+        description="Run the agent daemon. It listens on a UNIX socket (default) or a loopback port, "
+        "needs the bearer token from <state-dir>/token on every request, and leaves the engine "
+        "running when it exits (unless stopped with `agent stop --engine-too`).",
+    )
+    p.add_argument("--profile", required=True, type=Path, help="the profile to launch (TOML)")
+    p.add_argument(
+        "--engine", choices=("sglang", "sim"), default="sglang", help="real SGLang or the simulator"
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--socket", type=Path, help="UNIX socket path (default <state-dir>/run/agent.sock)")
+    where.add_argument(
+        "--listen", metavar="HOST:PORT", help="loopback TCP instead of a socket (127.0.0.1:PORT)"
+    )
+    p.add_argument("--state-dir", type=Path, help="default $XDG_STATE_HOME/k25console")
+    p.add_argument(
+        "--profiles-dir",
+        type=Path,
+        help="profiles the API lists and saves (default: the --profile's directory)",
+    )
+    p.add_argument("--gpus", choices=("auto", "nvml", "smi", "fixture", "none"), default="auto")
+    p.add_argument("--gpu-fixture", type=Path, help="an nvml*.json capture for --gpus fixture")
+    p.add_argument(
+        "--drain-timeout", type=float, default=60.0, metavar="S", help="drain before a stop/restart"
+    )
+    p.add_argument(
+        "--restart-backoff", type=float, default=2.0, metavar="S", help="first restart delay, doubling"
+    )
+    p.add_argument("--restart-backoff-max", type=float, default=120.0, metavar="S")
+    p.add_argument(
+        "--crash-loop-limit", type=int, default=5, metavar="N", help="consecutive failures before giving up"
+    )
+    p.add_argument("--sim-speedup", type=float, help="passed to `agent sim --speedup`")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.api.transport import InstanceLock, ListenError, bind_tcp, bind_unix, parse_listen
+    from agent.engine.policy import RestartPolicy
+    from agent.serve.daemon import ServeConfig
+    from agent.serve.paths import StatePaths, UnsafePathError, default_state_dir
+    from agent.serve.run import serve
+    from agent.serve.token import load_or_create_token
+    from agent.sglang.rules import check_profile, errors_of
+
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        print(f"agent serve: the profile is not valid:\n{exc}", file=sys.stderr)
+        return 2
+    errors = errors_of(check_profile(profile, str(args.profile)))
+    if errors:
+        print("agent serve: SGLang 0.5.23 would refuse this profile:", file=sys.stderr)
+        for issue in errors:
+            print(f"  {issue}", file=sys.stderr)
+        return 2
+    if args.crash_loop_limit < 1 or args.restart_backoff < 0 or args.drain_timeout < 0:
+        print("agent serve: --crash-loop-limit must be >= 1, backoff and drain timeout >= 0", file=sys.stderr)
+        return 2
+    if args.gpus == "fixture" and args.gpu_fixture is None:
+        print("agent serve: --gpus fixture needs --gpu-fixture FILE", file=sys.stderr)
+        return 2
+    paths = StatePaths((args.state_dir or default_state_dir()).expanduser().absolute())
+    lock = InstanceLock(paths.lock)
+    try:
+        paths.prepare()
+        lock.acquire()
+        token = load_or_create_token(paths.token)
+        if args.listen:
+            host, port = parse_listen(args.listen)
+            sock, socket_path = bind_tcp(host, port), None
+        else:
+            socket_path = (args.socket or paths.socket).expanduser().absolute()
+            sock = bind_unix(socket_path)
+    except (ListenError, UnsafePathError, OSError) as exc:
+        print(f"agent serve: {exc}", file=sys.stderr)
+        lock.release()
+        return 2
+    config = ServeConfig(
+        profile=profile,
+        profile_path=args.profile.absolute(),
+        profiles_dir=(args.profiles_dir or args.profile.parent).absolute(),
+        engine=args.engine,
+        paths=paths,
+        policy=RestartPolicy(
+            backoff_initial_s=args.restart_backoff,
+            backoff_max_s=args.restart_backoff_max,
+            crash_loop_limit=args.crash_loop_limit,
+        ),
+        drain_timeout_s=args.drain_timeout,
+        gpus=args.gpus,
+        gpu_fixture=args.gpu_fixture,
+        sim_speedup=args.sim_speedup,
+    )
+    try:
+        return asyncio.run(serve(config, token, sock, socket_path))
+    finally:
+        lock.release()

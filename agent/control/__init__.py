@@ -1,0 +1,1 @@
+"""Operator actions: request → plan (live | restart | rejected | noop) → confirm → apply → audit."""

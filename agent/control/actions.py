@@ -1,0 +1,268 @@
+"""The action book: plans by id, idempotent requests, confirm-once, apply, audit, events.
+
+A console may resend a request after a timeout, or send a confirm twice; both must be harmless. A
+request id maps to exactly one plan (resending it returns that plan), and an action moves out of
+"planned" exactly once, under a lock, so a second confirm returns the first one's result. A plan is
+made against the profile that runs; if that changes before the confirm, the plan expires rather than
+apply a change computed against something else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from agent.control.audit import AuditLog
+from agent.control.live import apply_live
+from agent.control.planner import Draft, plan_request
+from agent.profile import Profile
+from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
+from agent.wire.snapshot import EngineState
+
+PLAN_TTL_S = 15 * 60
+"""A plan left unconfirmed this long is stale: the operator saw it too long ago."""
+
+MAX_ACTIONS = 1000
+
+
+class EngineControl(Protocol):
+    """What the action book needs from the supervisor (kept narrow so it can be reasoned about)."""
+
+    @property
+    def profile(self) -> Profile | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def state(self) -> EngineState: ...
+    @property
+    def last_startup_s(self) -> float | None: ...
+    @property
+    def kind(self) -> str: ...
+    def update_running_profile(self, profile: Profile) -> None: ...
+    async def restart(self, profile: Profile | None, *, drain_timeout_s: float) -> None: ...
+    async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool: ...
+
+
+class RequestConflict(Exception):
+    """The request id was used before for a different request."""
+
+
+@dataclass
+class _Entry:
+    result: ActionResult
+    draft: Draft
+    base: Profile | None
+    created: float
+    lock: asyncio.Lock
+
+
+DEFAULT_STARTUP_S = {"sim": 5.0, "sglang": 600.0}
+"""Expected start-up when none was measured yet: the simulator starts in seconds, Kimi K2.5 in minutes."""
+
+
+class ActionBook:
+    def __init__(
+        self,
+        *,
+        engine: EngineControl,
+        load_named: Callable[[str], Profile],
+        http: httpx.AsyncClient,
+        engine_headers: Callable[[], dict[str, str]],
+        audit: AuditLog,
+        emit: Callable[[str, str, dict[str, Any]], None],
+        on_profile_applied: Callable[[Profile], Awaitable[None] | None] = lambda p: None,
+        drain_timeout_s: float = 60.0,
+    ) -> None:
+        self.engine = engine
+        self.load_named = load_named
+        self.http = http
+        self.engine_headers = engine_headers
+        self.audit = audit
+        self.emit = emit
+        self.on_profile_applied = on_profile_applied
+        self.drain_timeout_s = drain_timeout_s
+        self._by_request: dict[str, str] = {}
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ---- planning -------------------------------------------------------------------------------
+
+    def _expected_downtime(self) -> float:
+        startup = self.engine.last_startup_s or DEFAULT_STARTUP_S.get(self.engine.kind, 600.0)
+        return round(startup + 5.0, 1)
+
+    def plan(self, request: ActionRequest) -> Plan:
+        known = self._by_request.get(request.request_id)
+        if known is not None:
+            entry = self._entries[known]
+            if entry.result.plan.request.model_dump(exclude={"operator"}) != request.model_dump(
+                exclude={"operator"}
+            ):
+                raise RequestConflict(
+                    f"request_id {request.request_id!r} was already used for another request"
+                )
+            return entry.result.plan
+        running = self.engine.profile
+        if running is None:
+            draft = Draft(mode="rejected", reason="no profile is running yet", rejected_field="engine")
+            running_base: Profile | None = None
+        else:
+            draft = plan_request(request, running, self.load_named)
+            running_base = running
+        action_id = "act-" + secrets.token_hex(8)
+        plan = Plan(
+            action_id=action_id,
+            request=request,
+            mode=draft.mode,
+            reason=draft.reason,
+            changes=draft.changes,
+            expected_downtime_s=self._expected_downtime() if draft.mode == "restart" else None,
+            drain_timeout_s=self.drain_timeout_s if draft.mode == "restart" else None,
+            rejected_field=draft.rejected_field,
+        )
+        status = "rejected" if draft.mode == "rejected" else "planned"
+        result = ActionResult(action_id=action_id, status=status, plan=plan, message=draft.reason)
+        self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock())
+        self._by_request[request.request_id] = action_id
+        self._evict()
+        self.emit(
+            "action.planned" if status == "planned" else "action.rejected",
+            f"{request.kind} {request.value!r}: {draft.mode}"
+            + (f" ({draft.reason})" if status == "rejected" else ""),
+            {"action_id": action_id, "mode": draft.mode, "rejected_field": draft.rejected_field},
+        )
+        return plan
+
+    def _evict(self) -> None:
+        while len(self._entries) > MAX_ACTIONS:
+            _, entry = self._entries.popitem(last=False)
+            self._by_request.pop(entry.result.plan.request.request_id, None)
+
+    def get(self, action_id: str) -> ActionResult | None:
+        entry = self._entries.get(action_id)
+        return entry.result if entry else None
+
+    # ---- applying -------------------------------------------------------------------------------
+
+    async def confirm(self, action_id: str) -> ActionResult | None:
+        entry = self._entries.get(action_id)
+        if entry is None:
+            return None
+        async with entry.lock:
+            if entry.result.status != "planned":
+                return entry.result  # already applied, applying, rejected, failed or expired: never twice
+            if time.time() - entry.created > PLAN_TTL_S or self.engine.profile != entry.base:
+                return self._finish(
+                    entry, "expired", "the running profile changed or the plan is too old; plan again"
+                )
+            draft = entry.draft
+            if draft.mode == "noop":
+                return self._finish(entry, "applied", "nothing to change")
+            if draft.mode == "live":
+                return await self._apply_live(entry)
+            return self._start_restart(entry)
+
+    def _finish(
+        self, entry: _Entry, status: ActionStatus, message: str, *, audit: bool = True
+    ) -> ActionResult:
+        plan = entry.result.plan
+        entry.result = ActionResult(
+            action_id=plan.action_id,
+            status=status,
+            plan=plan,
+            message=message,
+            applied_at=time.time() if status == "applied" else None,
+        )
+        if audit and status in ("applied", "failed"):
+            self.audit.append(
+                operator=plan.request.operator,
+                action={
+                    "action_id": plan.action_id,
+                    "request_id": plan.request.request_id,
+                    "kind": plan.request.kind,
+                    "value": plan.request.value,
+                    "mode": plan.mode,
+                },
+                before={c.key: c.old for c in plan.changes},
+                after={c.key: c.new for c in plan.changes},
+                result={"status": status, "message": message},
+            )
+        name = {"applied": "action.applied", "failed": "action.failed", "expired": "action.expired"}.get(
+            status
+        )
+        if name:
+            self.emit(
+                name,
+                f"{plan.request.kind} {plan.request.value!r}: {message}",
+                {"action_id": plan.action_id, "mode": plan.mode, "status": status},
+            )
+        return entry.result
+
+    async def _apply_live(self, entry: _Entry) -> ActionResult:
+        draft = entry.draft
+        assert draft.new_profile is not None
+        if draft.live_args:
+            url = self.engine.url
+            if url is None or self.engine.state != "ready":
+                return self._finish(
+                    entry, "failed", f"the engine is not ready (state {self.engine.state}); nothing changed"
+                )
+            outcome = await apply_live(self.http, url, draft.live_args, self.engine_headers())
+            if not outcome.ok:
+                return self._finish(entry, "failed", outcome.message)
+            message = outcome.message
+        else:
+            message = "applied by the agent; SGLang is not touched"
+        self.engine.update_running_profile(draft.new_profile)
+        maybe = self.on_profile_applied(draft.new_profile)
+        if maybe is not None:
+            await maybe
+        return self._finish(entry, "applied", message)
+
+    def _start_restart(self, entry: _Entry) -> ActionResult:
+        plan = entry.result.plan
+        entry.result = ActionResult(
+            action_id=plan.action_id,
+            status="applying",
+            plan=plan,
+            message="draining, then restarting the engine",
+        )
+        self.emit(
+            "action.applying",
+            f"{plan.request.kind} {plan.request.value!r}: restarting the engine",
+            {"action_id": plan.action_id},
+        )
+        task = asyncio.create_task(self._restart(entry), name=f"restart-{plan.action_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return entry.result
+
+    async def _restart(self, entry: _Entry) -> None:
+        draft = entry.draft
+        assert draft.new_profile is not None
+        try:
+            await self.engine.restart(draft.new_profile, drain_timeout_s=self.drain_timeout_s)
+            maybe = self.on_profile_applied(draft.new_profile)
+            if maybe is not None:
+                await maybe
+            await self.engine.wait_for_state({"ready", "crash_loop", "stopped"})
+        except Exception as exc:  # reported as the action's result, not lost in a task
+            self._finish(entry, "failed", f"restart failed: {type(exc).__name__}: {exc}")
+            return
+        if self.engine.state == "ready":
+            self._finish(entry, "applied", "the engine restarted with the new profile and is ready")
+        else:
+            self._finish(
+                entry, "failed", f"the engine restarted but is {self.engine.state}; read the engine log"
+            )
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()

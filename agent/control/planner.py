@@ -1,0 +1,146 @@
+"""Turning an operator's request into a plan: what changes, and whether it is live, a restart, or refused.
+
+The request is applied to the running profile to make a candidate profile; the candidate must pass
+the profile schema and SGLang 0.5.23's rules (``agent.sglang.rules``), and the SGLang surface decides
+live versus restart. A refusal names the profile field and says why in the rules' own words, and
+nothing changes. Some requests carry consequences the operator must see before confirming (topk > 1
+turns SGLang's adaptive mode off, so the threshold and live steps go too); the plan lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.profile import Profile, ProfileError, diff_profiles
+from agent.profile.store import profile_from_dict
+from agent.sglang import live_control, rules
+from agent.wire import ActionRequest, Change, PlanMode
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A plan before it is a wire Plan: what the applier needs and the operator does not see."""
+
+    mode: PlanMode
+    reason: str
+    changes: list[Change] = field(default_factory=list)
+    new_profile: Profile | None = None
+    live_args: dict[str, int] = field(default_factory=dict)
+    rejected_field: str | None = None
+
+
+def _reject(field_name: str, why: str) -> Draft:
+    return Draft(mode="rejected", reason=why, rejected_field=field_name)
+
+
+def _int_value(req: ActionRequest, field_name: str) -> int | Draft:
+    if isinstance(req.value, bool) or not isinstance(req.value, int):
+        return _reject(field_name, f"{field_name}: must be a whole number (got {req.value!r})")
+    return req.value
+
+
+def _with_speculation(running: Profile, **updates: Any) -> Profile | Draft:
+    data = running.model_dump(mode="json", exclude_none=True)
+    spec = dict(data.get("speculation", {}))
+    for key, value in updates.items():
+        if value is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = value
+    data["speculation"] = spec
+    try:
+        return profile_from_dict(data, "<request>")
+    except ProfileError as exc:
+        first = exc.issues[0]
+        return _reject(first.key, "; ".join(f"{i.key}: {i.rule}" for i in exc.issues))
+
+
+def _candidate(
+    req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]
+) -> tuple[Profile, list[str]] | Draft:
+    """The profile the request asks for, plus consequences the operator must read."""
+    notes: list[str] = []
+    spec = running.speculation
+    if req.kind == "threshold":
+        value = _int_value(req, "speculation.threshold")
+        if isinstance(value, Draft):
+            return value
+        if value < 0:
+            return _reject(
+                "speculation.threshold", f"speculation.threshold: must be 0 (none) or more (got {value})"
+            )
+        new = _with_speculation(running, threshold=None if value == live_control.NO_THRESHOLD else value)
+    elif req.kind == "steps":
+        value = _int_value(req, "speculation.num_steps")
+        if isinstance(value, Draft):
+            return value
+        new = _with_speculation(running, num_steps=value)
+    elif req.kind == "topk":
+        value = _int_value(req, "speculation.eagle_topk")
+        if isinstance(value, Draft):
+            return value
+        updates: dict[str, Any] = {"eagle_topk": value}
+        if value > 1 and spec.adaptive:
+            updates.update(adaptive=False, threshold=None, live_steps=None)
+            notes.append(
+                f"topk {value} turns SGLang's adaptive mode off (it supports only topk = 1), so the speculation "
+                "threshold and the live step choice go away: the server speculates at every batch size"
+            )
+        new = _with_speculation(running, **updates)
+    elif req.kind == "adaptive":
+        if not isinstance(req.value, bool):
+            return _reject(
+                "speculation.adaptive", f"speculation.adaptive: must be true or false (got {req.value!r})"
+            )
+        updates = {"adaptive": req.value}
+        if not req.value and (spec.threshold is not None or spec.live_steps):
+            updates.update(threshold=None, live_steps=None)
+            notes.append("without adaptive mode there is no speculation threshold and no live step choice")
+        new = _with_speculation(running, **updates)
+    else:  # apply_profile
+        if not isinstance(req.value, str) or not req.value:
+            return _reject("value", f"value: the name of a saved profile is needed (got {req.value!r})")
+        try:
+            new = load_named(req.value)
+        except ProfileError as exc:
+            first = exc.issues[0]
+            return _reject(first.key or first.file, "; ".join(str(i) for i in exc.issues))
+    if isinstance(new, Draft):
+        return new
+    return new, notes
+
+
+def plan_request(req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]) -> Draft:
+    made = _candidate(req, running, load_named)
+    if isinstance(made, Draft):
+        return made
+    new, notes = made
+    errors = rules.errors_of(rules.check_profile(new, "<request>"))
+    if errors:
+        return _reject(errors[0].key, "; ".join(f"{i.key}: {i.rule}" for i in errors))
+    changes = [Change(key=c.key, old=c.old, new=c.new) for c in diff_profiles(running, new)]
+    change_plan = rules.classify_change(running, new)
+    reasons = notes + change_plan.reasons
+    if change_plan.mode == "live":
+        live_args: dict[str, int] = {}
+        for c in changes:
+            if c.key == "speculation.threshold":
+                value = live_control.NO_THRESHOLD if c.new is None else int(c.new)
+                why = rules.validate_live_value(running, live_control.LIVE_THRESHOLD_KEY, value)
+                if why is not None:
+                    return _reject("speculation.threshold", why)
+                live_args[live_control.LIVE_THRESHOLD_KEY] = value
+            elif c.key == "speculation.num_steps":
+                why = rules.validate_live_value(running, live_control.LIVE_STEPS_KEY, c.new)
+                if why is not None:
+                    return _reject("speculation.num_steps", why)
+                live_args[live_control.LIVE_STEPS_KEY] = int(c.new)
+        return Draft("live", "; ".join(reasons), changes, new, live_args)
+    if change_plan.mode == "noop" and not changes:
+        return Draft("noop", "; ".join(reasons) or "nothing changes", [], new)
+    if change_plan.mode == "noop":
+        # Only keys the agent applies itself (telemetry, identity, bench): no server call needed.
+        return Draft("live", "; ".join(reasons), changes, new, {})
+    return Draft("restart", "; ".join(reasons), changes, new)

@@ -1,0 +1,66 @@
+"""The engine state file: enough to find, verify and adopt a running engine after an agent restart.
+
+Written atomically (temp file, fsync, rename) with mode 0600 in the agent's state directory. It
+holds the profile the engine was launched with, so a restarted agent knows what really runs even
+when its ``--profile`` file has been edited since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+EngineKind = Literal["sglang", "sim"]
+
+
+class EngineRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: EngineKind
+    pid: int
+    pgid: int
+    start_ticks: int
+    argv_hash: str
+    host: str
+    port: int
+    launched_at: float
+    profile_name: str
+    profile_toml: str
+    log_path: str
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def write_record(path: Path, record: EngineRecord) -> None:
+    data = record.model_dump_json(indent=1).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=".engine.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: Path) -> EngineRecord | None:
+    """The saved record, or None when there is none or it cannot be trusted (then nothing is signalled)."""
+    try:
+        return EngineRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def clear_record(path: Path) -> None:
+    path.unlink(missing_ok=True)

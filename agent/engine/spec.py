@@ -1,0 +1,92 @@
+"""What to run for a profile: the argv, environment and address of the engine process.
+
+Both engines go through the same supervision code; only this step differs. The real engine is the
+stack venv's own interpreter running SGLang with the argv rendered by ``agent.sglang.launch``; the
+simulated engine is ``agent sim`` from this agent's interpreter on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.engine.record import EngineKind
+from agent.profile import Profile, dump_profile
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    kind: EngineKind
+    argv: list[str]
+    host: str
+    port: int
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 60.0
+    term_grace_s: float = 10.0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def free_loopback_port() -> int:
+    """A port the kernel just handed out on 127.0.0.1 (tiny race until the engine binds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Files the engine reads at start-up; 0600 because a profile may name key files and hosts."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def sim_spec(profile: Profile, run_dir: Path, *, speedup: float | None = None) -> EngineSpec:
+    profile_path = write_private(run_dir / "engine-profile.toml", dump_profile(profile))
+    port = free_loopback_port()
+    argv = [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(profile_path)]
+    argv += ["--host", "127.0.0.1", "--port", str(port)]
+    if speedup is not None:
+        argv += ["--speedup", repr(speedup)]
+    if profile.server.api_key_file:
+        argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
+    env = {k: v for k, v in os.environ.items()}
+    env.update(profile.server.env)
+    return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env, startup_timeout_s=60.0)
+
+
+def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
+    """The real server: ``<stack venv>/bin/python`` + the rendered SGLang argv, never a shell string.
+
+    Key files are read here, at launch, into a 0600 ``--config`` file (the SGLang surface's
+    ``write_launch_files``), so keys never sit on a command line.
+    """
+    from agent.sglang.launch import LaunchError, render_launch, write_launch_files
+
+    launch = render_launch(profile, run_dir)
+    try:
+        write_launch_files(launch)
+    except LaunchError as exc:
+        raise OSError(str(exc)) from None
+    python = Path(profile.stack.venv).expanduser() / "bin" / "python"
+    env = {k: v for k, v in os.environ.items()}
+    env.update(launch.env)
+    return EngineSpec(
+        kind="sglang",
+        argv=[str(python), *launch.argv],
+        host=profile.server.host,
+        port=profile.server.port,
+        env=env,
+        startup_timeout_s=3600.0,
+        term_grace_s=30.0,
+    )

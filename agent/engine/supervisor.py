@@ -1,0 +1,442 @@
+"""The engine supervisor: one engine process per agent, started, watched, restarted, drained, stopped.
+
+The engine runs in its own session and process group (``start_new_session=True``), so a signal to the
+group reaches SGLang's TP workers too, and so the agent's own death (or its terminal's) does not take
+the engine down. Its pid, pgid, /proc start time and argv hash go to a state file; a restarted agent
+adopts the engine it finds there instead of starting a second one, and never signals a pid whose
+start time or command line no longer match (pid reuse).
+
+Liveness is polled (every ``poll_s``) rather than waited for, because an adopted engine is not our
+child and cannot be waited on; a child we forked is reaped through ``Popen.poll``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent.engine import proc
+from agent.engine.logfile import EngineLog
+from agent.engine.policy import RestartPolicy
+from agent.engine.probe import is_ready
+from agent.engine.record import EngineKind, EngineRecord, clear_record, read_record, write_record
+from agent.engine.spec import EngineSpec
+from agent.profile import Profile, ProfileError, dump_profile, parse_profile
+from agent.wire.snapshot import EngineState
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[str, str, dict[str, Any]], None]
+"""``emit(name, message, data)``: publish an engine event (kind "engine") on the agent's stream."""
+
+TERM_GRACE_S: dict[EngineKind, float] = {"sim": 10.0, "sglang": 30.0}
+"""SIGTERM to SIGKILL; SGLang may be mid CUDA-graph capture and needs longer."""
+
+
+@dataclass
+class RunningEngine:
+    pid: int
+    pgid: int
+    start_ticks: int
+    url: str
+    kind: EngineKind
+    launched_at: float
+    popen: subprocess.Popen[bytes] | None = None
+
+    def exited(self) -> tuple[bool, int | None]:
+        """(has it exited, its exit code when we know it)."""
+        if self.popen is not None:
+            code = self.popen.poll()
+            return code is not None, code
+        return not proc.is_same_process(self.pid, self.start_ticks), None
+
+    def identity_holds(self) -> bool:
+        """Whether signalling ``pgid`` still reaches this engine (not a stranger that reused its pid)."""
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return proc.is_same_process(self.pid, self.start_ticks)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Supervisor:
+    def __init__(
+        self,
+        *,
+        kind: EngineKind,
+        record_path: Path,
+        engine_log: EngineLog,
+        http: httpx.AsyncClient,
+        spec_for: Callable[[Profile], EngineSpec],
+        emit: Emit,
+        policy: RestartPolicy | None = None,
+        running_requests: Callable[[], int | None] = lambda: None,
+        drain_hooks: list[Callable[[], Awaitable[None]]] | None = None,
+        poll_s: float = 0.2,
+    ) -> None:
+        self.kind: EngineKind = kind
+        self.record_path = record_path
+        self.log = engine_log
+        self.http = http
+        self.spec_for = spec_for
+        self.emit = emit
+        self.policy = policy or RestartPolicy()
+        self.running_requests = running_requests
+        self.drain_hooks = drain_hooks if drain_hooks is not None else []
+        self.poll_s = poll_s
+        self.state: EngineState = "stopped"
+        self.profile: Profile | None = None
+        self.engine: RunningEngine | None = None
+        self.failures = 0
+        self.last_startup_s: float | None = None
+        self.restarts = 0
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._state_changed = asyncio.Condition()
+
+    # ---- what the rest of the agent reads -------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self.engine.pid if self.engine else None
+
+    @property
+    def url(self) -> str | None:
+        return self.engine.url if self.engine else None
+
+    # ---- commands ---------------------------------------------------------------------------------
+
+    async def begin(self, profile: Profile) -> None:
+        """Adopt the engine a previous agent left running, or start one for ``profile``."""
+        async with self._lock:
+            adopted = self._adopt()
+            if adopted is not None:
+                engine, running_profile = adopted
+                self.engine = engine
+                self.profile = running_profile
+                self.emit(
+                    "engine.reattached",
+                    f"Reattached to the running {engine.kind} engine (pid {engine.pid}); it was not restarted",
+                    {"pid": engine.pid, "url": engine.url},
+                )
+                if dump_profile(running_profile) != dump_profile(profile):
+                    self.emit(
+                        "engine.profile_differs",
+                        "The running engine was launched with a different profile than --profile; "
+                        "apply the profile to restart it with the new settings",
+                        {"running": running_profile.identity.name, "given": profile.identity.name},
+                    )
+            else:
+                self.profile = profile
+            self.failures = 0
+            self._task = asyncio.create_task(self._lifecycle(self.engine), name="engine-lifecycle")
+
+    async def start(self) -> bool:
+        """Start again after a stop or a crash loop; False when it already runs."""
+        async with self._lock:
+            if self._task is not None and not self._task.done():
+                return False
+            self.failures = 0
+            self._set_state("starting")
+            self._task = asyncio.create_task(self._lifecycle(None), name="engine-lifecycle")
+            return True
+
+    async def restart(self, profile: Profile | None, *, drain_timeout_s: float) -> None:
+        """Drain and stop the engine, then start it with ``profile`` (or the same one)."""
+        async with self._lock:
+            await self._stop_locked(drain_timeout_s)
+            if profile is not None:
+                self.profile = profile
+            self.failures = 0
+            self.restarts += 1
+            self._set_state("starting")
+            self._task = asyncio.create_task(self._lifecycle(None), name="engine-lifecycle")
+
+    async def stop(self, *, drain_timeout_s: float) -> None:
+        async with self._lock:
+            await self._stop_locked(drain_timeout_s)
+            self._set_state("stopped")
+
+    async def detach(self) -> None:
+        """Stop watching, leave the engine running (the agent is exiting; the engine is not)."""
+        await self._cancel_lifecycle()
+
+    def update_running_profile(self, profile: Profile) -> None:
+        """A live change was applied: record it so a crash restart and a reattach keep it."""
+        self.profile = profile
+        record = read_record(self.record_path)
+        if record is not None and self.engine is not None and record.pid == self.engine.pid:
+            write_record(self.record_path, record.model_copy(update={"profile_toml": dump_profile(profile)}))
+
+    # ---- internals --------------------------------------------------------------------------------
+
+    def _set_state(self, state: EngineState) -> None:
+        if state != self.state:
+            log.info("engine state %s -> %s", self.state, state)
+        self.state = state
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._state_changed:
+            self._state_changed.notify_all()
+
+    async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool:
+        """Wait until the engine is in one of ``states``; False on timeout."""
+
+        async def reached() -> None:
+            async with self._state_changed:
+                await self._state_changed.wait_for(lambda: self.state in states)
+
+        try:
+            await asyncio.wait_for(reached(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def _adopt(self) -> tuple[RunningEngine, Profile] | None:
+        record = read_record(self.record_path)
+        if record is None:
+            return None
+        alive = proc.is_same_process(record.pid, record.start_ticks)
+        cmdline = proc.read_cmdline(record.pid) if alive else None
+        if not alive or cmdline is None or proc.argv_hash(cmdline) != record.argv_hash:
+            clear_record(self.record_path)
+            self.emit(
+                "engine.record_stale",
+                f"The recorded engine (pid {record.pid}) is gone or its pid now belongs to another process; "
+                "starting a new engine",
+                {"pid": record.pid},
+            )
+            return None
+        try:
+            profile = parse_profile(record.profile_toml, str(self.record_path))
+        except ProfileError:
+            return None
+        self.kind = record.kind
+        engine = RunningEngine(
+            pid=record.pid,
+            pgid=record.pgid,
+            start_ticks=record.start_ticks,
+            url=record.url,
+            kind=record.kind,
+            launched_at=record.launched_at,
+        )
+        return engine, profile
+
+    def _launch(self, profile: Profile) -> tuple[RunningEngine, EngineSpec]:
+        spec = self.spec_for(profile)
+        if spec.kind == "sglang" and port_in_use(spec.host, spec.port):
+            raise OSError(
+                f"port {spec.host}:{spec.port} is held by another process; not starting a second server"
+            )
+        self.log.rotate_if_needed()
+        fd = self.log.open_for_engine()
+        try:
+            header = f"\n--- k25console agent: starting the {spec.kind} engine at {time.strftime('%Y-%m-%dT%H:%M:%S%z')} ---\n"
+            os.write(fd, header.encode())
+            popen = subprocess.Popen(
+                spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                env=spec.env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(fd)
+        stat = proc.read_stat(popen.pid)
+        engine = RunningEngine(
+            pid=popen.pid,
+            pgid=popen.pid,
+            start_ticks=stat.start_ticks if stat else 0,
+            url=spec.url,
+            kind=spec.kind,
+            launched_at=time.time(),
+            popen=popen,
+        )
+        write_record(
+            self.record_path,
+            EngineRecord(
+                kind=spec.kind,
+                pid=engine.pid,
+                pgid=engine.pgid,
+                start_ticks=engine.start_ticks,
+                argv_hash=proc.argv_hash(spec.argv),
+                host=spec.host,
+                port=spec.port,
+                launched_at=engine.launched_at,
+                profile_name=profile.identity.name,
+                profile_toml=dump_profile(profile),
+                log_path=str(self.log.path),
+            ),
+        )
+        return engine, spec
+
+    async def _wait_ready(self, engine: RunningEngine, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if engine.exited()[0]:
+                return False
+            if await is_ready(self.http, engine.url):
+                return True
+            await asyncio.sleep(self.poll_s)
+        return False
+
+    async def _wait_exit(self, engine: RunningEngine) -> int | None:
+        while True:
+            done, code = engine.exited()
+            if done:
+                return code
+            await asyncio.sleep(self.poll_s)
+
+    async def _lifecycle(self, adopted: RunningEngine | None) -> None:
+        engine = adopted
+        while True:
+            assert self.profile is not None
+            ready = False
+            if engine is None:
+                self._set_state("starting" if self.failures == 0 else "restarting")
+                try:
+                    engine, spec = self._launch(self.profile)
+                except OSError as exc:
+                    self.emit("engine.start_failed", f"The engine could not be started: {exc}", {})
+                    engine = None
+                else:
+                    self.engine = engine
+                    self.emit(
+                        "engine.starting",
+                        f"Started the {engine.kind} engine (pid {engine.pid}); waiting until it is ready",
+                        {"pid": engine.pid, "url": engine.url},
+                    )
+                    t0 = time.monotonic()
+                    ready = await self._wait_ready(engine, spec.startup_timeout_s)
+                    if ready:
+                        self.last_startup_s = time.monotonic() - t0
+                    elif not engine.exited()[0]:
+                        self.emit(
+                            "engine.start_timeout",
+                            f"The engine was not ready within {spec.startup_timeout_s:.0f} s; stopping it",
+                            {"pid": engine.pid},
+                        )
+                        await self._terminate(engine)
+            else:
+                ready = await self._wait_ready(engine, 5.0)
+            if engine is not None and ready:
+                self._set_state("ready")
+                self.emit(
+                    "engine.ready",
+                    f"The engine is ready (pid {engine.pid})",
+                    {"pid": engine.pid, "url": engine.url, "startup_s": self.last_startup_s},
+                )
+                ready_at = time.monotonic()
+                code = await self._wait_exit(engine)
+                if time.monotonic() - ready_at >= self.policy.healthy_reset_s:
+                    self.failures = 0
+            else:
+                code = engine.exited()[1] if engine is not None else None
+            self.failures += 1
+            pid = engine.pid if engine else None
+            self._set_state("crashed")
+            how = f"exit code {code}" if code is not None else "it is gone"
+            self.emit(
+                "engine.crashed",
+                f"The engine (pid {pid}) stopped unexpectedly ({how}); failure {self.failures} of "
+                f"{self.policy.crash_loop_limit}",
+                {"pid": pid, "exit_code": code, "failures": self.failures},
+            )
+            clear_record(self.record_path)
+            self.engine = None
+            engine = None
+            if self.failures >= self.policy.crash_loop_limit:
+                self._set_state("crash_loop")
+                self.emit(
+                    "engine.crash_loop",
+                    f"The engine failed {self.failures} times in a row; not restarting it. Read the engine "
+                    "log, fix the profile, then start the engine again",
+                    {"failures": self.failures},
+                )
+                return
+            delay = self.policy.delay(self.failures)
+            self._set_state("restarting")
+            self.emit(
+                "engine.restarting",
+                f"Restarting the engine in {delay:.1f} s (attempt {self.failures + 1})",
+                {"delay_s": delay, "failures": self.failures},
+            )
+            self.restarts += 1
+            await asyncio.sleep(delay)
+
+    async def _cancel_lifecycle(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _drain(self, timeout_s: float) -> None:
+        """Stop our own traffic, then wait for the engine's running requests to finish (bounded)."""
+        self._set_state("draining")
+        self.emit("engine.draining", f"Draining: waiting up to {timeout_s:.0f} s for running requests", {})
+        for hook in self.drain_hooks:
+            with contextlib.suppress(Exception):
+                await hook()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            running = self.running_requests()
+            if not running:
+                return
+            await asyncio.sleep(self.poll_s)
+        self.emit(
+            "engine.drain_timeout",
+            f"{self.running_requests()} requests still running after {timeout_s:.0f} s; stopping anyway",
+            {},
+        )
+
+    async def _stop_locked(self, drain_timeout_s: float) -> None:
+        await self._cancel_lifecycle()
+        engine = self.engine
+        if engine is None:
+            return
+        if self.state == "ready" and drain_timeout_s > 0 and not engine.exited()[0]:
+            await self._drain(drain_timeout_s)
+        await self._terminate(engine)
+        clear_record(self.record_path)
+        self.engine = None
+        self.emit("engine.stopped", f"The engine (pid {engine.pid}) is stopped", {"pid": engine.pid})
+
+    async def _terminate(self, engine: RunningEngine) -> None:
+        """SIGTERM to the group, SIGKILL after the grace period, then any worker left in the group."""
+        if not engine.identity_holds():
+            # Gone already, or the pid now belongs to someone else: never signal a stranger.
+            engine.exited()
+            return
+        proc.signal_group(engine.pgid, signal.SIGTERM)
+        grace = TERM_GRACE_S[engine.kind]
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and not engine.exited()[0]:
+            await asyncio.sleep(self.poll_s)
+        if not engine.exited()[0]:
+            self.emit("engine.killed", f"The engine ignored SIGTERM for {grace:.0f} s; sent SIGKILL", {})
+        proc.signal_group(engine.pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and (not engine.exited()[0] or proc.group_alive(engine.pgid)):
+            await asyncio.sleep(self.poll_s / 2)

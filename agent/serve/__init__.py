@@ -1,0 +1,1 @@
+"""``agent serve``: the daemon that ties the engine supervisor, telemetry, control and the HTTP API together."""

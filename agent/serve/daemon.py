@@ -1,0 +1,317 @@
+"""The daemon: one engine supervisor, one telemetry loop, one action book, one stream, one state dir.
+
+It owns no business rules itself; it wires the parts together and holds what the API routes read.
+Stopping the agent leaves the engine running (an agent restart must not restart SGLang) unless the
+operator asks for the engine too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import agent
+from agent.control.actions import ActionBook
+from agent.control.audit import AuditLog
+from agent.control.library import ProfileLibrary
+from agent.engine.logfile import EngineLog
+from agent.engine.policy import RestartPolicy
+from agent.engine.record import EngineKind
+from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
+from agent.engine.supervisor import Supervisor
+from agent.profile import Profile
+from agent.serve.paths import StatePaths
+from agent.serve.stream import StreamHub
+from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
+from agent.wire.events import EventKind
+
+log = logging.getLogger(__name__)
+
+STACK_MANIFEST = "k25-stack-manifest.json"
+"""Written by the installer into the stack venv; its hash identifies the installed stack."""
+
+MIN_TICK_S, MAX_TICK_S = 0.25, 5.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    profile: Profile
+    profile_path: Path
+    profiles_dir: Path
+    engine: EngineKind
+    paths: StatePaths
+    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    drain_timeout_s: float = 60.0
+    gpus: str = "auto"
+    gpu_fixture: Path | None = None
+    sim_speedup: float | None = None
+
+
+def stack_manifest_hash(profile: Profile) -> str | None:
+    path = Path(profile.stack.venv).expanduser() / STACK_MANIFEST
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read_key(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        from agent.sglang.launch import LaunchError, read_key_file
+
+        return read_key_file(os.path.expanduser(path))
+    except LaunchError:
+        return None
+
+
+class Daemon:
+    def __init__(self, config: ServeConfig, token: str) -> None:
+        self.config = config
+        self.paths = config.paths
+        self.token = token
+        self.started_at = time.time()
+        self.hub = StreamHub()
+        # One client for every call to the engine; the hook adds the engine's API key when it has one.
+        self.http = httpx.AsyncClient(timeout=10.0, event_hooks={"request": [self._authorize]})
+        self.library = ProfileLibrary(config.profiles_dir)
+        self.engine_log = EngineLog(self.paths.engine_log)
+        self.tick_interval_s = config.profile.telemetry.tick_interval_s
+        self._tick_changed = asyncio.Event()
+        self.supervisor = Supervisor(
+            kind=config.engine,
+            record_path=self.paths.engine_record,
+            engine_log=self.engine_log,
+            http=self.http,
+            spec_for=self._spec_for,
+            emit=lambda name, msg, data: self.emit("engine", name, msg, data),
+            policy=config.policy,
+            running_requests=self._running_requests,
+        )
+        self.actions = ActionBook(
+            engine=self.supervisor,
+            load_named=self.library.load,
+            http=self.http,
+            engine_headers=self.engine_headers,
+            audit=AuditLog(self.paths.audit),
+            emit=lambda name, msg, data: self.emit("action", name, msg, data),
+            on_profile_applied=self._profile_applied,
+            drain_timeout_s=config.drain_timeout_s,
+        )
+        self._telemetry_task: asyncio.Task[None] | None = None
+        self._gpus: Any = None
+        self.exit_requested = asyncio.Event()
+        self.stop_engine_on_exit = False
+        self.bench: Any = None
+
+    # ---- wiring ---------------------------------------------------------------------------------
+
+    def emit(self, kind: EventKind, name: str, message: str, data: dict[str, Any] | None = None) -> None:
+        log.info("%s: %s", name, message)
+        self.hub.publish_event(kind, name, message, data)
+
+    def _spec_for(self, profile: Profile) -> EngineSpec:
+        if self.supervisor.kind == "sim":
+            return sim_spec(profile, self.paths.engine_dir, speedup=self.config.sim_speedup)
+        return sglang_spec(profile, self.paths.engine_dir)
+
+    @property
+    def profile(self) -> Profile:
+        return self.supervisor.profile or self.config.profile
+
+    def secrets(self) -> list[str]:
+        """Values that must never leave the agent: its token and the engine's keys."""
+        p = self.profile
+        found = [self.token, _read_key(p.server.api_key_file), _read_key(p.server.admin_api_key_file)]
+        return [s for s in found if s]
+
+    def engine_headers(self, admin: bool = True) -> dict[str, str]:
+        p = self.profile
+        key = (_read_key(p.server.admin_api_key_file) if admin else None) or _read_key(p.server.api_key_file)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _authorize(self, request: httpx.Request) -> None:
+        if "authorization" not in request.headers:
+            request.headers.update(self.engine_headers(admin=False))
+
+    def _running_requests(self) -> int | None:
+        snap = self.hub.snapshots.latest()
+        return snap.load.running if snap is not None else None
+
+    async def _profile_applied(self, profile: Profile) -> None:
+        self.set_tick_interval(profile.telemetry.tick_interval_s)
+
+    def set_tick_interval(self, seconds: float) -> None:
+        if not MIN_TICK_S <= seconds <= MAX_TICK_S:
+            raise ValueError(f"tick_interval_s must be between {MIN_TICK_S} and {MAX_TICK_S} (got {seconds})")
+        self.tick_interval_s = seconds
+        self._tick_changed.set()
+
+    # ---- life -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.emit(
+            "agent",
+            "agent.started",
+            f"agent {agent.__version__} started (pid {os.getpid()}) with profile {self.config.profile.identity.name}",
+            {"pid": os.getpid()},
+        )
+        self._gpus = self._make_gpu_sampler()
+        await self.supervisor.begin(self.config.profile)
+        self._telemetry_task = asyncio.create_task(self._telemetry_loop(), name="telemetry")
+        self.bench = self._make_bench()
+
+    def _make_gpu_sampler(self) -> Any:
+        try:
+            from agent.telemetry.nvml import make_sampler
+        except ImportError:
+            return None
+        try:
+            return make_sampler(self.config.gpus, fixture=self.config.gpu_fixture)
+        except Exception as exc:  # a broken driver must not stop the agent
+            self.emit("agent", "agent.gpu_sampler", f"GPU sampling is off: {exc}")
+            return make_sampler("none")
+
+    def _make_bench(self) -> Any:
+        try:
+            from agent.serve.bench import BenchService
+        except ImportError:
+            return None
+        return BenchService(self)
+
+    async def shutdown(self) -> None:
+        self.emit(
+            "agent",
+            "agent.stopping",
+            "agent stopping" + (" with the engine" if self.stop_engine_on_exit else ""),
+        )
+        if self._telemetry_task is not None:
+            self._telemetry_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._telemetry_task
+        if self.bench is not None:
+            await self.bench.close()
+        await self.actions.close()
+        if self.stop_engine_on_exit:
+            await self.supervisor.stop(drain_timeout_s=self.config.drain_timeout_s)
+        else:
+            await self.supervisor.detach()
+        self.hub.close()
+        await self.http.aclose()
+        if self._gpus is not None:
+            with contextlib.suppress(Exception):
+                self._gpus.close()
+
+    def request_exit(self, *, engine_too: bool) -> None:
+        self.stop_engine_on_exit = engine_too
+        self.exit_requested.set()
+
+    # ---- telemetry ------------------------------------------------------------------------------
+
+    async def _telemetry_loop(self) -> None:
+        collector: Any = None
+        collector_key: tuple[str | None, str] | None = None
+        while True:
+            started = time.monotonic()
+            profile = self.profile
+            url = self.supervisor.url if self.supervisor.state in ("ready", "draining") else None
+            key = (url, json.dumps(profile.model_dump(mode="json"), sort_keys=True))
+            if key != collector_key:
+                collector = self._make_collector(url, profile)
+                collector_key = key
+            try:
+                snap = await self._tick(collector, profile)
+                self.hub.publish_snapshot(_numbered(snap))
+            except Exception:
+                log.exception("telemetry tick failed")
+            with contextlib.suppress(OSError):
+                self.engine_log.rotate_if_needed()
+            delay = max(0.0, self.tick_interval_s - (time.monotonic() - started))
+            self._tick_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._tick_changed.wait(), delay)
+
+    def _make_collector(self, url: str | None, profile: Profile) -> Any:
+        from agent.telemetry.collector import Collector
+
+        return Collector(url, profile, self._gpus, self.http)
+
+    async def _tick(self, collector: Any, profile: Profile) -> Snapshot:
+        snap: Snapshot = await collector.tick(self.supervisor.state, self.supervisor.pid)
+        return snap.model_copy(
+            update={
+                "engine_kind": self.supervisor.kind,
+                "engine_state": self.supervisor.state,
+                "engine_pid": self.supervisor.pid,
+                "profile_name": profile.identity.name,
+                "production": profile.identity.production,
+            }
+        )
+
+    # ---- reads for the API ----------------------------------------------------------------------
+
+    def version(self) -> dict[str, Any]:
+        return {
+            "agent_version": agent.__version__,
+            "api_version": API_VERSION,
+            "wire_version": WIRE_VERSION,
+            "stack_manifest_hash": stack_manifest_hash(self.profile),
+        }
+
+    def status(self) -> dict[str, Any]:
+        s = self.supervisor
+        return {
+            "profile": self.profile.identity.name,
+            "profile_path": str(self.config.profile_path),
+            "engine_kind": s.kind,
+            "engine_state": s.state,
+            "engine_pid": s.pid,
+            "engine_url": s.url,
+            "engine_failures": s.failures,
+            "engine_restarts": s.restarts,
+            "engine_startup_s": s.last_startup_s,
+            "last_seq": self.hub.last_seq,
+            "agent_pid": os.getpid(),
+            "agent_version": agent.__version__,
+            "started_at": self.started_at,
+            "tick_interval_s": self.tick_interval_s,
+            "state_dir": str(self.paths.root),
+        }
+
+    def log_lines(self, tail: int, search: str | None) -> list[str]:
+        lines = self.engine_log.tail(tail, search)
+        return redact_lines(lines, self.secrets())
+
+
+def redact_lines(lines: list[str], secrets: list[str], mask: str = "<redacted>") -> list[str]:
+    """SGLang prints its server args (API key included) at start-up; never pass that on."""
+    from agent.telemetry.scrape import redact_server_info
+
+    out = []
+    for line in lines:
+        for secret in secrets:
+            if len(secret) >= 4:
+                line = line.replace(secret, mask)
+        out.append(line)
+    # The surface's redactor also knows the "--api-key VALUE" and "api_key='...'" shapes.
+    cleaned = redact_server_info({"lines": out}, secrets)["lines"]
+    return [str(x) for x in cleaned] if isinstance(cleaned, list) else out
+
+
+def _numbered(snap: Snapshot) -> Callable[[int], Snapshot]:
+    def build(seq: int) -> Snapshot:
+        return snap.model_copy(update={"seq": seq})
+
+    return build

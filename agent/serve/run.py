@@ -1,0 +1,51 @@
+"""Running the daemon under uvicorn on a socket we bound ourselves, and shutting it down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from pathlib import Path
+
+import uvicorn
+
+from agent.api.app import create_app
+from agent.api.transport import remove_socket
+from agent.serve.daemon import Daemon, ServeConfig
+
+log = logging.getLogger(__name__)
+
+
+async def serve(config: ServeConfig, token: str, sock: socket.socket, socket_path: Path | None) -> int:
+    daemon = Daemon(config, token)
+    await daemon.start()
+    app = create_app(daemon)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=3, lifespan="on")
+    )
+
+    async def exit_when_asked() -> None:
+        await daemon.exit_requested.wait()
+        daemon.hub.close()
+        server.should_exit = True
+
+    watcher = asyncio.create_task(exit_when_asked())
+    # uvicorn captures SIGINT/SIGTERM while serving and re-raises them afterwards against the handlers
+    # it found; harmless handlers here let the shutdown below run instead of the process dying there.
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        where = f"unix:{socket_path}" if socket_path else "tcp:{}:{}".format(*sock.getsockname()[:2])
+        log.info("agent API listening on %s (token file %s)", where, config.paths.token)
+        await server.serve(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        await daemon.shutdown()
+        if socket_path is not None:
+            remove_socket(socket_path, sock)
+    return 0
