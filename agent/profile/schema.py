@@ -18,7 +18,7 @@ SCHEMA_VERSION: Literal[1] = 1
 
 _SAFE_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
 
 
 class KeyedValueError(ValueError):

@@ -7,10 +7,11 @@ the web are gone in 0.5.23 (``--cuda-graph-max-bs`` is ``--cuda-graph-max-bs-dec
 
 API keys never appear on the command line, where any local user can read them in
 ``/proc/<pid>/cmdline``. The profile names key *files*; at launch the agent reads them and writes
-a YAML config file (mode 0600) that the argv passes with ``--config``: 0.5.23's launcher merges such
-a file into its arguments (``srt/utils/server_args_config_parser.py``; keys are flag names with
-underscores). SGLang itself still reports the keys in ``/server_info`` (its ``api_key`` fields and
-``launch_command``), so ``/server_info`` must stay behind the key, and the agent redacts it.
+a YAML config file (mode 0600) that the argv passes with ``--config``: 0.5.23's launcher merges
+such a file into its arguments (``srt/utils/server_args_config_parser.py``; each key ``k`` becomes
+the argument ``--k``, so keys are flag names without their leading dashes). SGLang itself still
+reports the keys in ``/server_info`` (its ``api_key`` fields and ``launch_command``, which is built
+from the merged arguments), so ``/server_info`` must stay behind the key, and the agent redacts it.
 
 The adaptive config (``agent.sglang.adaptive``) is written next to it and passed with
 ``--speculative-adaptive --speculative-adaptive-config PATH``.
@@ -52,7 +53,10 @@ class LaunchSpec:
     adaptive_config_path: str | None = None
     secrets_config_path: str | None = None
     key_files: dict[str, str] = field(default_factory=dict)
-    """SGLang config key (``api_key``, ``admin_api_key``) → the file the key is read from."""
+    """``--config`` key (``api-key``, ``admin-api-key``) → the file the key is read from.
+
+    Dashes, not underscores: 0.5.23's merger turns each YAML key ``k`` into ``--k`` verbatim
+    (``ConfigArgumentMerger._add_scalar_arg``), so ``api_key`` would become the unknown ``--api_key``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent profile render --json``: no key material, only paths."""
@@ -120,9 +124,9 @@ def render_launch(profile: Profile, run_dir: str | os.PathLike[str] | None = Non
 
     key_files: dict[str, str] = {}
     if server.api_key_file is not None:
-        key_files["api_key"] = os.path.expanduser(server.api_key_file)
+        key_files["api-key"] = os.path.expanduser(server.api_key_file)
     if server.admin_api_key_file is not None:
-        key_files["admin_api_key"] = os.path.expanduser(server.admin_api_key_file)
+        key_files["admin-api-key"] = os.path.expanduser(server.admin_api_key_file)
     secrets_path: str | None = None
     if key_files:
         secrets_path = str(base / f"{name}.secrets.yaml")
