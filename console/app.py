@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import json
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App
 from textual.binding import BindingType
 
-from agent.wire import WIRE_VERSION, Snapshot
+from agent.wire import WIRE_VERSION
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
 from console.link.client import AgentClient
@@ -64,7 +63,6 @@ class ConsoleApp(App[None]):
         readonly: bool = False,
         clock: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
-        record: Path | None = None,
         operator: str | None = None,
         screenshot_dir: Path | None = None,
     ) -> None:
@@ -79,23 +77,17 @@ class ConsoleApp(App[None]):
         self.agent_status: dict[str, Any] = {}
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
         self.screenshot_dir = screenshot_dir or Path.cwd()
-        self._record_path = record
-        self._record: IO[str] | None = None
         self._paused_at_version = 0
         self._arrival: float | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
-        if self._record_path is not None:
-            self._record = self._record_path.open("a", encoding="utf-8")
         self.switch_mode("overview")
         self.set_interval(PAINT_INTERVAL_S, self.paint_now)
         self.follow_stream()
 
     async def on_unmount(self) -> None:
         await self.link.close()
-        if self._record is not None:
-            self._record.close()
 
     @property
     def unseen(self) -> int:
@@ -117,14 +109,6 @@ class ConsoleApp(App[None]):
                 async for item in self.client.stream(self.model.last_seq):
                     if self.model.ingest(item):
                         self._arrival = time.perf_counter()
-                        if self._record is not None:
-                            kind = "snapshot" if isinstance(item, Snapshot) else "event"
-                            self._record.write(
-                                json.dumps(
-                                    {"seq": item.seq, "kind": kind, "data": item.model_dump(mode="json")}
-                                )
-                                + "\n"
-                            )
                         self.post_message(ModelUpdated(self.model.version))
             except LinkError as exc:
                 if not exc.retryable:
@@ -214,6 +198,9 @@ class ConsoleApp(App[None]):
         screen = self._on_mode("profiles")
         if isinstance(screen, ProfilesScreen):
             screen.act(what)
+
+    def action_profile_diff(self) -> None:
+        self.action_profile("diff")
 
     def action_logs_refresh(self) -> None:
         screen = self._on_mode("logs")

@@ -11,6 +11,7 @@ from pathlib import Path
 from agent.profile import ProfileError, load_profile
 from console.link import Link
 from console.link.local import LocalLink, default_socket_path
+from console.link.recording import RecordingLink
 from console.link.replay import ReplayLink
 from console.link.ssh import SshLink, SshTarget
 
@@ -88,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             link: Link = LocalLink(demo.socket_path, demo.token_path)
         else:
             link = make_link(args)
-        ConsoleApp(link, readonly=args.readonly, record=args.record).run()
+        if args.record:
+            link = RecordingLink(link, args.record)
+        ConsoleApp(link, readonly=args.readonly).run()
     except (ProfileError, FileNotFoundError, ValueError, DemoError) as exc:
         print(f"k25console: {exc}", file=sys.stderr)
         return 2

@@ -103,7 +103,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "Diff profile",
-        "app.profile('diff')",
+        "app.profile_diff",
         "Compare the selected profile with what runs",
         "Profiles",
         footer=False,

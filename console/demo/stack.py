@@ -1,7 +1,9 @@
 """The demo's two processes: ``agent serve --engine sim`` on a private socket, and the traffic ramp.
 
-Both run in their own sessions (process groups) and are stopped, group and all, when the console
-exits: terminate, wait, then kill what is left. Nothing is left running.
+The agent deliberately leaves its engine running when it exits (an agent restart must not restart
+SGLang), so the demo asks it to stop *with* its engine first; then both processes' groups are
+terminated, waited for and killed if need be, and the engine's group too. Nothing is left running.
+The demo works on copies of the shipped profiles, so saving one never writes into the checkout.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class DemoStack:
         self.state_dir = Path(tempfile.mkdtemp(prefix="k25demo-"))
         self.processes: list[subprocess.Popen[bytes]] = []
         self.agent_log = self.state_dir / "agent-stderr.log"
+        self.profiles_dir = self.state_dir / "profiles"
+        self.profiles_dir.mkdir(mode=0o700)
+        for shipped in self.profile_path.parent.glob("*.toml"):
+            shutil.copy(shipped, self.profiles_dir / shipped.name)
+        self.profile_path = self.profiles_dir / self.profile_path.name
 
     @property
     def socket_path(self) -> Path:
@@ -69,6 +76,12 @@ class DemoStack:
                 str(self.profile_path),
                 "--state-dir",
                 str(self.state_dir),
+                "--profiles-dir",
+                str(self.profiles_dir),
+                "--drain-timeout",
+                "2",
+                "--gpus",
+                "none",
             ],
             self.agent_log,
         )
@@ -104,7 +117,30 @@ class DemoStack:
             return self.agent_log.read_text(errors="replace")[-2000:]
         return ""
 
+    def _agent_call(self, method: str, path: str, body: object = None) -> dict[str, object]:
+        token = self.token_path.read_text(encoding="utf-8").strip()
+        transport = httpx.HTTPTransport(uds=str(self.socket_path))
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(transport=transport, base_url="http://agent", timeout=5.0, headers=headers) as client:
+            response = client.request(method, path, json=body)
+            response.raise_for_status()
+            result: dict[str, object] = response.json()
+            return result
+
+    def _stop_agent_and_engine(self) -> int | None:
+        """Ask the agent to exit with its engine; returns the engine's pid to make sure of it after."""
+        engine_pid: int | None = None
+        with contextlib.suppress(OSError, httpx.HTTPError, ValueError):
+            pid = self._agent_call("GET", "/v1/status").get("engine_pid")
+            engine_pid = pid if isinstance(pid, int) else None
+            self._agent_call("POST", "/v1/agent/stop", {"engine_too": True})
+            if self.processes:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.processes[0].wait(timeout=10)
+        return engine_pid
+
     def stop(self) -> None:
+        engine_pid = self._stop_agent_and_engine() if self.processes else None
         for proc in reversed(self.processes):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -120,4 +156,7 @@ class DemoStack:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
         self.processes.clear()
+        if engine_pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(engine_pid, signal.SIGKILL)  # its own group, TP workers and all
         shutil.rmtree(self.state_dir, ignore_errors=True)

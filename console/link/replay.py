@@ -2,7 +2,9 @@
 
 The file is JSON lines, one stream item each, as ``--record`` writes them
 (``{"seq": 7, "kind": "snapshot", "data": {...}}``); a bare Snapshot object per line is accepted too.
-A replay is read-only: every call that would reach the engine is refused with a clear reason. It is
+Lines of kind ``response`` (``{"kind": "response", "method": "GET", "path": "/v1/profiles", "data":
+...}``) hold answers the agent gave during the recording; a replay answers the same GET with the
+last one recorded. A replay is read-only: every other call is refused with a clear reason. It is
 also how the snapshot tests feed the app a fixed, deterministic sequence.
 """
 
@@ -16,14 +18,23 @@ from typing import Any, Literal
 
 from console.link.base import Link, LinkError, StreamItem
 
+Recording = tuple[list[StreamItem], dict[str, Any]]
 
-def _item(line: str, where: str) -> StreamItem:
+
+def response_key(method: str, path: str) -> str:
+    return f"{method} {path}"
+
+
+def _line(line: str, where: str, responses: dict[str, Any]) -> StreamItem | None:
     try:
         raw = json.loads(line)
     except ValueError as exc:
         raise LinkError(f"{where}: not JSON ({exc})", retryable=False) from exc
     if not isinstance(raw, dict):
         raise LinkError(f"{where}: expected a JSON object", retryable=False)
+    if raw.get("kind") == "response":
+        responses[response_key(str(raw.get("method", "GET")), str(raw.get("path", "")))] = raw.get("data")
+        return None
     if "kind" in raw and "data" in raw:
         kind, data = raw["kind"], raw["data"]
     else:
@@ -33,14 +44,18 @@ def _item(line: str, where: str) -> StreamItem:
     return StreamItem(seq=int(data["seq"]), kind=kind, data=data)
 
 
-def load_recording(path: str | Path) -> list[StreamItem]:
-    """All items of a recording, in file order; errors name the file and line."""
+def load_recording(path: str | Path) -> Recording:
+    """All stream items of a recording in file order, and its recorded answers; errors name file and line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise LinkError(f"cannot read the recording {path}: {exc.strerror or exc}", retryable=False) from exc
-    return [_item(line, f"{path}:{n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    responses: dict[str, Any] = {}
+    items = [
+        _line(line, f"{path}:{n}", responses) for n, line in enumerate(text.splitlines(), 1) if line.strip()
+    ]
+    return [item for item in items if item is not None], responses
 
 
 class ReplayLink(Link):
@@ -52,13 +67,14 @@ class ReplayLink(Link):
         self.path = Path(path)
         self.speed = speed
         self._items: list[StreamItem] | None = None
+        self._responses: dict[str, Any] = {}
 
     def describe(self) -> str:
         return f"replay {self.path.name}"
 
     async def connect(self) -> None:
         if self._items is None:
-            self._items = load_recording(self.path)
+            self._items, self._responses = load_recording(self.path)
 
     async def close(self) -> None:
         return None
@@ -71,6 +87,9 @@ class ReplayLink(Link):
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Any:
+        key = response_key(method, path)
+        if method == "GET" and key in self._responses:
+            return self._responses[key]
         raise LinkError(f"not available while replaying a recording ({method} {path})", retryable=False)
 
     async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:

@@ -1,0 +1,61 @@
+"""The plain-Python model: ingest, duplicates from a catch-up, speculation switches, series windows."""
+
+from __future__ import annotations
+
+from agent.wire import Event, Load, Snapshot, Speculation, Throughput
+from console.model import ConsoleModel, LinkStatus
+
+
+def snap(seq: int, t: float, on: bool | None, tok: float | None = 100.0, running: int = 1) -> Snapshot:
+    return Snapshot(
+        seq=seq,
+        time=t,
+        throughput=Throughput(output_tok_s=tok),
+        load=Load(running=running),
+        speculation=Speculation(on=on),
+    )
+
+
+def test_catch_up_overlap_is_dropped_not_doubled() -> None:
+    model = ConsoleModel(clock=lambda: 5.0)
+    for n in range(1, 4):
+        assert model.ingest(snap(n, float(n), True))
+    assert not model.ingest(snap(2, 2.0, True))
+    assert model.ingest(Event(seq=4, time=4.0, kind="engine", name="engine.ready", message="ready"))
+    assert [s.seq for s in model.snapshots] == [1, 2, 3]
+    assert model.last_seq == 4 and model.duplicates_dropped == 1
+    assert len(model.events) == 1
+
+
+def test_switches_are_recorded_only_on_a_change_of_known_state() -> None:
+    model = ConsoleModel()
+    states = [True, True, None, False, False, True]
+    for n, on in enumerate(states, 1):
+        model.ingest(snap(n, float(n), on))
+    assert [(s.time, s.on) for s in model.spec_switches] == [(6.0, True)]
+    model2 = ConsoleModel()
+    for n, on in enumerate([True, False, True], 1):
+        model2.ingest(snap(n, float(n), on))
+    assert model2.switches_in(window_s=10) == [(-1.0, False), (0.0, True)]
+
+
+def test_series_is_relative_to_the_newest_snapshot_and_skips_unknowns() -> None:
+    model = ConsoleModel()
+    for n in range(1, 11):
+        model.ingest(snap(n, 100.0 + n, True, tok=None if n == 9 else float(n)))
+    xs, ys = model.series(lambda s: s.throughput.output_tok_s, window_s=3)
+    assert xs == [-3.0, -2.0, 0.0]
+    assert ys == [7.0, 8.0, 10.0]
+    xs, _ = model.series(lambda s: s.load.running, window_s=100, max_points=5)
+    assert len(xs) == 5
+
+
+def test_version_moves_on_data_and_link_changes_only() -> None:
+    model = ConsoleModel()
+    v0 = model.version
+    model.set_link(LinkStatus("connecting"))
+    assert model.version == v0
+    model.set_link(LinkStatus("connected"))
+    assert model.version == v0 + 1 and not model.stale
+    model.set_link(LinkStatus("reconnecting", attempt=1))
+    assert model.stale
