@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 from console.demo.profiles import find_profile
 
 READY_TIMEOUT_S = 20.0
@@ -121,7 +123,9 @@ class DemoStack:
         token = self.token_path.read_text(encoding="utf-8").strip()
         transport = httpx.HTTPTransport(uds=str(self.socket_path))
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(transport=transport, base_url="http://agent", timeout=5.0, headers=headers) as client:
+        with httpx.Client(
+            transport=transport, base_url="http://agent", timeout=5.0, headers=headers
+        ) as client:
             response = client.request(method, path, json=body)
             response.raise_for_status()
             result: dict[str, object] = response.json()
