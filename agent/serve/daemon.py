@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import time
@@ -111,6 +110,7 @@ class Daemon:
             drain_timeout_s=config.drain_timeout_s,
         )
         self._telemetry_task: asyncio.Task[None] | None = None
+        self.collector: Any = None
         self._gpus: Any = None
         self.exit_requested = asyncio.Event()
         self.stop_engine_on_exit = False
@@ -152,6 +152,8 @@ class Daemon:
 
     async def _profile_applied(self, profile: Profile) -> None:
         self.set_tick_interval(profile.telemetry.tick_interval_s)
+        if self.collector is not None:
+            self.collector.refresh_server_info()  # show the read-back on the next tick
 
     def set_tick_interval(self, seconds: float) -> None:
         if not MIN_TICK_S <= seconds <= MAX_TICK_S:
@@ -221,16 +223,20 @@ class Daemon:
     # ---- telemetry ------------------------------------------------------------------------------
 
     async def _telemetry_loop(self) -> None:
-        collector: Any = None
-        collector_key: tuple[str | None, str] | None = None
+        from agent.telemetry.collector import Collector
+        from agent.telemetry.nvml import NoGpuSampler
+
+        gpus = self._gpus if self._gpus is not None else NoGpuSampler()
+        collector = Collector(None, self.profile, gpus, self.http, engine_kind=self.supervisor.kind)
+        self.collector = collector
+        pointed_at: tuple[str | None, Profile] | None = None
         while True:
             started = time.monotonic()
             profile = self.profile
-            url = self.supervisor.url if self.supervisor.state in ("ready", "draining") else None
-            key = (url, json.dumps(profile.model_dump(mode="json"), sort_keys=True))
-            if key != collector_key:
-                collector = self._make_collector(url, profile)
-                collector_key = key
+            target = (self.supervisor.url, profile)
+            if target != pointed_at:
+                collector.set_engine(self.supervisor.url, profile)
+                pointed_at = target
             try:
                 snap = await self._tick(collector, profile)
                 self.hub.publish_snapshot(_numbered(snap))
@@ -243,18 +249,11 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tick_changed.wait(), delay)
 
-    def _make_collector(self, url: str | None, profile: Profile) -> Any:
-        from agent.telemetry.collector import Collector
-
-        return Collector(url, profile, self._gpus, self.http)
-
     async def _tick(self, collector: Any, profile: Profile) -> Snapshot:
         snap: Snapshot = await collector.tick(self.supervisor.state, self.supervisor.pid)
         return snap.model_copy(
             update={
                 "engine_kind": self.supervisor.kind,
-                "engine_state": self.supervisor.state,
-                "engine_pid": self.supervisor.pid,
                 "profile_name": profile.identity.name,
                 "production": profile.identity.production,
             }

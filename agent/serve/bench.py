@@ -1,0 +1,70 @@
+"""Benchmarks over the API: the bench helper's runner, wired to the stream and the engine's drain.
+
+A drain (before a stop or restart) cancels the running benchmark first: the agent cannot stop
+admission at SGLang's door, but it can stop its own traffic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, HTTPException
+
+from agent.bench.options import BenchOptionError
+from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns
+from agent.bench.store import BenchStore, UnknownBench
+
+if TYPE_CHECKING:
+    from agent.serve.daemon import Daemon
+
+
+class BenchService:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.runs = BenchRuns(BenchStore(daemon.paths.root), publish=self._publish)
+        daemon.supervisor.drain_hooks.append(self.cancel_running)
+
+    def _publish(self, event: BenchEvent) -> None:
+        self.daemon.emit("bench", event.name, event.message, event.data)
+
+    async def cancel_running(self) -> None:
+        running = self.runs.running()
+        if running is not None:
+            self.runs.cancel(running)
+            await self.runs.wait(running)
+
+    async def close(self) -> None:
+        await self.runs.close()
+
+    def add_routes(self, api: APIRouter) -> None:
+        runs = self.runs
+        daemon = self.daemon
+
+        @api.post("/bench", status_code=202)
+        async def start_bench(body: dict[str, Any]) -> dict[str, Any]:
+            url = daemon.supervisor.url
+            if url is None or daemon.supervisor.state != "ready":
+                raise HTTPException(409, f"the engine is not ready (state {daemon.supervisor.state})")
+            key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
+            try:
+                bench_id = runs.start(url, body, api_key=key)
+            except BenchOptionError as exc:
+                raise HTTPException(422, str(exc)) from None
+            except BenchBusy as exc:
+                raise HTTPException(409, str(exc)) from None
+            return {"bench_id": bench_id}
+
+        @api.get("/bench")
+        async def list_bench() -> dict[str, Any]:
+            return {"runs": runs.list()}
+
+        @api.get("/bench/{bench_id}")
+        async def get_bench(bench_id: str) -> dict[str, Any]:
+            try:
+                return runs.get(bench_id)
+            except UnknownBench:
+                raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+
+        @api.post("/bench/{bench_id}/cancel")
+        async def cancel_bench(bench_id: str) -> dict[str, Any]:
+            return {"cancelled": runs.cancel(bench_id)}
