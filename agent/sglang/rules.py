@@ -17,6 +17,7 @@ from typing import Literal
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
 from agent.sglang import adaptive, live_control
+from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import first_value, flag_names, has_flag
 
 PAGE_TREE_SPEC_BACKENDS = ("flashinfer", "fa3", "triton")
@@ -35,6 +36,12 @@ SM120_FAILING_FLAGS = {
     "(flashinfer_comm_fusion.py); SGLang fails at start-up on SM120",
 }
 """Extra flags known to fail on SM120."""
+
+RENAMED_FLAGS = {
+    "--cuda-graph-max-bs": "0.5.23 calls it --cuda-graph-max-bs-decode; set server.cuda_graph_max_bs",
+    "--cuda-graph-bs": "0.5.23 calls it --cuda-graph-bs-decode",
+}
+"""Spellings from older SGLang recipes, with what 0.5.23 wants instead."""
 
 IMPLICIT_MAX_RUNNING_REQUESTS = 48
 """What 0.5.23 sets ``max_running_requests`` to for EAGLE when it is unset (``_handle_eagle_family``)."""
@@ -172,12 +179,11 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
             error(
                 "server.extra_flags", f"{name} is rendered from {RENDERED_FLAGS[name]}; set it there instead"
             )
-        elif name == "--cuda-graph-max-bs" or name == "--cuda-graph-bs":
-            error(
-                "server.extra_flags",
-                f"{name} does not exist in SGLang 0.5.23 (renamed {name}-decode); "
-                "use server.cuda_graph_max_bs for the maximum",
-            )
+
+    for problem in extra_flag_problems(flags):
+        flag = problem.split(" ", 1)[0]
+        hint = RENAMED_FLAGS.get(flag)
+        error("server.extra_flags", f"{problem}; {hint}" if hint else problem)
 
     if _is_sm120(profile):
         for name in flag_names(flags):

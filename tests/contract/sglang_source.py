@@ -257,3 +257,21 @@ def subscript_keys_assigned(path: Path, target: str) -> set[str]:
                 ):
                     keys.add(t.slice.value)
     return keys
+
+
+def flags_table(src: Path) -> dict[str, str]:
+    """``{flag: kind}`` as shipped in ``agent/sglang/cli_flags.json``."""
+    return {name: flag.kind for name, flag in sorted(cli_flags(src).items())}
+
+
+if __name__ == "__main__":
+    # Regenerate agent/sglang/cli_flags.json from an extracted wheel's sglang/ directory:
+    #   python tests/contract/sglang_source.py /path/to/sglang > agent/sglang/cli_flags.json
+    import json
+    import sys
+
+    print(
+        json.dumps(
+            {"sglang_version": "0.5.23", "flags": flags_table(Path(sys.argv[1]))}, indent=1, sort_keys=True
+        )
+    )

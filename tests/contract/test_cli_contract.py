@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-from sglang_source import Flag, cli_flags, exec_functions
+from sglang_source import Flag, cli_flags, exec_functions, flags_table
 
 from agent.profile import Profile, load_profile, parse_profile
 from agent.profile.schema import KvCacheDtype
 from agent.sglang import launch
+from agent.sglang.cli_flags import known_flags
 from agent.sglang.extra_flags import flag_names
 from agent.sglang.rules import RENDERED_FLAGS, SM120_FAILING_FLAGS, check_profile
 
@@ -191,3 +192,14 @@ def test_unknown_extra_flag_is_an_error_and_known_one_is_not() -> None:
     good = parse_profile(text.replace("[server]\n", '[server]\nextra_flags = ["--schedule-policy", "lpm"]\n'))
     assert not [i for i in check_profile(good, "x.toml") if i.severity == "error"]
     assert flag_names(["--a=1", "x", "--b"]) == ["--a", "--b"]
+
+
+def test_shipped_flag_table_matches_the_wheel(sglang_src: Path) -> None:
+    """agent/sglang/cli_flags.json (used to check extra_flags at validation time) is 0.5.23's CLI exactly."""
+    expected = flags_table(sglang_src)
+    shipped = known_flags()
+    assert shipped == expected, (
+        f"cli_flags.json is stale: only shipped {sorted(set(shipped) - set(expected))[:10]}, "
+        f"only in the wheel {sorted(set(expected) - set(shipped))[:10]}; regenerate with "
+        "`python tests/contract/sglang_source.py <extracted sglang dir> > agent/sglang/cli_flags.json`"
+    )
