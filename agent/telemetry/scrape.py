@@ -1,0 +1,437 @@
+"""Reading SGLang: its Prometheus ``/metrics`` page, and ``/server_info`` when metrics are off.
+
+A page is parsed with prometheus_client's own text parser, after dropping every line of a family we
+do not read (a full 0.5.23 page is hundreds of lines, mostly histograms we ignore; parsing only
+what we use keeps a tick cheap). Names are accepted with either prefix, ``sglang:`` (the scheduler
+and tokenizer collectors) or ``sglang_`` (``/v1/loads?format=prometheus`` and exporters that
+rewrite colons). Scheduler series carry ``tp_rank``/``pp_rank``/... labels; with
+``--enable-metrics-for-all-schedulers`` every rank reports the same batch, so only the lowest rank
+is read, and data-parallel ranks (``dp_rank``) are added up. A page from an older SGLang that lacks
+a family leaves that field None; nothing here raises on a strange page.
+
+``/server_info`` returns every server argument, including ``api_key``, ``admin_api_key`` and the raw
+launch command (reference §4.1): ``redact_server_info`` runs before anything is stored or sent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from prometheus_client.parser import text_string_to_metric_families
+
+PREFIXES: Final = ("sglang:", "sglang_")
+
+RANK_LABELS: Final = ("tp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank", "attn_cp_rank")
+"""Scheduler labels of ranks that all report the same batch: read only the lowest."""
+
+Agg = Literal["sum", "max", "mean"]
+
+# Logical gauge → (0.5.23 names without prefix, newest first; how data-parallel ranks combine).
+GAUGES: Final[dict[str, tuple[tuple[str, ...], Agg]]] = {
+    "gen_throughput": (("gen_throughput",), "sum"),
+    "running": (("num_running_reqs",), "sum"),
+    "queued": (("num_queue_reqs",), "sum"),
+    "token_usage": (("token_usage",), "max"),
+    "num_used_tokens": (("num_used_tokens",), "sum"),
+    "kv_used_tokens": (("kv_used_tokens",), "sum"),
+    "kv_available_tokens": (("kv_available_tokens",), "sum"),
+    "kv_evictable_tokens": (("kv_evictable_tokens",), "sum"),
+    "max_total_num_tokens": (("max_total_num_tokens",), "sum"),
+    "page_size": (("page_size",), "max"),
+    "context_len": (("context_len",), "max"),
+    "cache_hit_rate": (("cache_hit_rate",), "mean"),
+    "spec_accept_length": (("spec_accept_length",), "mean"),
+    "spec_accept_rate": (("spec_accept_rate",), "mean"),
+    "spec_num_steps": (("spec_num_steps",), "max"),
+    "spec_num_draft_tokens": (("spec_num_draft_tokens",), "max"),
+    "retracted_reqs": (("num_retracted_reqs",), "sum"),
+    "is_cuda_graph": (("is_cuda_graph",), "max"),
+}
+
+# Logical counter → (sample name without prefix, label filter).
+COUNTERS: Final[dict[str, tuple[str, Mapping[str, frozenset[str]]]]] = {
+    "generation_tokens": ("generation_tokens_total", {}),
+    "prompt_tokens": ("prompt_tokens_total", {}),
+    "decode_tokens": ("realtime_tokens_total", {"mode": frozenset({"decode"})}),
+    "prefill_tokens": ("realtime_tokens_total", {"mode": frozenset({"prefill_compute", "prefill_cache"})}),
+    "requests": ("num_requests_total", {}),
+    "aborted_requests": ("num_aborted_requests_total", {}),
+    "retracted_requests": ("num_retracted_requests_total", {}),
+    "spec_verify_calls": ("spec_verify_calls_total", {}),
+    "decode_passes_no_graph": ("cuda_graph_passes_total", {"mode": frozenset({"decode_none"})}),
+    "decode_passes_graph": ("cuda_graph_passes_total", {"mode": frozenset({"decode_cuda_graph"})}),
+}
+
+# Logical histogram → names without prefix, newest first (older SGLang called ITL time per output token).
+HISTOGRAMS: Final[dict[str, tuple[str, ...]]] = {
+    "ttft": ("time_to_first_token_seconds",),
+    "itl": ("inter_token_latency_seconds", "time_per_output_token_seconds"),
+    "e2e": ("e2e_request_latency_seconds",),
+}
+
+
+def _wanted_names() -> frozenset[str]:
+    names: set[str] = set()
+    for gauge_names, _ in GAUGES.values():
+        names.update(gauge_names)
+    for sample, _ in COUNTERS.values():
+        names.add(sample)
+    for hist_names in HISTOGRAMS.values():
+        for name in hist_names:
+            names.update({f"{name}_bucket", f"{name}_count", f"{name}_sum"})
+    return frozenset(names)
+
+
+WANTED: Final = _wanted_names()
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative bucket counts (upper bound → count), all label sets added together."""
+
+    buckets: tuple[tuple[float, float], ...]
+    count: float
+    total: float
+
+    def minus(self, older: Histogram) -> Histogram | None:
+        """Observations made since ``older``; None if the server restarted (a count went down)."""
+        if [le for le, _ in self.buckets] != [le for le, _ in older.buckets]:
+            return None
+        diff = tuple((le, a - b) for (le, a), (_, b) in zip(self.buckets, older.buckets, strict=True))
+        if any(c < 0 for _, c in diff) or self.count < older.count:
+            return None
+        return Histogram(diff, self.count - older.count, self.total - older.total)
+
+    def quantile(self, q: float) -> float | None:
+        """Prometheus' ``histogram_quantile``: linear inside the bucket; None without observations."""
+        if not self.buckets:
+            return None
+        observed = self.buckets[-1][1]
+        if observed <= 0:
+            return None
+        rank = q * observed
+        lower_bound, lower_count = 0.0, 0.0
+        for upper, cumulative in self.buckets:
+            if cumulative >= rank:
+                if math.isinf(upper):
+                    return lower_bound
+                in_bucket = cumulative - lower_count
+                if in_bucket <= 0:
+                    return upper
+                return lower_bound + (upper - lower_bound) * (rank - lower_count) / in_bucket
+            lower_bound, lower_count = upper, cumulative
+        return lower_bound
+
+
+@dataclass(frozen=True)
+class MetricsReading:
+    """What one read of SGLang gave; None means "not on this page", never zero."""
+
+    source: Literal["metrics", "server_info"]
+    prefix: str | None = None
+    families: frozenset[str] = frozenset()
+    gauges: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+    skipped_lines: int = 0
+
+    def gauge(self, name: str) -> float | None:
+        return self.gauges.get(name)
+
+    def gauge_int(self, name: str) -> int | None:
+        value = self.gauges.get(name)
+        return None if value is None or math.isnan(value) else int(value)
+
+    def counter(self, name: str) -> float | None:
+        return self.counters.get(name)
+
+    @property
+    def missing(self) -> list[str]:
+        """Logical fields this page did not provide (an older SGLang, or metrics not yet emitted)."""
+        have = set(self.gauges) | set(self.counters) | set(self.histograms)
+        return [n for n in (*GAUGES, *COUNTERS, *HISTOGRAMS) if n not in have]
+
+
+def _split_prefix(name: str) -> tuple[str | None, str]:
+    for prefix in PREFIXES:
+        if name.startswith(prefix):
+            return prefix, name[len(prefix) :]
+    return None, name
+
+
+_Sample = tuple[str, dict[str, str], float]
+_Series = list[tuple[dict[str, str], float]]
+
+# A line of a family we read: prefix, name, and the rest ({labels} value [timestamp]). Finding them
+# with one regex over the page keeps the hundreds of lines we skip out of Python code entirely.
+# The pattern starts with a literal ("\nsglang") so that the regex engine scans for it at C speed;
+# the page is searched with a newline in front so that its first line is found too.
+_WANTED_LINE = re.compile(
+    r"\n(sglang[:_])("
+    + "|".join(sorted(map(re.escape, WANTED), key=len, reverse=True))
+    + r")(?=[{ \t])([^\n]*)"
+)
+# The shape prometheus_client's exposition writes: plain label values, a value, maybe a timestamp.
+_SIMPLE_REST = re.compile(
+    r'^(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",?)*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*$'
+)
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
+def parse_sample_line(line: str) -> list[_Sample]:
+    """One exposition line through prometheus_client's parser (the reference; used for odd lines)."""
+    return [
+        (s.name, s.labels, s.value) for f in text_string_to_metric_families(line + "\n") for s in f.samples
+    ]
+
+
+_label_cache: dict[str, dict[str, str]] = {}
+"""Label strings repeat from tick to tick; their parsed dicts are shared (and never mutated)."""
+
+
+def _labels(text: str) -> dict[str, str]:
+    labels = _label_cache.get(text)
+    if labels is None:
+        if len(_label_cache) > 8192:
+            _label_cache.clear()
+        labels = _label_cache[text] = dict(_LABEL.findall(text))
+    return labels
+
+
+def _fast_sample(rest: str) -> tuple[dict[str, str], float] | None:
+    """The common line shape without the library's per-character label scanner (about 20x faster).
+
+    A test checks it against :func:`parse_sample_line` on every line of a full 0.5.23 page; any
+    line it does not recognise (escaped quotes, exemplars...) goes to prometheus_client instead.
+    """
+    match = _SIMPLE_REST.match(rest)
+    if match is None:
+        return None
+    labels_text, value_text = match.groups()
+    try:
+        value = float(value_text)
+    except ValueError:
+        return None
+    return (_labels(labels_text) if labels_text else {}), value
+
+
+def _samples(text: str) -> tuple[dict[str, _Series], str | None, int]:
+    by_name: dict[str, _Series] = {}
+    prefix_seen: str | None = None
+    skipped = 0
+    for match in _WANTED_LINE.finditer("\n" + text):
+        prefix, base, rest = match.groups()
+        if prefix_seen is None:
+            prefix_seen = prefix
+        fast = _fast_sample(rest)
+        if fast is not None:
+            by_name.setdefault(base, []).append(fast)
+            continue
+        try:
+            for name, labels, value in parse_sample_line(match.group(0).strip()):
+                by_name.setdefault(_split_prefix(name)[1], []).append((labels, value))
+        except Exception:
+            skipped += 1
+    return by_name, prefix_seen, skipped
+
+
+def _rank_order(rank: str) -> tuple[bool, int, str]:
+    return (not rank.isdigit(), int(rank) if rank.isdigit() else 0, rank)
+
+
+def _lowest_ranks(series: _Series) -> _Series:
+    keep = series
+    for label in RANK_LABELS:
+        ranks = {labels[label] for labels, _ in keep if label in labels}
+        if not ranks or (len(ranks) == 1 and "0" in ranks):
+            continue
+        lowest = "0" if "0" in ranks else min(ranks, key=_rank_order)
+        keep = [(labels, v) for labels, v in keep if labels.get(label, lowest) == lowest]
+    return keep
+
+
+def _aggregate(values: list[float], agg: Agg) -> float | None:
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return None
+    if agg == "sum":
+        return math.fsum(values)
+    if agg == "max":
+        return max(values)
+    return math.fsum(values) / len(values)
+
+
+def parse_metrics(text: str) -> MetricsReading:
+    """Everything we read from one ``/metrics`` page (see the module docstring for the rules)."""
+    by_name, prefix_seen, skipped = _samples(text)
+
+    gauges: dict[str, float] = {}
+    for logical, (names, agg) in GAUGES.items():
+        for name in names:
+            if name in by_name:
+                value = _aggregate([v for _, v in _lowest_ranks(by_name[name])], agg)
+                if value is not None:
+                    gauges[logical] = value
+                break
+
+    counters: dict[str, float] = {}
+    for logical, (name, where) in COUNTERS.items():
+        if name not in by_name:
+            continue
+        picked = [
+            v
+            for labels, v in _lowest_ranks(by_name[name])
+            if all(labels.get(k) in allowed for k, allowed in where.items())
+        ]
+        if picked:
+            counters[logical] = math.fsum(picked)
+
+    histograms: dict[str, Histogram] = {}
+    for logical, names in HISTOGRAMS.items():
+        for name in names:
+            hist = _histogram(by_name, name)
+            if hist is not None:
+                histograms[logical] = hist
+                break
+
+    families = frozenset(
+        re.sub(r"_(bucket|count|sum)$", "", name) if name.endswith(("_bucket", "_count", "_sum")) else name
+        for name in by_name
+    )
+    return MetricsReading(
+        source="metrics",
+        prefix=prefix_seen,
+        families=families,
+        gauges=gauges,
+        counters=counters,
+        histograms=histograms,
+        skipped_lines=skipped,
+    )
+
+
+def _le(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _histogram(by_name: Mapping[str, _Series], name: str) -> Histogram | None:
+    buckets = by_name.get(f"{name}_bucket")
+    if not buckets:
+        return None
+    totals: dict[float, float] = {}
+    for labels, value in _lowest_ranks(buckets):
+        le = _le(labels.get("le", ""))
+        if le is not None:
+            totals[le] = totals.get(le, 0.0) + value
+    if not totals:
+        return None
+    count = math.fsum(v for _, v in _lowest_ranks(by_name.get(f"{name}_count", [])))
+    total = math.fsum(v for _, v in _lowest_ranks(by_name.get(f"{name}_sum", [])))
+    ordered = tuple(sorted(totals.items()))
+    return Histogram(ordered, count or ordered[-1][1], total)
+
+
+# -- /server_info ------------------------------------------------------------------------------
+
+LAUNCH_COMMAND: Final = "launch_command"
+REDACTED: Final = "<redacted>"
+_SECRET_WORDS: Final = frozenset(
+    {"key", "token", "secret", "password", "passwd", "credential", "credentials", "auth"}
+)
+_SECRET_IN_TEXT = re.compile(
+    r"(--?(?:admin-)?api[-_]key[= ]|--?[\w-]*(?:token|secret|password)[\w-]*[= ])(\S+)", re.IGNORECASE
+)
+
+
+def _is_secret_key(key: str) -> bool:
+    """``api_key``, ``admin_api_key``, ``hf_token``, ``HF_TOKEN``, ``ssl_keyfile_password``: yes.
+    ``max_total_num_tokens``, ``tokenizer_path``: no (a word of the key must be a secret word)."""
+    words = re.split(r"[_\-.\s]+", key.lower())
+    return key == LAUNCH_COMMAND or any(w in _SECRET_WORDS for w in words) or key.lower().endswith("apikey")
+
+
+def _scrub_text(text: str, secrets: Iterable[str]) -> str:
+    text = _SECRET_IN_TEXT.sub(lambda m: m.group(1) + REDACTED, text)
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_server_info(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of ``/server_info`` with every credential replaced by ``<redacted>``.
+
+    Keys whose name has a secret word (key, token, secret, password, auth...) lose their value unless
+    it is empty; ``launch_command`` is dropped to its redacted form; any string that still contains a
+    known secret (``secrets``, e.g. the API key the agent itself sent) or an ``--api-key VALUE`` pair
+    is scrubbed too.
+    """
+    known = [s for s in secrets if s]
+
+    def clean(value: Any, key: str | None) -> Any:
+        if key is not None and _is_secret_key(key):
+            if value in (None, "", [], {}, False):
+                return value
+            if key == LAUNCH_COMMAND and isinstance(value, str):
+                return _scrub_text(value, known)
+            return REDACTED
+        if isinstance(value, Mapping):
+            return {str(k): clean(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v, None) for v in value]
+        if isinstance(value, str):
+            return _scrub_text(value, known)
+        return value
+
+    return {str(k): clean(v, str(k)) for k, v in info.items()}
+
+
+def internal_state(info: Mapping[str, Any]) -> dict[str, Any]:
+    """``internal_states[0]`` (TP rank 0 of DP rank 0), or an empty dict."""
+    states = info.get("internal_states")
+    if isinstance(states, list) and states and isinstance(states[0], Mapping):
+        return dict(states[0])
+    return {}
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def reading_from_server_info(info: Mapping[str, Any]) -> MetricsReading:
+    """The part of a ``MetricsReading`` that ``/server_info`` can give when ``/metrics`` is off.
+
+    It has no running/queued counts and no counters; ``avg_spec_accept_length`` is lifetime, not a
+    window (reference §4.3), so it stands in for the accept length only for want of better.
+    """
+    states = [s for s in info.get("internal_states") or [] if isinstance(s, Mapping)]
+    gauges: dict[str, float] = {}
+
+    def put(name: str, value: float | None) -> None:
+        if value is not None:
+            gauges[name] = value
+
+    throughputs = [_num(s.get("last_gen_throughput")) for s in states]
+    put("gen_throughput", math.fsum(t for t in throughputs if t is not None) if any(throughputs) else None)
+    first = states[0] if states else {}
+    put("spec_accept_length", _num(first.get("avg_spec_accept_length")))
+    put("spec_num_steps", _num(first.get("speculative_num_steps", info.get("speculative_num_steps"))))
+    put(
+        "spec_num_draft_tokens",
+        _num(first.get("speculative_num_draft_tokens", info.get("speculative_num_draft_tokens"))),
+    )
+    memory = first.get("memory_usage")
+    capacity = _num(info.get("max_total_num_tokens"))
+    if capacity is None and isinstance(memory, Mapping):
+        capacity = _num(memory.get("token_capacity"))
+    put("max_total_num_tokens", capacity)
+    put("page_size", _num(info.get("page_size")))
+    return MetricsReading(source="server_info", families=frozenset(), gauges=gauges)
