@@ -9,14 +9,15 @@ one token until the final usage chunk corrects the total.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from agent.bench.http_stream import ConnectFailed, ProtocolFailure, StreamConnection
 from agent.bench.stats import RequestRecord
 
 _WORDS = [
@@ -131,25 +132,46 @@ class _TokenClock:
         self.last_time = now
 
 
-def _sse_payload(line: str) -> str | None:
-    if not line.startswith("data:"):
+_COMPLETION_KEY = b'"completion_tokens":'
+_PROMPT_KEY = b'"prompt_tokens":'
+_DIGITS = re.compile(rb"\s*(\d+)")
+
+
+def _int_after(payload: bytes, key: bytes) -> int | None:
+    at = payload.rfind(key)
+    if at < 0 or payload.find(key) != at:
         return None
-    payload = line[5:].strip()
-    return None if payload == "[DONE]" else payload
+    match = _DIGITS.match(payload, at + len(key))
+    return int(match.group(1)) if match else None
+
+
+def _native_counts(payload: bytes) -> tuple[int, int] | None:
+    """(completion_tokens, prompt_tokens) from a /generate chunk without decoding it all.
+
+    Native chunks carry the cumulative text and output_ids, so a full decode per chunk is O(n²) per
+    request; the counts are the only fields the benchmark needs. A quote inside a JSON string is
+    always escaped, so these keys only match keys (each must occur once). None: decode fully.
+    """
+    if payload.startswith(b'{"error"'):
+        return None
+    completion = _int_after(payload, _COMPLETION_KEY)
+    prompt = _int_after(payload, _PROMPT_KEY)
+    if completion is None or prompt is None:
+        return None
+    return completion, prompt
 
 
 async def stream_request(
-    client: httpx.AsyncClient,
-    base_url: str,
+    conn: StreamConnection,
     prompt: Prompt,
     output_len: int,
     *,
     chat_model: str | None,
     headers: dict[str, str],
 ) -> RequestRecord:
-    """Send one streaming request; never raises for HTTP or stream errors, except a refused connection."""
+    """Send one streaming request; HTTP and stream errors are recorded, a refused connection raises."""
     chat = chat_model is not None
-    url = f"{base_url}/v1/chat/completions" if chat else f"{base_url}/generate"
+    path = "/v1/chat/completions" if chat else "/generate"
     body = (
         chat_body(prompt, output_len, chat_model)
         if chat_model is not None
@@ -158,16 +180,19 @@ async def stream_request(
     record = RequestRecord(start=time.perf_counter())
     clock = _TokenClock(record)
     try:
-        async with client.stream("POST", url, json=body, headers=headers) as response:
-            if response.status_code != 200:
-                text = (await response.aread()).decode(errors="replace")[:300]
-                record.error = f"HTTP {response.status_code}: {text}"
-                return record
-            async for line in response.aiter_lines():
-                payload = _sse_payload(line)
-                if payload is None:
-                    continue
+        async with contextlib.aclosing(conn.post_sse(path, body, headers)) as events:
+            async for status, payload in events:
                 now = time.perf_counter()
+                if status != 200:
+                    record.error = f"HTTP {status}: {payload[:300].decode(errors='replace')}"
+                    return record
+                if payload == b"[DONE]":
+                    continue
+                counts = None if chat else _native_counts(payload)
+                if counts is not None:
+                    clock.tokens_at(counts[0], now)
+                    record.prompt_tokens = counts[1]
+                    continue
                 data = json.loads(payload)
                 if "error" in data:
                     record.error = f"stream error: {data['error']}"
@@ -183,9 +208,9 @@ async def stream_request(
         record.success = record.output_tokens > 0
         if not record.success:
             record.error = "stream ended without any output token"
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise EngineUnreachable(f"cannot connect to {base_url}: {exc}") from exc
-    except (httpx.HTTPError, json.JSONDecodeError, ValueError) as exc:
+    except ConnectFailed as exc:
+        raise EngineUnreachable(f"cannot connect to {conn.target.host}:{conn.target.port}: {exc}") from exc
+    except (ProtocolFailure, ValueError) as exc:
         record.error = f"{type(exc).__name__}: {exc}"
     return record
 

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from agent.bench.engine import EngineError, EngineProbe, MetricsReading
+from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.options import BenchOptions
 from agent.bench.progress import BenchProgress, ProgressCallback, ignore_progress
 from agent.bench.stats import RequestRecord, level_metrics
@@ -93,16 +94,25 @@ async def _until_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -
 
 
 async def _closed_loop(
-    concurrency: int, count: int, send: Callable[[int], Awaitable[RequestRecord]], on_done: Callable[[], None]
+    target: Target,
+    concurrency: int,
+    count: int,
+    send: Callable[[StreamConnection], Awaitable[RequestRecord]],
+    on_done: Callable[[], None],
 ) -> list[RequestRecord]:
-    """Run ``count`` requests with ``concurrency`` in flight; the first refused connection stops all."""
+    """Run ``count`` requests with ``concurrency`` in flight, each worker on its own keep-alive
+    connection; the first refused connection stops all."""
     records: list[RequestRecord] = []
     indices = iter(range(count))
 
     async def worker() -> None:
-        for i in indices:
-            records.append(await send(i))
-            on_done()
+        conn = StreamConnection(target)
+        try:
+            for _ in indices:
+                records.append(await send(conn))
+                on_done()
+        finally:
+            await conn.close()
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -155,6 +165,7 @@ class SweepSession:
         self.client = client
         self.headers = auth_headers(options.api_key)
         self.probe = EngineProbe(client, self.url, self.headers)
+        self.target = Target.parse(self.url)
         self.tracker = tracker
         self.cancel = cancel
         self.chat_model: str | None = None
@@ -169,10 +180,10 @@ class SweepSession:
             self.chat_model = await self.probe.served_model()
         return info
 
-    async def _send(self, output_len: int) -> RequestRecord:
+    async def _send(self, conn: StreamConnection, output_len: int) -> RequestRecord:
         prompt = make_prompt(self.options.input_len, next(self._seed))
         return await stream_request(
-            self.client, self.url, prompt, output_len, chat_model=self.chat_model, headers=self.headers
+            conn, prompt, output_len, chat_model=self.chat_model, headers=self.headers
         )
 
     async def sweep(self, arm: str) -> list[dict[str, Any]]:
@@ -200,7 +211,10 @@ class SweepSession:
         cpu0, t0 = time.process_time(), time.perf_counter()
         try:
             records: list[RequestRecord] = await _until_cancelled(
-                _closed_loop(concurrency, count, lambda _: self._send(opts.output_len), on_done), self.cancel
+                _closed_loop(
+                    self.target, concurrency, count, lambda conn: self._send(conn, opts.output_len), on_done
+                ),
+                self.cancel,
             )
         except EngineUnreachable as exc:
             raise EngineError(f"engine stopped answering during {arm} c={concurrency}: {exc}") from exc
@@ -233,7 +247,8 @@ class SweepSession:
         output_len = min(WARMUP_OUTPUT_LEN, self.options.output_len)
         try:
             records = await _until_cancelled(
-                asyncio.gather(*(self._send(output_len) for _ in range(n))), self.cancel
+                _closed_loop(self.target, n, n, lambda conn: self._send(conn, output_len), lambda: None),
+                self.cancel,
             )
         except EngineUnreachable as exc:
             raise EngineError(f"engine stopped answering during warm-up: {exc}") from exc
