@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     except AgentUnreachable as exc:
         print(f"agent: not running ({exc})", file=sys.stderr)
         return 1
-    engine = "stopped" if args.engine_too else f"still running (pid {status.get('engine_pid')})"
+    pid = status.get("engine_pid")
+    engine = "stopped" if args.engine_too else f"still running (pid {pid})" if pid else "not running"
     print(f"agent (pid {status['agent_pid']}) stopped; engine {engine}")
     return 0

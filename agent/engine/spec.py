@@ -25,7 +25,6 @@ class EngineSpec:
     port: int
     env: dict[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 60.0
-    term_grace_s: float = 10.0
 
     @property
     def url(self) -> str:
@@ -62,7 +61,7 @@ def sim_spec(profile: Profile, run_dir: Path, *, speedup: float | None = None) -
         argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
     env = {k: v for k, v in os.environ.items()}
     env.update(profile.server.env)
-    return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env, startup_timeout_s=60.0)
+    return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env)
 
 
 def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
@@ -88,5 +87,4 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
         port=profile.server.port,
         env=env,
         startup_timeout_s=3600.0,
-        term_grace_s=30.0,
     )

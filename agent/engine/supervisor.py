@@ -44,6 +44,9 @@ Emit = Callable[[str, str, dict[str, Any]], None]
 TERM_GRACE_S: dict[EngineKind, float] = {"sim": 10.0, "sglang": 30.0}
 """SIGTERM to SIGKILL; SGLang may be mid CUDA-graph capture and needs longer."""
 
+STARTUP_TIMEOUT_S: dict[EngineKind, float] = {"sim": 60.0, "sglang": 3600.0}
+"""Until ready; Kimi K2.5 loads ~600 GB of weights and may JIT kernels on a first start."""
+
 
 @dataclass
 class RunningEngine:
@@ -339,7 +342,16 @@ class Supervisor:
                         )
                         await self._terminate(engine)
             else:
-                ready = await self._wait_ready(engine, 5.0)
+                # Adopted: it may still be loading (the previous agent died during start-up).
+                timeout = STARTUP_TIMEOUT_S[engine.kind]
+                ready = await self._wait_ready(engine, timeout)
+                if not ready and not engine.exited()[0]:
+                    self.emit(
+                        "engine.start_timeout",
+                        f"The adopted engine was not ready within {timeout:.0f} s; stopping it",
+                        {"pid": engine.pid},
+                    )
+                    await self._terminate(engine)
             if engine is not None and ready:
                 self._set_state("ready")
                 self.emit(
