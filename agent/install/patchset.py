@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PATCHES_DIR = Path(__file__).with_name("patches")
+PATCHED_SGLANG_VERSION = "0.5.23"
+"""The wheel the diffs are written against; another version needs a new patch set."""
 DIFF_NAME = "patch.diff"
 _PATCH_DIR_NAME = re.compile(r"^\d{2}-[a-z0-9][a-z0-9-]*$")
 

@@ -1,9 +1,5 @@
-"""Fixtures for the install tests: the pinned SGLang wheel's own files, and SGLang's adaptive classes
-imported without torch.
-
-The wheel comes from the shared ``sglang_src`` fixture when the suite has one; otherwise it is fetched
-here the same way (``pip download --no-deps sglang==0.5.23`` into ~/.cache/k25console/wheels, reused
-when present) and only the members these tests need are extracted.
+"""Fixtures for the install tests: the pinned SGLang wheel's own files (from the shared ``sglang_src``
+and ``sglang_wheel`` fixtures in tests/conftest.py), and SGLang's adaptive classes imported without torch.
 """
 
 from __future__ import annotations
@@ -12,7 +8,6 @@ import dataclasses
 import enum
 import logging
 import shutil
-import subprocess
 import sys
 import types
 import zipfile
@@ -26,55 +21,22 @@ from agent.install.patching import apply_patch_set
 from agent.install.patchset import load_patch_set
 
 SGLANG_VERSION = "0.5.23"
-WHEEL_CACHE = Path.home() / ".cache" / "k25console" / "wheels"
-_MEMBERS = (
-    "sglang/srt/speculative/",
-    "sglang/srt/managers/scheduler_components/",
-    f"sglang-{SGLANG_VERSION}.dist-info/",
-)
-
-
-def _cached_wheel() -> Path:
-    found = sorted(WHEEL_CACHE.glob(f"sglang-{SGLANG_VERSION}-*.whl"))
-    if found:
-        return found[0]
-    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-d",
-            str(WHEEL_CACHE),
-            f"sglang=={SGLANG_VERSION}",
-        ],
-        check=True,
-    )
-    return sorted(WHEEL_CACHE.glob(f"sglang-{SGLANG_VERSION}-*.whl"))[0]
+_EXTRA_SOURCES = ("sglang/srt/speculative/adaptive_runtime_state.py",)
+"""Unpatched files the torch-free harness imports next to the patched ones."""
 
 
 @pytest.fixture(scope="session")
-def sglang_wheel() -> Path:
-    return _cached_wheel()
-
-
-@pytest.fixture(scope="session")
-def pristine_tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A read-only source of pristine wheel files laid out like site-packages (``sglang/``, dist-info)."""
-    try:
-        shared = Path(request.getfixturevalue("sglang_src"))
-    except pytest.FixtureLookupError:
-        shared = None
-    if shared is not None:
-        root = shared.parent if shared.name == "sglang" else shared
-        if (root / "sglang").is_dir() and any(root.glob("sglang-*.dist-info")):
-            return root
-    root = tmp_path_factory.mktemp("sglang-wheel")
-    with zipfile.ZipFile(_cached_wheel()) as wheel:
-        wheel.extractall(root, [n for n in wheel.namelist() if n.startswith(_MEMBERS)])
+def pristine_tree(sglang_src: Path, sglang_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Pristine wheel files laid out like site-packages: the patch targets from the shared ``sglang_src``
+    and the wheel's ``dist-info`` (its RECORD defines pristine), both from the pinned wheel."""
+    root = tmp_path_factory.mktemp("sglang-site")
+    for relative in (*(t.path for t in load_patch_set().targets() if not t.created), *_EXTRA_SOURCES):
+        dest = root / relative
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sglang_src.parent / relative, dest)
+    dist_info = f"sglang-{SGLANG_VERSION}.dist-info/"
+    with zipfile.ZipFile(sglang_wheel) as wheel:
+        wheel.extractall(root, [n for n in wheel.namelist() if n.startswith(dist_info)])
     return root
 
 
@@ -231,8 +193,8 @@ def patched_sglang(pristine_tree: Path, site_packages: Path) -> Iterator[Patched
     """Apply the patch set to the wheel's files and import them with only torch-bound imports stubbed."""
     import importlib
 
-    runtime_state = "sglang/srt/speculative/adaptive_runtime_state.py"
-    shutil.copyfile(pristine_tree / runtime_state, site_packages / runtime_state)
+    for relative in _EXTRA_SOURCES:
+        shutil.copyfile(pristine_tree / relative, site_packages / relative)
     apply_patch_set(site_packages, load_patch_set())
     context = OverrideRecorder()
     stubs = _stubs(site_packages, context)

@@ -75,9 +75,11 @@ def test_patch_set_touches_the_files_its_readmes_name() -> None:
 def test_gnu_patch_applies_and_reverses_each_diff_in_order(site_packages: Path) -> None:
     pristine = _hashes(site_packages)
     patch_set = load_patch_set()
-    run = lambda *a: subprocess.run(
-        ["patch", "-p1", "--batch", *a], cwd=site_packages, capture_output=True, text=True
-    )  # noqa: E731
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["patch", "-p1", "--batch", *args]
+        return subprocess.run(argv, cwd=site_packages, capture_output=True, text=True, check=False)
+
     for patch in patch_set.patches:
         assert run("--dry-run", "--forward", "-i", str(patch.diff_path)).returncode == 0
         assert run("--forward", "-i", str(patch.diff_path)).returncode == 0
@@ -186,7 +188,10 @@ class Rank:
         self.worker.adaptive_controller = self.controller
         self.controller.register(self.worker.state(initial_steps))
         self.controller.init_states(None)
-        no = lambda: False  # noqa: E731
+
+        def no() -> bool:
+            return False
+
         scheduler = types.SimpleNamespace(
             draft_worker=self.worker,
             spec_algorithm=types.SimpleNamespace(is_none=no, is_dspark=no, is_dflash=no),

@@ -1,0 +1,73 @@
+"""``agent install``: build the pinned, patched SGLang stack venv for a profile (or revert the patches).
+
+The plan is printed first, always; ``--dry-run`` stops there. See ``agent.install.installer`` for how a
+failure leaves the previous stack usable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agent.install.installer import StepFailed, install, revert_patches
+from agent.install.plan import build_plan
+from agent.install.stack import Sources
+from agent.profile.store import ProfileError, load_profile
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "install",
+        help="create the pinned, patched SGLang stack venv for a profile",
+        description=__doc__,
+    )
+    parser.add_argument("--profile", required=True, help="profile TOML file")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    parser.add_argument("--venv", help="stack venv path (default: the profile's stack.venv)")
+    parser.add_argument("--index-url", help="package index (e.g. a mirror, or file:///path/simple offline)")
+    parser.add_argument(
+        "--find-links", action="append", default=[], metavar="DIR_OR_URL", help="extra wheels (repeatable)"
+    )
+    parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
+    parser.add_argument(
+        "--rebuild", action="store_true", help="build a new stack even if the current one fits"
+    )
+    parser.add_argument(
+        "--revert-patches", action="store_true", help="restore SGLang's pristine files in the stack in use"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        print(f"agent install: the profile is not valid:\n{exc}", file=sys.stderr)
+        return 2
+    plan = build_plan(
+        profile,
+        venv=args.venv,
+        sources=Sources(index_url=args.index_url, find_links=tuple(args.find_links)),
+        installer=args.installer,
+    )
+    for line in plan.render():
+        _say(line)
+    if args.dry_run:
+        _say("dry run: nothing changed")
+        return 1 if plan.problems else 0
+    try:
+        if args.revert_patches:
+            outcome = revert_patches(plan, _say)
+        else:
+            outcome = install(plan, _say, rebuild=args.rebuild)
+    except StepFailed as exc:
+        print(f"agent install failed at step '{exc.step}': {exc.reason}", file=sys.stderr)
+        print(f"nothing was switched: {plan.link} is as it was before this run", file=sys.stderr)
+        return 1
+    _say(f"{outcome.status}: {outcome.build} (manifest {outcome.manifest})")
+    return 0

@@ -1,0 +1,236 @@
+"""Carrying out an install plan: build beside, verify, then switch; or find the stack in place.
+
+Three paths, chosen by what is already there (see ``plan.py`` for the layout):
+
+* in place: the link's build has a manifest for the same pin and patch set, and every patched file
+  still has the recorded hash → nothing is touched (a second run changes nothing);
+* patch in place: the same packages, the touched files pristine by the wheel's RECORD (after
+  ``--revert-patches`` or a reinstall) → the patch set is applied to that build, verified, recorded;
+  if verification fails the patches are reverted again, so the stack is as it was;
+* rebuild: anything else (no stack, another pin, a hand-edited file, ``--rebuild``) → a new build in
+  its own folder, and the link switches only after it verified; a failure deletes the new build.
+
+Every failure is a ``StepFailed`` naming the step, and the previous stack stays usable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from agent.install import stack
+from agent.install.manifest import PatchRecord, StackManifest, manifest_path, read_manifest, write_manifest
+from agent.install.patching import (
+    PatchError,
+    PatchState,
+    apply_patch_set,
+    detect_state,
+    file_sha256,
+    find_dist_info,
+    patched_file_hashes,
+    revert_patch_set,
+)
+from agent.install.plan import InstallPlan
+
+Say = Callable[[str], None]
+Status = Literal["unchanged", "installed", "patched", "reverted"]
+KEEP_BUILDS = 2
+"""The build in use and the one before it (to go back by hand); older builds are removed."""
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, reason: str) -> None:
+        self.step = step
+        self.reason = reason
+        super().__init__(f"step '{step}' failed: {reason}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    build: Path
+    manifest: Path
+
+
+@dataclass(frozen=True)
+class CurrentStack:
+    build: Path
+    site_packages: Path
+    manifest: StackManifest | None
+    packages_ok: bool
+    patches_ok: bool
+
+
+def _site_packages_of(build: Path) -> Path | None:
+    """Found without starting Python (the in-place check must be cheap and change nothing)."""
+    found = sorted(build.glob("lib/python*/site-packages"))
+    return found[0] if len(found) == 1 else None
+
+
+def inspect_current(plan: InstallPlan) -> CurrentStack | None:
+    """The build the link points at, and whether it already satisfies the plan."""
+    if not plan.link.is_symlink() or not plan.link.exists():
+        return None
+    build = plan.link.resolve()
+    site = _site_packages_of(build)
+    if site is None or not stack.venv_python(build).exists():
+        return None
+    manifest = read_manifest(build)
+    packages_ok = False
+    if manifest is not None and manifest.packages_fingerprint == plan.packages_fingerprint:
+        try:
+            dist_info = find_dist_info(site)
+        except PatchError:
+            dist_info = None
+        packages_ok = dist_info is not None and dist_info.name == f"sglang-{plan.sglang_version}.dist-info"
+    patches_ok = (
+        packages_ok
+        and manifest is not None
+        and manifest.patch_set_sha256 == plan.patch_set.sha256
+        and set(manifest.patched_files) == {t.path for t in plan.patch_set.targets()}
+        and all(
+            (site / path).is_file() and file_sha256(site / path) == digest
+            for path, digest in manifest.patched_files.items()
+        )
+    )
+    return CurrentStack(build, site, manifest, packages_ok, patches_ok)
+
+
+class _Steps:
+    def __init__(self, say: Say) -> None:
+        self.say = say
+
+    def run(self, name: str, action: Callable[[], object]) -> None:
+        self.say(f"- {name} ...")
+        try:
+            action()
+        except (stack.CommandFailed, PatchError, OSError) as exc:
+            raise StepFailed(name, str(exc)) from exc
+
+
+def _verify(plan: InstallPlan, build: Path, site: Path) -> None:
+    stack.check_imports(build, plan.sglang_version)
+    stack.check_launcher(build)
+    if detect_state(site, plan.patch_set) is not PatchState.APPLIED:
+        raise PatchError("the patched files do not reverse cleanly to the wheel's RECORD")
+
+
+def _manifest(plan: InstallPlan, build: Path, site: Path, patched: bool) -> StackManifest:
+    return StackManifest(
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        profile=plan.profile_name,
+        python_version=plan.python_version,
+        installer=plan.installer,
+        index_url=plan.sources.index_url,
+        find_links=list(plan.sources.find_links),
+        sglang_version=plan.sglang_version,
+        packages=stack.installed_packages(build),
+        packages_fingerprint=plan.packages_fingerprint,
+        patch_set_sha256=plan.patch_set.sha256 if patched else None,
+        patches=[PatchRecord(name=p.name, sha256=p.sha256) for p in plan.patch_set.patches]
+        if patched
+        else [],
+        patched_files=patched_file_hashes(site, plan.patch_set) if patched else {},
+    )
+
+
+def _switch_link(link: Path, build: Path) -> None:
+    """Point ``link`` at ``build`` with one atomic rename (a reader sees the old or the new build)."""
+    tmp = link.with_name(f".{link.name}.switch-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(build, target_is_directory=True)
+    os.replace(tmp, link)
+
+
+def _prune(plan: InstallPlan, say: Say) -> None:
+    in_use = plan.link.resolve()
+    builds = sorted((p for p in plan.builds.iterdir() if p.is_dir()), key=lambda p: p.name)
+    keep = {in_use, *builds[-KEEP_BUILDS:]}
+    for old in builds:
+        if old not in keep:
+            say(f"- removing old build {old.name}")
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def install(plan: InstallPlan, say: Say, rebuild: bool = False) -> Outcome:
+    if plan.problems:
+        raise StepFailed("plan", "; ".join(plan.problems))
+    current = inspect_current(plan)
+    if current is not None and not rebuild:
+        if current.packages_ok and current.patches_ok:
+            say(f"stack in place: {current.build} matches the plan; nothing to do")
+            return Outcome("unchanged", current.build, manifest_path(current.build))
+        if current.packages_ok and detect_state(current.site_packages, plan.patch_set) is PatchState.PRISTINE:
+            return _patch_in_place(plan, current, say)
+    return _rebuild(plan, say)
+
+
+def _patch_in_place(plan: InstallPlan, current: CurrentStack, say: Say) -> Outcome:
+    say(f"packages in place in {current.build}; applying the patch set there")
+    steps = _Steps(say)
+    site = current.site_packages
+    steps.run("apply patches", lambda: apply_patch_set(site, plan.patch_set))
+    try:
+        steps.run("verify", lambda: _verify(plan, current.build, site))
+        steps.run(
+            "write manifest",
+            lambda: write_manifest(current.build, _manifest(plan, current.build, site, True)),
+        )
+    except StepFailed:
+        revert_patch_set(site, plan.patch_set)
+        say("- patches reverted; the stack is as it was before this run")
+        raise
+    return Outcome("patched", current.build, manifest_path(current.build))
+
+
+def _rebuild(plan: InstallPlan, say: Say) -> Outcome:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    build = plan.builds / f"{stamp}-{plan.packages_fingerprint[:8]}-{plan.patch_set.sha256[:8]}"
+    say(f"building a new stack in {build}")
+    plan.builds.mkdir(parents=True, exist_ok=True)
+    steps = _Steps(say)
+    python = plan.python or plan.python_version
+    site_box: list[Path] = []
+    try:
+        steps.run(
+            "create venv", lambda: stack.run(stack.create_venv_argv(plan.installer, python, build, plan.uv))
+        )
+        steps.run(
+            "install packages",
+            lambda: stack.run(
+                stack.install_argv(plan.installer, build, [plan.requirement], plan.sources, plan.uv)
+            ),
+        )
+
+        def apply() -> None:
+            site_box.append(stack.site_packages(build))
+            apply_patch_set(site_box[0], plan.patch_set)
+
+        steps.run("apply patches", apply)
+        steps.run("verify", lambda: _verify(plan, build, site_box[0]))
+        steps.run("write manifest", lambda: write_manifest(build, _manifest(plan, build, site_box[0], True)))
+        steps.run("switch stack", lambda: _switch_link(plan.link, build))
+    except StepFailed:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    _prune(plan, say)
+    return Outcome("installed", build, manifest_path(build))
+
+
+def revert_patches(plan: InstallPlan, say: Say) -> Outcome:
+    """Restore the pristine SGLang files in the stack in use; the manifest then records no patches."""
+    current = inspect_current(plan)
+    if current is None:
+        raise StepFailed("find stack", f"no stack made by agent install at {plan.link}")
+    steps = _Steps(say)
+    steps.run("revert patches", lambda: revert_patch_set(current.site_packages, plan.patch_set))
+    steps.run(
+        "write manifest",
+        lambda: write_manifest(current.build, _manifest(plan, current.build, current.site_packages, False)),
+    )
+    return Outcome("reverted", current.build, manifest_path(current.build))

@@ -1,0 +1,80 @@
+"""The stack manifest: what ``agent install`` put in a stack venv, written last, read by the daemon.
+
+``<venv>/k25-stack-manifest.json`` holds the versions installed, the patch set applied and the sha256
+of every patched file. Its own sha256 is what ``/v1/version`` reports as ``stack_manifest_hash``, so
+an operator can tell two hosts' stacks apart (or equal) at a glance. It is written only after the stack
+verified, so a manifest means "this stack was complete and checked".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+MANIFEST_NAME = "k25-stack-manifest.json"
+MANIFEST_SCHEMA = 1
+
+
+class PatchRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    sha256: str
+
+
+class StackManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = MANIFEST_SCHEMA
+    created_at: str
+    profile: str
+    python_version: str
+    installer: str
+    index_url: str | None
+    find_links: list[str]
+    sglang_version: str
+    packages: dict[str, str]
+    packages_fingerprint: str
+    patch_set_sha256: str | None
+    patches: list[PatchRecord]
+    patched_files: dict[str, str]
+
+
+def manifest_path(venv: Path) -> Path:
+    return venv / MANIFEST_NAME
+
+
+def write_manifest(venv: Path, manifest: StackManifest) -> Path:
+    """Atomic: temp file in the same folder, fsync, rename."""
+    target = manifest_path(venv)
+    data = json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST_NAME}.", dir=venv)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def read_manifest(venv: Path) -> StackManifest | None:
+    """The manifest of a stack, or None when there is none or it is unreadable (a stack to rebuild)."""
+    try:
+        return StackManifest.model_validate_json(manifest_path(venv).read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def manifest_hash(venv: str | os.PathLike[str]) -> str | None:
+    """sha256 of the manifest file's bytes, or None when the stack has none (for ``/v1/version``)."""
+    try:
+        return hashlib.sha256(manifest_path(Path(venv).expanduser()).read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,228 @@
+"""``agent install`` for real: venv, pip, GNU patch, verify, manifest, link switch, against a package
+index on disk (small wheels built here) instead of the registry, so no GPU stack is downloaded.
+
+The fake ``sglang==0.5.23`` wheel carries the pinned wheel's real files that the patch set touches, a
+``sglang.launch_server`` whose ``--help`` works, and a dependency that must come from the same index.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+from install_wheels import build_index, build_wheel
+
+from agent.cli.main import main
+from agent.install.manifest import MANIFEST_NAME, manifest_hash, read_manifest
+from agent.install.patching import PatchState, detect_state, file_sha256
+from agent.install.patchset import load_patch_set
+
+pytestmark = pytest.mark.slow  # several real venvs (about 5 s each); still run by default
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER_OK = b"import argparse\nargparse.ArgumentParser(prog='sglang.launch_server').parse_args()\n"
+LAUNCHER_BROKEN = b"raise SystemExit('launcher broken on purpose')\n"
+
+
+def _sglang_files(pristine_tree: Path, launcher: bytes) -> dict[str, bytes]:
+    files = {"sglang/__init__.py": b'__version__ = "0.5.23"\n', "sglang/launch_server.py": launcher}
+    for target in load_patch_set().targets():
+        if not target.created:
+            files[target.path] = (pristine_tree / target.path).read_bytes()
+    return files
+
+
+@pytest.fixture(scope="module")
+def indexes(pristine_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("index")
+    dep = build_wheel(root / "dep", "k25-fake-dep", "1.0", {"k25_fake_dep/__init__.py": b"VALUE = 1\n"})
+    good = build_wheel(
+        root / "good", "sglang", "0.5.23", _sglang_files(pristine_tree, LAUNCHER_OK), ("k25-fake-dep==1.0",)
+    )
+    broken = build_wheel(
+        root / "broken",
+        "sglang",
+        "0.5.23",
+        _sglang_files(pristine_tree, LAUNCHER_BROKEN),
+        ("k25-fake-dep==1.0",),
+    )
+    return {
+        "good": build_index(root / "good-index", [good, dep]),
+        "broken": build_index(root / "broken-index", [broken, dep]),
+        "no-dep": build_index(root / "no-dep-index", [good]),
+    }
+
+
+@pytest.fixture
+def profile(tmp_path: Path) -> Path:
+    """The shipped Kimi profile, with the Python this test runs under (a stack needs that interpreter)."""
+    data = tomllib.loads((REPO / "profiles" / "kimi-k25-eagle3.toml").read_text())
+    data["stack"]["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
+    path = tmp_path / "profile.toml"
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def _install(profile: Path, venv: Path, index: str, *extra: str) -> int:
+    return main(
+        [
+            "install",
+            "--profile",
+            str(profile),
+            "--venv",
+            str(venv),
+            "--index-url",
+            index,
+            "--installer",
+            "pip",
+            *extra,
+        ]
+    )
+
+
+def _tree_state(root: Path) -> dict[str, tuple[float, str]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime, file_sha256(p))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def _stack_python(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(venv / "bin" / "python"), *args], capture_output=True, text=True, check=False)
+
+
+def _site(venv: Path) -> Path:
+    return Path(
+        _stack_python(venv, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    )
+
+
+def test_dry_run_prints_the_whole_plan_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    rc = main(
+        [
+            "install",
+            "--profile",
+            str(REPO / "profiles" / "kimi-k25-eagle3.toml"),
+            "--venv",
+            str(venv),
+            "--dry-run",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "sglang==0.5.23" in out
+    for patch in load_patch_set().patches:
+        assert patch.name in out
+        for target in patch.targets:
+            assert target.path in out
+    assert f"{venv}/{MANIFEST_NAME}" in out
+    assert "dry run: nothing changed" in out
+    assert list(tmp_path.iterdir()) == []
+    # This machine has no python3.12 (the profile's stack.python): a problem the plan names, exit 1.
+    assert rc == (1 if "problem:" in out else 0)
+
+
+def test_install_then_a_second_run_changes_nothing(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    assert venv.is_symlink()
+    manifest = read_manifest(venv)
+    assert manifest is not None
+    assert manifest.sglang_version == "0.5.23"
+    assert manifest.packages["k25-fake-dep"] == "1.0"  # resolved from the same index
+    assert [p.name for p in manifest.patches] == load_patch_set().names
+    site = _site(venv)
+    assert {path: file_sha256(site / path) for path in manifest.patched_files} == manifest.patched_files
+    assert detect_state(site, load_patch_set()) is PatchState.APPLIED
+    assert (site / "sglang/srt/managers/scheduler_components/internal_state.py.orig").is_file()
+    assert _stack_python(venv, "-m", "sglang.launch_server", "--help").returncode == 0
+    live = _stack_python(
+        venv, "-c", "import sglang.srt.speculative.adaptive_live_control as m; print(m.LIVE_STEPS_KEY)"
+    )
+    assert live.stdout.strip() == "adaptive_spec_steps"
+
+    before = _tree_state(tmp_path)
+    target = venv.resolve()
+    digest = manifest_hash(venv)
+    capsys.readouterr()
+    assert _install(profile, venv, indexes["good"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert _tree_state(tmp_path) == before
+    assert venv.resolve() == target
+    assert manifest_hash(venv) == digest
+
+
+def test_revert_patches_then_install_patches_in_place(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    build = venv.resolve()
+    assert _install(profile, venv, indexes["good"], "--revert-patches") == 0
+    site = _site(venv)
+    assert detect_state(site, load_patch_set()) is PatchState.PRISTINE
+    assert not (site / "sglang/srt/speculative/adaptive_live_control.py").exists()
+    manifest = read_manifest(venv)
+    assert manifest is not None and manifest.patches == [] and manifest.patch_set_sha256 is None
+
+    capsys.readouterr()
+    assert _install(profile, venv, indexes["good"]) == 0
+    assert "applying the patch set there" in capsys.readouterr().out
+    assert venv.resolve() == build  # same build, no new venv
+    assert detect_state(site, load_patch_set()) is PatchState.APPLIED
+    assert [p.name for p in read_manifest(venv).patches] == load_patch_set().names  # type: ignore[union-attr]
+
+
+def test_a_failed_verify_leaves_the_previous_stack_in_use(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    previous = venv.resolve()
+    digest = manifest_hash(venv)
+    capsys.readouterr()
+
+    assert _install(profile, venv, indexes["broken"], "--rebuild") == 1
+    err = capsys.readouterr().err
+    assert "failed at step 'verify'" in err
+    assert "launcher broken on purpose" in err
+    assert venv.resolve() == previous
+    assert manifest_hash(venv) == digest
+    assert [p for p in (tmp_path / "stack.d").iterdir()] == [previous]  # the failed build is gone
+    assert _stack_python(venv, "-m", "sglang.launch_server", "--help").returncode == 0
+
+
+def test_a_missing_dependency_names_the_package_step_and_leaves_nothing(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["no-dep"]) == 1
+    err = capsys.readouterr().err
+    assert "failed at step 'install packages'" in err
+    assert "k25-fake-dep" in err
+    assert not venv.exists() and not venv.is_symlink()
+    assert list((tmp_path / "stack.d").iterdir()) == []
+
+
+def test_a_hand_edited_stack_is_rebuilt_beside_it(
+    profile: Path, indexes: dict[str, str], tmp_path: Path
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    previous = venv.resolve()
+    spec = _site(venv) / "sglang/srt/speculative/adaptive_spec_params.py"
+    spec.write_text(spec.read_text() + "\n# hand edit\n")
+    assert _install(profile, venv, indexes["good"]) == 0
+    assert venv.resolve() != previous
+    assert previous.exists()  # kept as the previous build
+    assert json.loads((venv / MANIFEST_NAME).read_text())["patch_set_sha256"] == load_patch_set().sha256
