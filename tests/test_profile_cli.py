@@ -1,0 +1,155 @@
+"""The real ``agent`` command (its installed entry point, in a subprocess): profile validate/render/diff and kv."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "profiles"
+EAGLE3 = (PROFILES / "kimi-k25-eagle3.toml").read_text()
+AGENT = Path(sys.executable).with_name("agent")
+
+
+def agent(*args: str) -> subprocess.CompletedProcess[str]:
+    assert AGENT.exists(), f"the agent entry point is not installed next to {sys.executable}"
+    return subprocess.run([str(AGENT), *args], capture_output=True, text=True, check=False, cwd=ROOT)
+
+
+def test_shipped_profiles_validate() -> None:
+    paths = sorted(str(p) for p in PROFILES.glob("*.toml"))
+    done = agent("profile", "validate", *paths)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("valid for SGLang 0.5.23") == len(paths)
+    # the tree profile passes with its warning, which says why the threshold is unavailable
+    assert "warning:" in done.stderr and "kimi-k25-eagle3-tree.toml: speculation.eagle_topk" in done.stderr
+    assert "only topk=1 is supported" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "rule"),
+    [
+        ("eagle_topk = 1", "eagle_topk = 0", "speculation.eagle_topk", "greater than or equal to 1"),
+        ("num_steps = 3\n", "", "speculation.num_steps", "EAGLE3 needs num_steps"),
+        ("[speculation]\n", "[speculation]\nthresold = 8\n", "speculation.thresold", "unknown key"),
+        ("tp_size = 8", 'tp_size = "eight"', "server.tp_size", "valid integer"),
+        ("threshold = 4", "threshold = 1", "speculation.threshold", "at least 2"),
+    ],
+    ids=["topk-0", "eagle3-without-steps", "unknown-key", "tp-eight", "threshold-1"],
+)
+def test_bad_profile_exits_1_naming_file_key_rule(
+    tmp_path: Path, old: str, new: str, key: str, rule: str
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(EAGLE3.replace(old, new, 1))
+    before = (bad.read_bytes(), bad.stat().st_mtime_ns)
+    done = agent("profile", "validate", str(bad))
+    assert done.returncode == 1
+    line = next((ln for ln in done.stderr.splitlines() if ln.startswith(f"error: {bad}: {key}: ")), None)
+    assert line is not None, done.stderr
+    assert rule in line
+    assert (bad.read_bytes(), bad.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
+
+
+def test_every_error_is_listed_and_valid_files_still_checked(tmp_path: Path) -> None:
+    bad = tmp_path / "two.toml"
+    bad.write_text(
+        EAGLE3.replace("eagle_topk = 1", "eagle_topk = 0").replace("tp_size = 8", 'tp_size = "eight"')
+    )
+    done = agent("profile", "validate", str(bad), str(PROFILES / "local-sim.toml"))
+    assert done.returncode == 1
+    assert done.stderr.count("error:") == 2
+    assert "local-sim.toml: valid" in done.stdout
+
+
+def test_render_json_for_eagle3() -> None:
+    done = agent(
+        "profile", "render", "--json", "--run-dir", "/run/k25", str(PROFILES / "kimi-k25-eagle3.toml")
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) == {"argv", "env", "adaptive_config"}
+    assert data["argv"][:2] == ["-m", "sglang.launch_server"]
+    assert (
+        data["argv"][data["argv"].index("--speculative-adaptive-config") + 1]
+        == "/run/k25/kimi-k25-eagle3.adaptive.json"
+    )
+    threshold_slot = {k: v for k, v in data["adaptive_config"].items() if v == {"candidate_steps": [0]}}
+    assert list(threshold_slot) == ["4"]
+    assert data["env"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
+
+
+def test_render_refuses_an_invalid_profile(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(EAGLE3.replace("num_steps = 3", "num_steps = 5"))
+    done = agent("profile", "render", str(bad))
+    assert done.returncode == 1
+    assert "speculation.num_steps" in done.stderr and done.stdout == ""
+
+
+def test_render_text_mentions_baseline_has_no_adaptive() -> None:
+    done = agent("profile", "render", "--json", str(PROFILES / "kimi-k25-baseline.toml"))
+    assert json.loads(done.stdout)["adaptive_config"] is None
+
+
+def test_diff_live_and_restart(tmp_path: Path) -> None:
+    live = tmp_path / "live.toml"
+    live.write_text(EAGLE3.replace("threshold = 4", "threshold = 12"))
+    done = agent("profile", "diff", "--json", str(PROFILES / "kimi-k25-eagle3.toml"), str(live))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["changes"] == [{"key": "speculation.threshold", "old": 4, "new": 12}]
+    assert data["plan"]["mode"] == "live"
+    text = agent(
+        "profile", "diff", str(PROFILES / "kimi-k25-eagle3.toml"), str(PROFILES / "kimi-k25-eagle3-tree.toml")
+    )
+    assert text.returncode == 0
+    assert "plan: restart" in text.stdout and "topk" in text.stdout
+
+
+def test_kv_json_has_both_sides() -> None:
+    done = agent(
+        "kv", str(PROFILES / "kimi-k25-eagle3-tree.toml"), "--running", "48", "--context", "2000", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    for side in ("on", "off"):
+        assert {
+            "alloc_len_per_decode",
+            "reserve_per_decode",
+            "tokens_held",
+            "tokens_reserved",
+            "requests_that_fit",
+        } <= set(data[side])
+    assert data["on"]["tokens_reserved"] == 48 * 32  # reference example A: 48 requests keep 1,536 slots ahead
+    table = agent(
+        "kv",
+        str(PROFILES / "kimi-k25-eagle3-tree.toml"),
+        "--running",
+        "48",
+        "--context",
+        "2000",
+        "--pool",
+        "100000",
+    )
+    assert "spec on" in table.stdout and "1,536" in table.stdout and "(given)" in table.stdout
+
+
+def test_kv_rejects_bad_numbers() -> None:
+    done = agent("kv", str(PROFILES / "local-sim.toml"), "--running", "4", "--context", "0")
+    assert done.returncode == 2
+    assert "--context" in done.stderr and "at least 1" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "cmd", [["profile"], ["profile", "validate"], ["profile", "render"], ["profile", "diff"], ["kv"]]
+)
+def test_help(cmd: list[str]) -> None:
+    done = agent(*cmd, "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: agent " + " ".join(cmd))
