@@ -51,10 +51,15 @@ def test_processes_attach_by_uuid_only() -> None:
     gpus = parse_query_gpu((GPU / "h200x2-loaded" / "smi-query-loaded.csv").read_text())
     with_uuid = parse_compute_apps((GPU / "h200x2-loaded" / "apps-by-uuid.csv").read_text())
     busy, idle = attach_processes(gpus, with_uuid)
-    assert [(p.pid, p.name, p.used_memory_bytes) for p in busy.processes] == [(558, "python3", 42090 * 1024 * 1024)]
+    assert [(p.pid, p.name, p.used_memory_bytes) for p in busy.processes] == [
+        (558, "python3", 42090 * 1024 * 1024)
+    ]
     assert idle.processes == []
     # The capture's own apps.csv has no gpu_uuid column: such rows cannot be placed on a GPU.
-    assert all(g.processes == [] for g in attach_processes(gpus, parse_compute_apps((GPU / "h200x2-loaded" / "apps.csv").read_text())))
+    assert all(
+        g.processes == []
+        for g in attach_processes(gpus, parse_compute_apps((GPU / "h200x2-loaded" / "apps.csv").read_text()))
+    )
 
 
 def fake_smi(tmp_path: Path, *, reject_extra_fields: bool) -> str:

@@ -1,0 +1,353 @@
+"""The Collector over real HTTP: rates from counters, recent percentiles, speculation, KV, fallbacks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.profile.schema import Profile
+from agent.sglang import kv
+from agent.sglang.live_control import READBACK_FIELD
+from agent.telemetry.collector import METRICS_RETRY_TICKS, Collector
+from agent.telemetry.nvml import FixtureSampler, NoGpuSampler
+from agent.wire import Snapshot
+
+from .conftest import GPU, ScriptedSglang, profile
+
+L = 'engine_type="unified",model_name="kimi-k2.5",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
+T = 'engine_type="unified",model_name="kimi-k2.5"'
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0)
+
+
+def page(
+    *,
+    running: int = 8,
+    queued: int = 0,
+    decode_tokens: float = 0,
+    generation_tokens: float = 0,
+    requests: float = 0,
+    ttft: dict[float, int] | None = None,
+    steps: int = 3,
+    accept: float = 2.5,
+    retracted: float = 0,
+    used: int = 20_000,
+    available: int = 100_000,
+    evictable: int = 16_800,
+    pool: int = 136_800,
+    realtime: bool = True,
+) -> str:
+    """A /metrics page in 0.5.23's shape (names and labels as in the generated full page)."""
+    lines = [
+        f"sglang:num_running_reqs{{{L}}} {running}",
+        f"sglang:num_queue_reqs{{{L}}} {queued}",
+        f"sglang:gen_throughput{{{L}}} 123.0",
+        f"sglang:kv_used_tokens{{{L}}} {used}",
+        f"sglang:kv_available_tokens{{{L}}} {available}",
+        f"sglang:kv_evictable_tokens{{{L}}} {evictable}",
+        f"sglang:max_total_num_tokens{{{L}}} {pool}",
+        f"sglang:page_size{{{L}}} 1",
+        f"sglang:spec_num_steps{{{L}}} {steps}",
+        f"sglang:spec_num_draft_tokens{{{L}}} {steps + 1 if steps else 1}",
+        f"sglang:spec_accept_length{{{L}}} {accept}",
+        f"sglang:num_retracted_requests_total{{{L}}} {retracted}",
+        f'sglang:generation_tokens_total{{{T},is_streaming="true"}} {generation_tokens}',
+        f'sglang:num_requests_total{{{T},is_streaming="true"}} {requests}',
+    ]
+    if realtime:
+        lines.append(f'sglang:realtime_tokens_total{{{L},mode="decode"}} {decode_tokens}')
+    cumulative = 0
+    for le in (*TTFT_BUCKETS, float("inf")):
+        cumulative += (ttft or {}).get(le, 0)
+        bound = "+Inf" if le == float("inf") else repr(le)
+        lines.append(
+            f'sglang:time_to_first_token_seconds_bucket{{{T},is_streaming="true",le="{bound}"}} {cumulative}'
+        )
+    lines.append(f'sglang:time_to_first_token_seconds_count{{{T},is_streaming="true"}} {cumulative}')
+    lines.append(f'sglang:time_to_first_token_seconds_sum{{{T},is_streaming="true"}} 1.0')
+    return "\n".join(lines) + "\n"
+
+
+def server_info(
+    *, threshold: int = 4, active: int = 3, adaptive: bool = True, algorithm: str | None = "EAGLE3"
+) -> dict[str, Any]:
+    return {
+        "version": "0.5.23",
+        "speculative_algorithm": algorithm,
+        "speculative_eagle_topk": 1,
+        "speculative_num_steps": 3,
+        "speculative_adaptive": adaptive,
+        "max_running_requests": 256,
+        "page_size": 1,
+        "max_total_num_tokens": 136_800,
+        "api_key": None,
+        "launch_command": "python -m sglang.launch_server --model-path /models/Kimi-K2.5-INT4",
+        "internal_states": [
+            {
+                "effective_max_running_requests_per_dp": 256,
+                "decode_cuda_graph_bs": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+                "avg_spec_accept_length": 2.4,
+                "last_gen_throughput": 321.0,
+                READBACK_FIELD: {
+                    "threshold": threshold,
+                    "pinned_steps": -1,
+                    "active_steps": active,
+                    "prebuilt_steps": [1, 2, 3],
+                    "ema_accept_len": 0.3,
+                    "slots": {},
+                },
+            }
+        ],
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        yield client
+
+
+def collector(
+    sglang: ScriptedSglang, http: httpx.AsyncClient, clock: Clock, prof: Profile | None = None, **kw: Any
+) -> Collector:
+    gpus = FixtureSampler(GPU / "h200x2-loaded" / "nvml-loaded.json", scale_to=8)
+    return Collector(
+        sglang.url, prof or profile("kimi-k25-eagle3"), gpus, http, clock, engine_kind="sglang", **kw
+    )
+
+
+async def test_throughput_comes_from_counter_deltas(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.server_info = server_info()
+    scripted_sglang.metrics = page(decode_tokens=10_000, generation_tokens=9_000, requests=40)
+    first = await c.tick("ready", 4242, seq=1)
+    assert first.throughput.output_tok_s is None  # one reading is no rate
+    assert first.throughput.gauge_tok_s == 123.0
+    clock.now += 2.0
+    scripted_sglang.metrics = page(decode_tokens=11_200, generation_tokens=9_500, requests=44)
+    second = await c.tick("ready", 4242, seq=2)
+    assert second.throughput.output_tok_s == 600.0  # (11200 - 10000) / 2 s, the real-time decode counter
+    assert second.throughput.requests_per_s == 2.0
+    assert second.metrics_source == "metrics"
+    assert (second.seq, second.time, second.engine_pid, second.engine_kind) == (2, clock.now, 4242, "sglang")
+    assert second.profile_name == "kimi-k25-eagle3" and second.production is True
+    assert len(second.gpus.devices) == 8
+
+
+async def test_older_page_rates_from_generation_tokens_and_restart_resets(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.metrics = page(generation_tokens=5_000, realtime=False)
+    await c.tick("ready", 1)
+    clock.now += 1.0
+    scripted_sglang.metrics = page(generation_tokens=5_250, realtime=False)
+    assert (await c.tick("ready", 1)).throughput.output_tok_s == 250.0
+    clock.now += 1.0
+    scripted_sglang.metrics = page(generation_tokens=30, realtime=False)  # the server restarted
+    assert (await c.tick("ready", 1)).throughput.output_tok_s is None  # never a negative rate
+
+
+async def test_latency_percentiles_are_recent_not_lifetime(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.metrics = page(ttft={0.1: 1000})  # a long, fast past
+    first = await c.tick("ready", 1)
+    assert first.latency.ttft_p50_s is None
+    clock.now += 1.0
+    scripted_sglang.metrics = page(ttft={0.1: 1000, 1.0: 10})  # ten slow ones just now
+    recent = (await c.tick("ready", 1)).latency
+    assert recent.ttft_p50_s is not None and 0.8 < recent.ttft_p50_s <= 1.0
+    clock.now += 1.0
+    assert (await c.tick("ready", 1)).latency.ttft_p50_s is not None  # still inside the 30 s window
+    clock.now += 100.0
+    scripted_sglang.metrics = page(ttft={0.1: 1000, 1.0: 10})
+    await c.tick("ready", 1)
+    clock.now += 1.0
+    assert (await c.tick("ready", 1)).latency.ttft_p50_s is None  # nothing new in the window
+
+
+async def test_speculation_on_and_the_kv_view(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    prof = profile("kimi-k25-eagle3")
+    c = collector(scripted_sglang, http, clock, prof)
+    scripted_sglang.server_info = server_info(active=3)
+    scripted_sglang.metrics = page(running=2, steps=3, accept=2.6)
+    snap = await c.tick("ready", 1)
+    spec = snap.speculation
+    assert (spec.configured, spec.on, spec.steps, spec.topk, spec.draft_tokens) == (True, True, 3, 1, 4)
+    assert spec.accept_length == 2.6 and spec.off_reason is None
+    assert (spec.threshold, spec.threshold_available, spec.pinned_steps, spec.prebuilt_steps) == (
+        4,
+        True,
+        -1,
+        [1, 2, 3],
+    )
+    shape = kv.spec_shape_for_profile(prof)
+    on, off = kv.reserve_per_decode(shape, 1), kv.reserve_per_decode(None, 1)
+    assert on > off
+    view = snap.kv
+    assert (view.pool_tokens, view.used_tokens, view.free_tokens) == (136_800, 20_000, 116_800)
+    assert (view.reserve_per_request_on, view.reserve_per_request_off) == (on, off)
+    assert view.reserved_tokens == 2 * on
+    assert view.speculation_share == pytest.approx(2 * (on - off) / 136_800, abs=1e-4)
+
+
+async def test_speculation_off_above_the_threshold_and_by_choice(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.server_info = server_info(threshold=4, active=0)
+    scripted_sglang.metrics = page(running=10, steps=0)
+    spec = (await c.tick("ready", 1)).speculation
+    assert spec.on is False and spec.off_reason == "above_threshold"
+    assert "10 requests are running, at or above the threshold of 4" in (spec.off_detail or "")
+    scripted_sglang.metrics = page(running=2, steps=0)
+    spec = (await c.tick("ready", 1)).speculation
+    assert spec.off_reason == "adaptive_chose_zero"
+    assert "0.30" in (spec.off_detail or "")
+
+
+async def test_no_draft_model_is_not_configured(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    c = collector(scripted_sglang, http, Clock(), profile("kimi-k25-baseline"))
+    scripted_sglang.server_info = server_info(algorithm=None)
+    scripted_sglang.metrics = page(steps=0, accept=0)
+    snap = await c.tick("ready", 1)
+    assert snap.speculation.configured is False and snap.speculation.off_reason == "not_configured"
+    assert snap.kv.reserve_per_request_on is None and snap.kv.speculation_share is None
+    assert snap.kv.reserved_tokens == 8 * kv.reserve_per_decode(None, 1)
+
+
+async def test_metrics_off_falls_back_to_server_info(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.metrics = None  # 404: started without --enable-metrics
+    scripted_sglang.server_info = server_info()
+    snaps = []
+    for _ in range(METRICS_RETRY_TICKS + 1):
+        snaps.append(await c.tick("ready", 1))
+        clock.now += 1
+    last = snaps[-1]
+    assert last.metrics_source == "server_info"
+    assert last.throughput.gauge_tok_s == 321.0
+    assert last.speculation.accept_length == 2.4
+    assert last.load.running is None and last.kv.pool_tokens == 136_800
+    # /metrics is asked again only now and then, /server_info every tick while it is the only source
+    assert scripted_sglang.hits["/metrics"] == 2
+    assert scripted_sglang.hits["/server_info"] == METRICS_RETRY_TICKS + 1
+
+
+async def test_server_info_every_few_ticks_and_on_request(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    c = collector(scripted_sglang, http, Clock())
+    scripted_sglang.server_info = server_info()
+    scripted_sglang.metrics = page()
+    for _ in range(10):
+        await c.tick("ready", 1)
+    assert profile("kimi-k25-eagle3").telemetry.server_info_every_ticks == 5
+    assert scripted_sglang.hits["/server_info"] == 2  # ticks 0 (first) and 5
+    before = scripted_sglang.hits["/server_info"]
+    c.refresh_server_info()
+    await c.tick("ready", 1)
+    assert scripted_sglang.hits["/server_info"] == before + 1
+    assert scripted_sglang.hits["/metrics"] == 11
+
+
+async def test_api_key_is_sent_and_never_kept(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    key = "sk-k25-secret-4711"
+    key_file = tmp_path / "api-key"
+    key_file.write_text(key + "\n")
+    base = profile("kimi-k25-eagle3")
+    prof = base.model_copy(update={"server": base.server.model_copy(update={"api_key_file": str(key_file)})})
+    info = server_info()
+    info["api_key"] = key
+    info["launch_command"] = f"python -m sglang.launch_server --api-key {key} --port 30000"
+    info["internal_states"][0]["api_key"] = key
+    scripted_sglang.server_info = info
+    scripted_sglang.api_key = key
+    scripted_sglang.metrics = page()
+    c = collector(scripted_sglang, http, Clock(), prof)
+    snap = await c.tick("ready", 1)
+    assert scripted_sglang.auth_seen == [f"Bearer {key}"]
+    assert snap.speculation.threshold == 4  # /server_info was read, so the key worked
+    assert key not in snap.model_dump_json()
+    assert key not in repr(c.server_info)
+    assert c.server_info is not None and c.server_info["api_key"] == "<redacted>"
+
+
+async def test_wrong_key_is_reported_not_raised(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    scripted_sglang.api_key = "the-right-one"
+    scripted_sglang.server_info = server_info()
+    scripted_sglang.metrics = page()
+    c = collector(scripted_sglang, http, Clock(), api_key="a-wrong-one")
+    snap = await c.tick("ready", 1)
+    assert snap.metrics_source == "metrics"  # /metrics needs no key
+    assert snap.speculation.threshold_available is False
+    assert c.last_error == "GET /server_info: HTTP 401"
+
+
+async def test_engine_down_is_not_scraped(scripted_sglang: ScriptedSglang, http: httpx.AsyncClient) -> None:
+    c = collector(scripted_sglang, http, Clock())
+    snap = await c.tick("stopped", None)
+    assert scripted_sglang.hits == {}
+    assert snap.metrics_source == "none" and snap.engine_state == "stopped"
+    assert snap.speculation.on is None and snap.speculation.off_reason == "engine_down"
+    assert snap.gpus.state == "ok" and len(snap.gpus.devices) == 8
+    assert [f.code for f in snap.findings] == ["gpu_power_cap"]
+
+
+async def test_unreachable_engine_gives_an_empty_tick(http: httpx.AsyncClient) -> None:
+    c = Collector(
+        "http://127.0.0.1:9", profile("local-sim"), NoGpuSampler(), http, Clock(), request_timeout_s=1.0
+    )
+    snap = await c.tick("ready", 1)
+    assert snap.metrics_source == "none"
+    assert snap.speculation.off_reason == "unknown"
+    assert c.last_error is not None and "ConnectError" in c.last_error
+    assert snap.gpus.state == "no_gpu"
+
+
+async def test_findings_arrive_in_the_snapshot(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.server_info = server_info(threshold=0)
+    scripted_sglang.metrics = page(running=256, queued=40, retracted=10)
+    await c.tick("ready", 1)
+    clock.now += 1
+    scripted_sglang.metrics = page(running=256, queued=40, retracted=13)
+    snap: Snapshot = await c.tick("ready", 1)
+    found = {f.code: f for f in snap.findings}
+    assert "queueing" in found and "retractions" in found
+    assert found["retractions"].title.startswith("3 requests retracted")
+    assert snap.load.retractions_total == 13 and snap.load.max_running_requests == 256
