@@ -127,3 +127,10 @@ def test_diff_lists_changed_keys_in_order() -> None:
     changes = [(c.key, c.old, c.new) for c in diff_profiles(a, b)]
     assert changes == [("server.tp_size", 8, 4), ("speculation.threshold", 4, 16)]
     assert diff_profiles(a, a) == []
+
+
+def test_diff_treats_an_empty_table_like_an_absent_one() -> None:
+    with_env = parse_profile(_version(4))
+    without = with_env.model_copy(update={"server": with_env.server.model_copy(update={"env": {}})})
+    changes = [(c.key, c.old, c.new) for c in diff_profiles(with_env, without)]
+    assert changes == [("server.env.SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "1", None)]

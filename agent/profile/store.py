@@ -198,7 +198,8 @@ class ProfileChange:
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     for key, value in data.items():
         path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, Mapping):
+            # An empty table holds no keys: {} and an absent table compare equal, key by key.
             yield from _flatten(value, path)
         else:
             yield path, value

@@ -237,7 +237,13 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
         )
 
     # topk / steps / draft tokens (speculative_hook.py: _handle_eagle_family, _init_adaptive_speculative_params)
-    if topk == 1 and spec.num_draft_tokens is not None and spec.num_draft_tokens != steps + 1:
+    # In adaptive mode the draft width always follows the active tier (steps + 1); no warning there.
+    if (
+        topk == 1
+        and not spec.adaptive
+        and spec.num_draft_tokens is not None
+        and spec.num_draft_tokens != steps + 1
+    ):
         warning(
             "speculation.num_draft_tokens",
             f"{spec.num_draft_tokens} is replaced by SGLang 0.5.23 with num_steps + 1 = {steps + 1} "

@@ -69,8 +69,14 @@ def test_num_steps_outside_live_steps_is_refused_like_sglang() -> None:
 
 
 def test_draft_tokens_forced_when_topk_is_one() -> None:
-    warnings = _warnings(EAGLE3.replace("num_draft_tokens = 4", "num_draft_tokens = 8"))
+    static = EAGLE3.replace("adaptive = true", "adaptive = false").replace("threshold = 4\n", "")
+    static = static.replace("live_steps = [1, 2, 3]\n", "").replace(
+        "num_draft_tokens = 4", "num_draft_tokens = 8"
+    )
+    warnings = _warnings(static)
     assert any(k == "speculation.num_draft_tokens" and "num_steps + 1 = 4" in r for k, r in warnings)
+    # adaptive: the width follows the tier anyway, so a live step change does not leave a stale warning
+    assert not _warnings(EAGLE3.replace("num_steps = 3", "num_steps = 2"))
 
 
 def test_max_running_requests_unset_warns_about_48() -> None:
