@@ -250,3 +250,39 @@ async def test_stream_replays_after_a_cursor_then_follows() -> None:
     hub.publish_snapshot(lambda seq: Snapshot(seq=seq, time=time.time()))
     await asyncio.wait_for(task, 5)
     assert got == [3, 4, 5]
+
+
+async def test_every_route_in_the_schema_wants_the_token(tmp_path: Path) -> None:
+    """Walks the OpenAPI schema, so a route added later without auth fails here."""
+    import httpx
+
+    from agent.api.app import create_app
+    from agent.serve.daemon import Daemon, ServeConfig
+    from agent.serve.paths import StatePaths
+
+    profile = load_profile(PROFILES / "local-sim.toml")
+    paths = StatePaths(tmp_path / "state").prepare()
+    config = ServeConfig(profile, PROFILES / "local-sim.toml", PROFILES, "sim", paths)
+    daemon = Daemon(config, token="t" * 43)
+    app = create_app(daemon)
+    schema = app.openapi()
+    checked = 0
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://agent") as client:
+        for path, methods in schema["paths"].items():
+            url = (
+                path.replace("{action_id}", "act-x")
+                .replace("{name}", "local-sim")
+                .replace("{bench_id}", "b-x")
+            )
+            for method in methods:
+                response = await client.request(
+                    method.upper(), url, headers={"Authorization": "Bearer wrong"}
+                )
+                if path == "/v1/version":
+                    assert response.status_code == 200
+                else:
+                    assert response.status_code == 401, (method, path)
+                    checked += 1
+    assert checked >= 18
+    assert daemon.supervisor.state == "stopped"  # nothing ran
+    await daemon.http.aclose()

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
+from daemon_harness import ENGINE_KEY, REPO, Agent, pid_alive, read_stream, wait_until
 
 from agent.sglang import live_control
 from agent.wire import Event, Plan, Snapshot
-from tests.agent.conftest import ENGINE_KEY, REPO, Agent, pid_alive, read_stream, wait_until
 
 pytestmark = pytest.mark.slow
 
