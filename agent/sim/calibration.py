@@ -1,0 +1,167 @@
+"""The one place where the simulated engine is calibrated to the measured Kimi K2.5 deployment.
+
+The deployment: Kimi K2.5 INT4 (a ~1T-parameter MoE, 384 routed experts, 8 active per token,
+61 layers, MLA attention) at TP 8 on 8 RTX PRO 6000 Blackwell GPUs over PCIe, SGLang 0.5.23,
+EAGLE-3 tree drafting topk 4 / steps 2 / 16 draft tokens. Measured there (``../shared/DESIGN.md``),
+with 1024 input / 256 output tokens per request and a closed loop of ``c`` clients:
+
+==========  ==================  ==================
+concurrency  no speculation      EAGLE-3 2/4/16
+==========  ==================  ==================
+1            93 tok/s            96 tok/s
+250          773 tok/s           354 tok/s
+==========  ==================  ==================
+
+and speculation behind at every concurrency from 2 up. ``ANCHORS`` lists these targets; the
+calibration test (``tests/sim/test_calibration.py``) runs the engine model on its virtual clock and
+checks each within ``ANCHOR_TOLERANCE``.
+
+Why the model has the shape it has (each parameter below says what it stands for):
+
+* A target forward pass of ``n`` query tokens costs a fixed part (kernel launches, the latency
+  floor of 122 all-reduces per pass over PCIe, the dense and attention weights), the routed
+  experts it touches (a batch of ``n`` tokens touches ``1 − (1 − 8/384)^n`` of them, so a 16-token
+  tree verify reads ~14× the expert weights of a single token: that is why the tree barely helps a
+  single stream), the per-token compute and all-reduce volume (which dominates at large batches:
+  a tree verify at batch 100 pushes 1,600 tokens through the 1T model, which is why speculation
+  loses half the throughput at saturation), and attention over the KV each request holds.
+* The EAGLE-3 draft is one dense layer plus the LM head: a small fixed and per-token cost per draft
+  step; the draft-extend pass after each verify runs over every verified token.
+* A speculative round also pays a fixed overhead (tree building, verification sampling, the
+  GPU→CPU sync); a round at 0 steps inside a speculative server still runs the draft-extend pass
+  and part of that overhead, which the anchors put at +2 % … +22 % over a plain decode step.
+* Speculation costs KV capacity: the draft's weights come out of the same memory budget, the draft
+  adds its share to every KV cell (``agent.sglang.kv.mla_cell_bytes``), and every running request
+  keeps the widest candidate's reserve (``agent.sglang.kv.reserve_per_decode``).
+* Acceptance: each request draws how predictable it is (``first_accept`` uniform in a range), the
+  chance to accept draft position ``i`` given the previous ones falls geometrically with ``i``,
+  and ``topk`` candidates per position miss less often (each extra candidate keeps ``topk_miss``
+  of the remaining miss probability). At steps 3 / topk 1 this gives accept lengths of ~2.3-3.3
+  per verify (mean ~2.7), in line with the public Kimi K2.5 EAGLE-3 drafters.
+
+The steps 3 / topk 1 / 4 draft-token configuration is not calibrated separately: it follows from
+the same parameters (fewer verify tokens, deeper chain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TargetCosts:
+    """Seconds of one target (Kimi K2.5) forward pass, by part."""
+
+    fixed_s: float
+    """Per pass whatever its size: launches, all-reduce latency floor, dense/attention weights."""
+    experts_read_s: float
+    """Reading every routed expert of every layer once (INT4 weights of one rank)."""
+    token_s: float
+    """Per query token of a decode/verify pass once compute-bound: MoE/dense compute, all-reduce volume."""
+    prefill_token_s: float
+    """Per token of a prefill pass (large GEMMs run closer to peak than decode-shaped MoE)."""
+    kv_token_s: float
+    """Attention, per KV token a decoding request reads in one pass."""
+    verify_kv_factor: float
+    """Extra KV reads per additional query token of a request in a verify pass (tree attention)."""
+    prefill_pair_s: float
+    """Prefill attention per (query token, key token) pair."""
+    eager_factor: float
+    """Slow-down of a decode pass whose batch is above the largest captured CUDA graph."""
+    routed_experts: int = 384
+    active_experts: int = 8
+
+
+@dataclass(frozen=True)
+class DraftCosts:
+    """Seconds of one EAGLE-3 draft forward pass (one layer plus the LM head)."""
+
+    fixed_s: float
+    token_s: float
+
+
+@dataclass(frozen=True)
+class SpecCosts:
+    round_overhead_s: float
+    """Per speculative round (steps > 0): tree mask, verification sampling, GPU→CPU sync."""
+    zero_step_overhead_s: float
+    """Per round at 0 steps inside a speculative server (the draft-extend pass is costed apart)."""
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    first_accept_min: float
+    first_accept_max: float
+    """Per request: probability that the first draft token is accepted (uniform in this range)."""
+    depth_decay: float
+    """Each further draft position is accepted with this factor times the previous probability."""
+    topk_miss: float
+    """Each extra top-k candidate keeps this fraction of the remaining miss probability."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    draft_weight_bytes_per_rank: int
+    """EAGLE-3 draft weights on one rank (one layer, its share of the LM head), taken from the KV budget."""
+    default_chunked_prefill_size: int = 8192
+    """SGLang's default for 90-160 GiB cards (reference §3.3)."""
+    default_graph_max_bs: int = 512
+    """SGLang's default decode CUDA-graph max batch for 90-160 GiB cards at TP >= 4."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    target: TargetCosts
+    draft: DraftCosts
+    spec: SpecCosts
+    acceptance: Acceptance
+    memory: Memory
+    prefill_draft_factor: float
+    """A speculative server also runs the draft over every prefilled token (draft extend)."""
+
+
+CALIBRATION = Calibration(
+    target=TargetCosts(
+        fixed_s=0.00912,
+        experts_read_s=0.037,
+        token_s=0.0001473,
+        prefill_token_s=0.0001628,
+        kv_token_s=0.1613e-6,
+        verify_kv_factor=1.0,
+        prefill_pair_s=0.02e-6,
+        eager_factor=1.25,
+    ),
+    draft=DraftCosts(fixed_s=0.00060, token_s=0.000012),
+    spec=SpecCosts(round_overhead_s=0.0015, zero_step_overhead_s=0.0004),
+    acceptance=Acceptance(first_accept_min=0.65, first_accept_max=0.92, depth_decay=0.92, topk_miss=0.7),
+    memory=Memory(draft_weight_bytes_per_rank=700 * 1024**2),
+    prefill_draft_factor=1.0,
+)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One measured figure the model must reproduce."""
+
+    concurrency: int
+    speculative: bool
+    output_tok_s: float
+    input_len: int = 1024
+    output_len: int = 256
+
+
+ANCHORS: tuple[Anchor, ...] = (
+    Anchor(concurrency=1, speculative=False, output_tok_s=93.0),
+    Anchor(concurrency=1, speculative=True, output_tok_s=96.0),
+    Anchor(concurrency=250, speculative=False, output_tok_s=773.0),
+    Anchor(concurrency=250, speculative=True, output_tok_s=354.0),
+)
+ANCHOR_TOLERANCE = 0.05
+"""Relative tolerance of each anchor in the calibration test."""
+
+ANCHOR_PROFILE_SPEC = "profiles/kimi-k25-eagle3-tree.toml"
+ANCHOR_PROFILE_BASELINE = "profiles/kimi-k25-baseline.toml"
+"""The profiles the anchors were measured with (the tree config and the same server without speculation)."""
+
+ZERO_STEP_TAX_RANGE = (0.02, 0.22)
+"""A 0-step round inside a speculative server costs this much more than a plain decode step."""

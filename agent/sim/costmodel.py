@@ -1,0 +1,78 @@
+"""How long one forward pass of the modelled deployment takes, from the calibration's parameters.
+
+Pure functions of the batch (query tokens, KV tokens read) and the speculation shape, so that the
+engine, the calibration test and any what-if read the same numbers. ``agent.sim.calibration``
+explains each parameter.
+"""
+
+from __future__ import annotations
+
+from agent.sim.calibration import Calibration, TargetCosts
+
+
+def experts_touched(cost: TargetCosts, tokens: int) -> float:
+    """Expected fraction of routed experts a pass of ``tokens`` tokens reads (uniform routing)."""
+    if tokens <= 0:
+        return 0.0
+    miss = 1.0 - cost.active_experts / cost.routed_experts
+    return 1.0 - miss**tokens
+
+
+def target_pass_s(cal: Calibration, query_tokens: int, kv_tokens: int, eager: bool = False) -> float:
+    """One target forward pass over ``query_tokens`` tokens that together read ``kv_tokens`` KV slots."""
+    t = cal.target
+    # Roofline: a small pass is bound by reading the experts it touches, a large one by compute.
+    moe = max(t.experts_read_s * experts_touched(t, query_tokens), t.token_s * query_tokens)
+    seconds = t.fixed_s + moe + t.kv_token_s * kv_tokens
+    return seconds * (t.eager_factor if eager else 1.0)
+
+
+def draft_pass_s(cal: Calibration, tokens: int) -> float:
+    return cal.draft.fixed_s + cal.draft.token_s * tokens
+
+
+def decode_step_s(cal: Calibration, batch: int, kv_tokens: int, eager: bool = False) -> float:
+    """A plain decode step of a server launched without speculation."""
+    return target_pass_s(cal, batch, kv_tokens, eager)
+
+
+def spec_step_s(
+    cal: Calibration,
+    batch: int,
+    kv_tokens: int,
+    steps: int,
+    topk: int,
+    draft_tokens: int,
+    eager: bool = False,
+) -> float:
+    """One EAGLE-3 round (spec v2): ``steps`` draft passes, one verify, one draft-extend pass.
+
+    At ``steps == 0`` the verify is one token per request (a plain decode) but the draft-extend
+    pass and part of the round overhead remain: the cost of "not speculating" inside a speculative
+    server.
+    """
+    if steps <= 0:
+        return (
+            target_pass_s(cal, batch, kv_tokens, eager)
+            + draft_pass_s(cal, batch)
+            + cal.spec.zero_step_overhead_s
+        )
+    verify_tokens = batch * draft_tokens
+    verify_kv = kv_tokens * (1.0 + cal.target.verify_kv_factor * (draft_tokens - 1))
+    drafting = sum(draft_pass_s(cal, batch * (1 if i == 0 else topk)) for i in range(steps))
+    return (
+        drafting
+        + target_pass_s(cal, verify_tokens, int(verify_kv), eager)
+        + draft_pass_s(cal, verify_tokens)
+        + cal.spec.round_overhead_s
+    )
+
+
+def prefill_step_s(cal: Calibration, new_tokens: int, attention_pairs: int, speculative: bool) -> float:
+    """A prefill (extend) pass over ``new_tokens`` tokens; ``attention_pairs`` = Σ new × visible keys."""
+    t = cal.target
+    moe = max(t.experts_read_s * experts_touched(t, new_tokens), t.prefill_token_s * new_tokens)
+    seconds = t.fixed_s + moe + t.prefill_pair_s * attention_pairs
+    if speculative:
+        seconds += cal.prefill_draft_factor * draft_pass_s(cal, new_tokens)
+    return seconds

@@ -1,0 +1,210 @@
+"""The JSON bodies 0.5.23 answers generation requests with, built from a request's progress.
+
+``/generate``: ``{"text", "output_ids", "meta_info"}`` with cumulative text (SGLang's default,
+``--incremental-streaming-output`` off); the final chunk's ``meta_info`` adds ``e2e_latency`` and,
+with speculation, ``spec_accept_rate``/``spec_accept_length``/``spec_num_correct_drafts``/
+``spec_num_proposed_drafts``/``spec_verify_ct``/``spec_correct_drafts_histogram``
+(``tokenizer_manager.py``). OpenAI endpoints follow ``openai/protocol.py``: a role chunk, content
+chunks, a finish chunk, then a usage-only chunk (``choices: []``) when asked for, and an ``sglext``
+chunk with ``spec_tokens_details`` when ``return_spec_tokens_details`` is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.sim import text
+from agent.sim.engine import SimRequest
+from agent.sim.protocol import GenerationRequest
+
+
+def finish_reason(req: SimRequest) -> dict[str, Any] | None:
+    return req.finish_reason
+
+
+def openai_finish(req: SimRequest) -> tuple[str | None, int | str | None]:
+    reason = req.finish_reason
+    if reason is None:
+        return None, None
+    matched = reason.get("matched") if reason["type"] == "stop" else None
+    return str(reason["type"]), matched
+
+
+def spec_fields(req: SimRequest, startup_draft_tokens: int) -> dict[str, Any]:
+    """Per-request speculative statistics, as the tokenizer computes them (startup draft width)."""
+    if req.verify_ct <= 0:
+        return {}
+    proposed = req.verify_ct * (startup_draft_tokens - 1)
+    fields: dict[str, Any] = {}
+    if proposed > 0:
+        fields = {
+            "spec_accept_rate": req.correct_drafts / proposed,
+            "spec_accept_length": req.output_len / req.verify_ct,
+            "spec_num_correct_drafts": req.correct_drafts,
+            "spec_num_proposed_drafts": proposed,
+            "spec_verify_ct": req.verify_ct,
+        }
+    if req.drafts_histogram:
+        fields["spec_correct_drafts_histogram"] = list(req.drafts_histogram)
+    return fields
+
+
+def meta_info(req: SimRequest, final: bool, startup_draft_tokens: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "id": req.rid,
+        "finish_reason": req.finish_reason if final else None,
+        "prompt_tokens": req.input_len,
+        "weight_version": "default",
+        "num_retractions": req.retractions,
+        "reasoning_tokens": 0,
+        "completion_tokens": req.output_len,
+        "cached_tokens": 0,
+    }
+    if final:
+        if req.finished_at is not None:
+            meta["e2e_latency"] = req.finished_at - req.arrival
+        meta.update(spec_fields(req, startup_draft_tokens))
+    return meta
+
+
+def generate_body(req: SimRequest, final: bool, startup_draft_tokens: int) -> dict[str, Any]:
+    return {
+        "text": text.words(req.rid, 0, req.output_len),
+        "output_ids": text.token_ids(req.rid, 0, req.output_len),
+        "meta_info": meta_info(req, final, startup_draft_tokens),
+    }
+
+
+def usage(req: SimRequest) -> dict[str, Any]:
+    return {
+        "prompt_tokens": req.input_len,
+        "total_tokens": req.input_len + req.output_len,
+        "completion_tokens": req.output_len,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": 0,
+        "completion_tokens_details": None,
+    }
+
+
+def spec_tokens_details(req: SimRequest, startup_draft_tokens: int) -> dict[str, Any]:
+    fields = spec_fields(req, startup_draft_tokens)
+    return {
+        "spec_accept_rate": fields.get("spec_accept_rate"),
+        "spec_accept_length": fields.get("spec_accept_length"),
+        "spec_cap_length": None,
+        "spec_block_accept_length": None,
+        "spec_num_correct_drafts": fields.get("spec_num_correct_drafts"),
+        "spec_num_proposed_drafts": fields.get("spec_num_proposed_drafts"),
+        "spec_verify_ct": fields.get("spec_verify_ct"),
+        "spec_correct_drafts_histogram": fields.get("spec_correct_drafts_histogram"),
+        "spec_cap_lens_histogram": None,
+    }
+
+
+def _chunk_base(gen: GenerationRequest, req: SimRequest, created: int) -> dict[str, Any]:
+    obj = "chat.completion.chunk" if gen.kind == "chat" else "text_completion"
+    return {"id": req.rid, "object": obj, "created": created, "model": gen.model}
+
+
+def content_chunk(
+    gen: GenerationRequest,
+    req: SimRequest,
+    created: int,
+    start: int,
+    end: int,
+    *,
+    role: bool = False,
+) -> dict[str, Any]:
+    """A streamed piece of text (tokens ``start..end-1``); ``role`` makes it the chat role chunk."""
+    piece = "" if role else text.words(req.rid, start, end)
+    chunk = _chunk_base(gen, req, created)
+    if gen.kind == "chat":
+        delta: dict[str, Any] = {
+            "role": "assistant" if role else None,
+            "content": piece,
+            "reasoning_content": None,
+        }
+        choice: dict[str, Any] = {
+            "index": 0,
+            "delta": delta,
+            "logprobs": None,
+            "finish_reason": None,
+            "matched_stop": None,
+        }
+    else:
+        choice = {"index": 0, "text": piece, "logprobs": None, "finish_reason": None, "matched_stop": None}
+    chunk["choices"] = [choice]
+    chunk["usage"] = usage(req) if gen.continuous_usage and not role else None
+    return chunk
+
+
+def finish_chunk(gen: GenerationRequest, req: SimRequest, created: int) -> dict[str, Any]:
+    reason, matched = openai_finish(req)
+    chunk = _chunk_base(gen, req, created)
+    if gen.kind == "chat":
+        choice: dict[str, Any] = {
+            "index": 0,
+            "delta": {"role": None, "content": None, "reasoning_content": None},
+            "logprobs": None,
+            "finish_reason": reason,
+            "matched_stop": matched,
+        }
+    else:
+        choice = {"index": 0, "text": "", "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+    chunk["choices"] = [choice]
+    chunk["usage"] = usage(req) if gen.continuous_usage else None
+    return chunk
+
+
+def usage_chunk(gen: GenerationRequest, req: SimRequest, created: int) -> dict[str, Any]:
+    chunk = _chunk_base(gen, req, created)
+    chunk["choices"] = []
+    chunk["usage"] = usage(req)
+    return chunk
+
+
+def sglext_chunk(
+    gen: GenerationRequest, req: SimRequest, created: int, startup_draft_tokens: int
+) -> dict[str, Any]:
+    chunk = _chunk_base(gen, req, created)
+    chunk["choices"] = []
+    chunk["usage"] = None
+    chunk["sglext"] = {"spec_tokens_details": spec_tokens_details(req, startup_draft_tokens)}
+    return chunk
+
+
+def openai_response(
+    gen: GenerationRequest, req: SimRequest, created: int, startup_draft_tokens: int
+) -> dict[str, Any]:
+    reason, matched = openai_finish(req)
+    body_text = text.words(req.rid, 0, req.output_len)
+    if gen.kind == "chat":
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": body_text, "reasoning_content": None},
+            "logprobs": None,
+            "finish_reason": reason,
+            "matched_stop": matched,
+        }
+        obj = "chat.completion"
+    else:
+        choice = {
+            "index": 0,
+            "text": body_text,
+            "logprobs": None,
+            "finish_reason": reason,
+            "matched_stop": matched,
+        }
+        obj = "text_completion"
+    body: dict[str, Any] = {
+        "id": req.rid,
+        "object": obj,
+        "created": created,
+        "model": gen.model,
+        "choices": [choice],
+        "usage": usage(req),
+        "metadata": None,
+    }
+    if gen.return_spec_details:
+        body["sglext"] = {"spec_tokens_details": spec_tokens_details(req, startup_draft_tokens)}
+    return body
