@@ -307,6 +307,20 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
                 f"{spec.num_steps} is not among speculation.live_steps {choices}; SGLang 0.5.23 refuses "
                 "to start when --speculative-num-steps is not in the adaptive candidate steps",
             )
+        built = adaptive.live_step_choices(spec)
+        if len(built) > 1 and server.mem_fraction_static is None:
+            warning(
+                "server.mem_fraction_static",
+                f"unset with {len(built)} live step counts: SGLang captures CUDA graphs for each of them at "
+                "start-up and its default memory fraction does not budget for the extra sets; set it explicitly",
+            )
+        if spec.threshold is not None and has_flag(flags, "--cuda-graph-bs-decode"):
+            warning(
+                "speculation.threshold",
+                "with --cuda-graph-bs-decode in server.extra_flags SGLang routes a batch by its size padded up "
+                "to the next captured CUDA-graph size, so smaller batches than the threshold may already "
+                "decode without speculation",
+            )
         if spec.threshold is None:
             warning(
                 "speculation.threshold",

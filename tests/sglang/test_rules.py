@@ -268,3 +268,13 @@ def test_live_values_refused_on_tree_server_with_the_reason() -> None:
 def test_steps_reason_lists_the_built_steps(running: Profile) -> None:
     reason = rules.validate_live_value(running, live_control.LIVE_STEPS_KEY, 5)
     assert reason is not None and "[1, 2, 3]" in reason
+
+
+def test_adaptive_graph_memory_and_padding_warnings() -> None:
+    unset = EAGLE3.replace("mem_fraction_static = 0.85\n", "")
+    assert any(k == "server.mem_fraction_static" and "3 live step counts" in r for k, r in _warnings(unset))
+    padded = EAGLE3.replace(
+        "[server]\n", '[server]\nextra_flags = ["--cuda-graph-bs-decode", "1", "2", "4", "8"]\n'
+    )
+    assert any(k == "speculation.threshold" and "padded" in r for k, r in _warnings(padded))
+    assert not _errors(padded)
