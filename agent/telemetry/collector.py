@@ -23,6 +23,7 @@ import httpx
 
 from agent.profile.schema import Profile
 from agent.sglang import kv
+from agent.sglang import server_info as si
 from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
 from agent.sglang.rules import adaptive_unsupported_reason
 from agent.telemetry.findings import HealthInputs, evaluate
@@ -325,9 +326,9 @@ class Collector:
         )
 
     def _load(self, r: MetricsReading | None, info: Mapping[str, Any], state0: Mapping[str, Any]) -> Load:
-        states = info.get("internal_states")
+        states = info.get(si.INTERNAL_STATES)
         dp = len(states) if isinstance(states, list) and states else 1
-        max_running = _int(state0.get("effective_max_running_requests_per_dp"))
+        max_running = _int(state0.get(si.EFFECTIVE_MAX_RUNNING_REQUESTS))
         if max_running is not None:
             max_running *= dp
         else:
@@ -478,7 +479,7 @@ class Collector:
                 shape = None
         reserve_off = kv.reserve_per_decode(None, page)
         reserve_on = kv.reserve_per_decode(shape, page) if shape is not None else None
-        pool = (r.gauge_int("max_total_num_tokens") if r else None) or _int(info.get("max_total_num_tokens"))
+        pool = (r.gauge_int("max_total_num_tokens") if r else None) or _int(info.get(si.MAX_TOTAL_NUM_TOKENS))
         pool = pool or profile.server.max_total_tokens
         if r is None:
             return KvView(
@@ -525,10 +526,10 @@ class Collector:
         gpus: Gpus,
     ) -> HealthInputs:
         profile = self._profile
-        graph_sizes = [int(b) for b in state0.get("decode_cuda_graph_bs") or [] if isinstance(b, int)]
+        graph_sizes = [int(b) for b in state0.get(si.DECODE_CUDA_GRAPH_BS) or [] if isinstance(b, int)]
         graph_max = max(graph_sizes) if graph_sizes else None
         if graph_max is None:
-            graph_max = _int(info.get("cuda_graph_max_bs_decode")) or _int(info.get("cuda_graph_max_bs"))
+            graph_max = _int(info.get("cuda_graph_max_bs_decode"))  # 0.5.23's ServerArgs field
         if graph_max is None:
             graph_max = profile.server.cuda_graph_max_bs
         adaptive_resolved = info.get("speculative_adaptive")

@@ -23,54 +23,63 @@ from typing import Any, Final, Literal
 
 from prometheus_client.parser import text_string_to_metric_families
 
-PREFIXES: Final = ("sglang:", "sglang_")
+from agent.sglang import metrics as m
+from agent.sglang import server_info as si
 
-RANK_LABELS: Final = ("tp_rank", "pp_rank", "moe_ep_rank", "attn_tp_rank", "attn_cp_rank")
+PREFIXES: Final = m.PREFIXES
+
+RANK_LABELS: Final = (m.TP_RANK_LABEL, m.PP_RANK_LABEL, "moe_ep_rank", "attn_tp_rank", "attn_cp_rank")
 """Scheduler labels of ranks that all report the same batch: read only the lowest."""
+
+REALTIME_TOKENS_TOTAL: Final = "realtime_tokens_total"
+"""0.5.23's per-step token counter (``mode`` = decode / prefill_compute / prefill_cache), reference §5.2;
+not in ``agent.sglang.metrics`` yet. A contract test finds it in the wheel."""
+OLD_TIME_PER_OUTPUT_TOKEN: Final = "time_per_output_token_seconds"
+"""What older SGLang releases called the inter-token latency histogram (not exported by 0.5.23)."""
 
 Agg = Literal["sum", "max", "mean"]
 
-# Logical gauge → (0.5.23 names without prefix, newest first; how data-parallel ranks combine).
+# Logical gauge → (names without prefix, newest first; how data-parallel ranks combine).
 GAUGES: Final[dict[str, tuple[tuple[str, ...], Agg]]] = {
-    "gen_throughput": (("gen_throughput",), "sum"),
-    "running": (("num_running_reqs",), "sum"),
-    "queued": (("num_queue_reqs",), "sum"),
-    "token_usage": (("token_usage",), "max"),
-    "num_used_tokens": (("num_used_tokens",), "sum"),
-    "kv_used_tokens": (("kv_used_tokens",), "sum"),
-    "kv_available_tokens": (("kv_available_tokens",), "sum"),
-    "kv_evictable_tokens": (("kv_evictable_tokens",), "sum"),
-    "max_total_num_tokens": (("max_total_num_tokens",), "sum"),
-    "page_size": (("page_size",), "max"),
-    "context_len": (("context_len",), "max"),
-    "cache_hit_rate": (("cache_hit_rate",), "mean"),
-    "spec_accept_length": (("spec_accept_length",), "mean"),
-    "spec_accept_rate": (("spec_accept_rate",), "mean"),
-    "spec_num_steps": (("spec_num_steps",), "max"),
-    "spec_num_draft_tokens": (("spec_num_draft_tokens",), "max"),
-    "retracted_reqs": (("num_retracted_reqs",), "sum"),
-    "is_cuda_graph": (("is_cuda_graph",), "max"),
+    "gen_throughput": ((m.GEN_THROUGHPUT,), "sum"),
+    "running": ((m.NUM_RUNNING_REQS,), "sum"),
+    "queued": ((m.NUM_QUEUE_REQS,), "sum"),
+    "token_usage": ((m.TOKEN_USAGE,), "max"),
+    "num_used_tokens": ((m.NUM_USED_TOKENS,), "sum"),
+    "kv_used_tokens": ((m.KV_USED_TOKENS,), "sum"),
+    "kv_available_tokens": ((m.KV_AVAILABLE_TOKENS,), "sum"),
+    "kv_evictable_tokens": ((m.KV_EVICTABLE_TOKENS,), "sum"),
+    "max_total_num_tokens": ((m.MAX_TOTAL_NUM_TOKENS,), "sum"),
+    "page_size": ((m.PAGE_SIZE,), "max"),
+    "context_len": ((m.CONTEXT_LEN,), "max"),
+    "cache_hit_rate": ((m.CACHE_HIT_RATE,), "mean"),
+    "spec_accept_length": ((m.SPEC_ACCEPT_LENGTH,), "mean"),
+    "spec_accept_rate": ((m.SPEC_ACCEPT_RATE,), "mean"),
+    "spec_num_steps": ((m.SPEC_NUM_STEPS,), "max"),
+    "spec_num_draft_tokens": ((m.SPEC_NUM_DRAFT_TOKENS,), "max"),
+    "retracted_reqs": ((m.NUM_RETRACTED_REQS,), "sum"),
+    "is_cuda_graph": ((m.IS_CUDA_GRAPH,), "max"),
 }
 
 # Logical counter → (sample name without prefix, label filter).
 COUNTERS: Final[dict[str, tuple[str, Mapping[str, frozenset[str]]]]] = {
-    "generation_tokens": ("generation_tokens_total", {}),
-    "prompt_tokens": ("prompt_tokens_total", {}),
-    "decode_tokens": ("realtime_tokens_total", {"mode": frozenset({"decode"})}),
-    "prefill_tokens": ("realtime_tokens_total", {"mode": frozenset({"prefill_compute", "prefill_cache"})}),
-    "requests": ("num_requests_total", {}),
-    "aborted_requests": ("num_aborted_requests_total", {}),
-    "retracted_requests": ("num_retracted_requests_total", {}),
-    "spec_verify_calls": ("spec_verify_calls_total", {}),
-    "decode_passes_no_graph": ("cuda_graph_passes_total", {"mode": frozenset({"decode_none"})}),
-    "decode_passes_graph": ("cuda_graph_passes_total", {"mode": frozenset({"decode_cuda_graph"})}),
+    "generation_tokens": (m.GENERATION_TOKENS_TOTAL, {}),
+    "prompt_tokens": (m.PROMPT_TOKENS_TOTAL, {}),
+    "decode_tokens": (REALTIME_TOKENS_TOTAL, {"mode": frozenset({"decode"})}),
+    "prefill_tokens": (REALTIME_TOKENS_TOTAL, {"mode": frozenset({"prefill_compute", "prefill_cache"})}),
+    "requests": (m.NUM_REQUESTS_TOTAL, {}),
+    "aborted_requests": (m.NUM_ABORTED_REQUESTS_TOTAL, {}),
+    "retracted_requests": (m.NUM_RETRACTED_REQUESTS_TOTAL, {}),
+    "spec_verify_calls": (m.SPEC_VERIFY_CALLS_TOTAL, {}),
+    "decode_passes_no_graph": (m.CUDA_GRAPH_PASSES_TOTAL, {"mode": frozenset({"decode_none"})}),
+    "decode_passes_graph": (m.CUDA_GRAPH_PASSES_TOTAL, {"mode": frozenset({"decode_cuda_graph"})}),
 }
 
-# Logical histogram → names without prefix, newest first (older SGLang called ITL time per output token).
+# Logical histogram → names without prefix, newest first.
 HISTOGRAMS: Final[dict[str, tuple[str, ...]]] = {
-    "ttft": ("time_to_first_token_seconds",),
-    "itl": ("inter_token_latency_seconds", "time_per_output_token_seconds"),
-    "e2e": ("e2e_request_latency_seconds",),
+    "ttft": (m.TIME_TO_FIRST_TOKEN_SECONDS,),
+    "itl": (m.INTER_TOKEN_LATENCY_SECONDS, OLD_TIME_PER_OUTPUT_TOKEN),
+    "e2e": (m.E2E_REQUEST_LATENCY_SECONDS,),
 }
 
 
@@ -339,7 +348,7 @@ def _histogram(by_name: Mapping[str, _Series], name: str) -> Histogram | None:
 
 # -- /server_info ------------------------------------------------------------------------------
 
-LAUNCH_COMMAND: Final = "launch_command"
+LAUNCH_COMMAND: Final = si.LAUNCH_COMMAND
 REDACTED: Final = "<redacted>"
 _SECRET_WORDS: Final = frozenset(
     {"key", "token", "secret", "password", "passwd", "credential", "credentials", "auth"}
@@ -353,7 +362,7 @@ def _is_secret_key(key: str) -> bool:
     """``api_key``, ``admin_api_key``, ``hf_token``, ``HF_TOKEN``, ``ssl_keyfile_password``: yes.
     ``max_total_num_tokens``, ``tokenizer_path``: no (a word of the key must be a secret word)."""
     words = re.split(r"[_\-.\s]+", key.lower())
-    return key == LAUNCH_COMMAND or any(w in _SECRET_WORDS for w in words) or key.lower().endswith("apikey")
+    return key in si.SECRET_FIELDS or any(w in _SECRET_WORDS for w in words) or key.lower().endswith("apikey")
 
 
 def _scrub_text(text: str, secrets: Iterable[str]) -> str:
@@ -394,7 +403,7 @@ def redact_server_info(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> 
 
 def internal_state(info: Mapping[str, Any]) -> dict[str, Any]:
     """``internal_states[0]`` (TP rank 0 of DP rank 0), or an empty dict."""
-    states = info.get("internal_states")
+    states = info.get(si.INTERNAL_STATES)
     if isinstance(states, list) and states and isinstance(states[0], Mapping):
         return dict(states[0])
     return {}
@@ -412,24 +421,24 @@ def reading_from_server_info(info: Mapping[str, Any]) -> MetricsReading:
     It has no running/queued counts and no counters; ``avg_spec_accept_length`` is lifetime, not a
     window (reference §4.3), so it stands in for the accept length only for want of better.
     """
-    states = [s for s in info.get("internal_states") or [] if isinstance(s, Mapping)]
+    states = [s for s in info.get(si.INTERNAL_STATES) or [] if isinstance(s, Mapping)]
     gauges: dict[str, float] = {}
 
     def put(name: str, value: float | None) -> None:
         if value is not None:
             gauges[name] = value
 
-    throughputs = [_num(s.get("last_gen_throughput")) for s in states]
+    throughputs = [_num(s.get(si.LAST_GEN_THROUGHPUT)) for s in states]
     put("gen_throughput", math.fsum(t for t in throughputs if t is not None) if any(throughputs) else None)
     first = states[0] if states else {}
-    put("spec_accept_length", _num(first.get("avg_spec_accept_length")))
+    put("spec_accept_length", _num(first.get(si.AVG_SPEC_ACCEPT_LENGTH)))
     put("spec_num_steps", _num(first.get("speculative_num_steps", info.get("speculative_num_steps"))))
     put(
         "spec_num_draft_tokens",
         _num(first.get("speculative_num_draft_tokens", info.get("speculative_num_draft_tokens"))),
     )
-    memory = first.get("memory_usage")
-    capacity = _num(info.get("max_total_num_tokens"))
+    memory = first.get(si.MEMORY_USAGE)
+    capacity = _num(info.get(si.MAX_TOTAL_NUM_TOKENS))
     if capacity is None and isinstance(memory, Mapping):
         capacity = _num(memory.get("token_capacity"))
     put("max_total_num_tokens", capacity)

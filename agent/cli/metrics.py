@@ -1,0 +1,95 @@
+"""``agent metrics FILE|URL [--json]``: what the agent reads from a saved or live /metrics page.
+
+For an operator checking a page pasted into a ticket, or a server of another SGLang version: every
+Snapshot field the page feeds, with the metric it came from, and the fields the page cannot give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import httpx
+
+from agent.telemetry.page_view import page_fields, page_summary
+from agent.telemetry.scrape import parse_metrics
+
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "metrics",
+        help="show what the agent reads from a /metrics page (file, '-' for stdin, or URL)",
+        description=(
+            "Parse a saved or live SGLang /metrics page the way the agent's telemetry does and print "
+            "the Snapshot fields it feeds. A URL without a path gets /metrics appended."
+        ),
+    )
+    parser.add_argument(
+        "source", metavar="FILE|URL", help="a saved page, '-' for stdin, or http(s)://host:port[/metrics]"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a URL (default 10)")
+    parser.set_defaults(handler=run)
+
+
+def _read(source: str, timeout: float) -> str:
+    if source.startswith(("http://", "https://")):
+        url = httpx.URL(source)
+        if url.path in ("", "/"):
+            url = url.copy_with(path="/metrics")
+        try:
+            resp = httpx.get(url, timeout=timeout, follow_redirects=False)
+        except httpx.HTTPError as exc:
+            raise ValueError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code == 404:
+            raise ValueError(f"{url}: 404 — is the server started with --enable-metrics?")
+        if resp.status_code != 200:
+            raise ValueError(f"{url}: HTTP {resp.status_code}")
+        return resp.text
+    if source == "-":
+        return sys.stdin.read(MAX_PAGE_BYTES)
+    try:
+        with open(source, encoding="utf-8", errors="replace") as fh:
+            return fh.read(MAX_PAGE_BYTES)
+    except OSError as exc:
+        raise ValueError(f"{source}: {exc.strerror or exc}") from exc
+
+
+def _fmt(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.4g}"
+    return f"{int(value):,}"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = _read(args.source, args.timeout)
+    except ValueError as exc:
+        print(f"agent metrics: {exc}", file=sys.stderr)
+        return 2
+    reading = parse_metrics(text)
+    if args.json:
+        print(json.dumps(page_summary(reading), indent=2))
+        return 0
+    if reading.prefix is None:
+        print(
+            f"agent metrics: {args.source}: no SGLang metrics on this page (names start with sglang: or sglang_)"
+        )
+        return 1
+    fields = page_fields(reading)
+    width = max(len(f.field) for f in fields)
+    print(f"{args.source}: SGLang metrics with prefix {reading.prefix!r}")
+    for f in fields:
+        print(f"  {f.field:<{width}}  {_fmt(f.value):>14}  {f.source}")
+    if reading.missing:
+        print(f"not on this page: {', '.join(reading.missing)}")
+    if reading.skipped_lines:
+        print(f"{reading.skipped_lines} malformed line(s) skipped")
+    print("(one page has no rates: the agent computes tokens/s and recent percentiles from two readings)")
+    return 0

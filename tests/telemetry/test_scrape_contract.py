@@ -1,0 +1,55 @@
+"""The names the scraper reads, and the 0.5.23 page the tests use, come from the pinned wheel's source."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from agent.telemetry.scrape import COUNTERS, GAUGES, HISTOGRAMS, OLD_TIME_PER_OUTPUT_TOKEN
+
+from .conftest import FIXTURES, PAGE_0523
+
+pytestmark = pytest.mark.contract
+
+
+def _declared(src: Path) -> set[str]:
+    names: set[str] = set()
+    for path in (src / "srt/observability").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if (
+                        kw.arg == "name"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
+                        names.add(kw.value.value)
+    return names
+
+
+def test_every_name_we_read_is_declared_by_0523(sglang_src: Path) -> None:
+    declared = _declared(sglang_src)
+    wanted = {n for names, _ in GAUGES.values() for n in names}
+    wanted |= {sample for sample, _ in COUNTERS.values()}
+    wanted |= {n for names in HISTOGRAMS.values() for n in names if n != OLD_TIME_PER_OUTPUT_TOKEN}
+    missing = sorted(n for n in wanted if f"sglang:{n}" not in declared)
+    assert missing == []
+    assert f"sglang:{OLD_TIME_PER_OUTPUT_TOKEN}" not in declared  # really an older name
+
+
+def test_the_fixture_page_is_what_the_wheel_generates(sglang_wheel: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_pages", FIXTURES / "metrics" / "make_pages.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_pages"] = module
+    spec.loader.exec_module(module)
+    with zipfile.ZipFile(sglang_wheel) as wheel:
+        source = wheel.read(module.SOURCE).decode()
+    assert module.build(source) == PAGE_0523.read_bytes(), (
+        "regenerate with tests/fixtures/metrics/make_pages.py"
+    )
