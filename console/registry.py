@@ -29,7 +29,7 @@ class Command:
 SCREENS: tuple[tuple[str, str, str, str], ...] = (
     # (mode name, key, title, help)
     ("overview", "o", "Overview", "Throughput, load, speculation state, latency and health at a glance"),
-    ("kv", "k", "KV cache", "The KV pool, the reserve speculation costs, and what fits at a context length"),
+    ("kv", "k", "KV", "The KV pool, the reserve speculation costs, and what fits at a context length"),
     ("gpus", "g", "GPUs", "One row per GPU with a short history"),
     ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
     ("bench", "b", "Bench", "Run a concurrency sweep and see the recommended threshold"),
@@ -42,8 +42,8 @@ COMMANDS: tuple[Command, ...] = (
         Command(title, f"app.show('{mode}')", help_text, "Screens", key=key)
         for mode, key, title, help_text in SCREENS
     ),
-    Command("Pause view", "app.toggle_pause", "Freeze what is drawn; data keeps arriving", "View", "space"),
-    Command("Screenshot", "app.svg", "Save an SVG screenshot in the current directory", "View", "s"),
+    Command("Pause", "app.toggle_pause", "Freeze what is drawn; data keeps arriving", "View", "space"),
+    Command("SVG", "app.svg", "Save an SVG screenshot in the current directory", "View", "s"),
     Command("Help", "app.help", "Every command with its key", "App", "question_mark", key_display="?"),
     Command(
         "Leave field",

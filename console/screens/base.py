@@ -38,7 +38,7 @@ class LiveScreen(Screen[None]):
         yield StatusLine(id="status")
         with Container(id="body"):
             yield from self.compose_body()
-        yield Footer()
+        yield Footer(compact=True)
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError

@@ -70,14 +70,15 @@ class BenchScreen(LiveScreen):
         yield Static("Asking the agent whether it can run benchmarks…", id="bench-availability")
         with Horizontal(classes="form-row"):
             yield Label("concurrency")
-            yield Input("1,2,4,8,16,32,64,128,250", id="bench-levels")
+            yield Input("1,2,4,8,16,32,64,128,250", id="bench-levels", compact=True)
             yield Select(
                 [("compare on/off", "compare"), ("sweep as it runs", "sweep")],
                 value="compare",
                 allow_blank=False,
                 id="bench-mode",
+                compact=True,
             )
-            yield Button("Start", id="bench-start", classes="apply")
+            yield Button("Start", id="bench-start", classes="apply", compact=True)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
         yield Static("", id="bench-status")
         with Horizontal(id="bench-results"):
@@ -174,7 +175,9 @@ class BenchScreen(LiveScreen):
                 series.append(Series(arm, tuple(p[0] for p in pts), tuple(p[1] for p in pts), color))
         top = max((c for c, _ in rows), default=1)
         threshold = result.get("recommended_threshold")
-        self.query_one("#bench-chart", TimeChart).show(
+        chart = self.query_one("#bench-chart", TimeChart)
+        chart.add_class("-shown")
+        chart.show(
             ChartData(
                 title="tok/s vs concurrency (│ recommended threshold)",
                 series=tuple(series),

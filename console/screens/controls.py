@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Button, Input, Label, Static, Switch
+from textual.widgets import Button, Input, Label, Select, Static
 
 from agent.wire import ActionRequest, Plan
 from console.link import LinkError
@@ -33,27 +33,33 @@ class ControlsScreen(LiveScreen):
         yield Static(id="controls-now", classes="value")
         with Horizontal(classes="form-row"):
             yield Label("threshold", classes="field")
-            yield Input(id="in-threshold", type="integer", max_length=5, placeholder="running batch")
-            yield Button("Apply", id="apply-threshold", classes="apply")
+            yield Input(
+                id="in-threshold", type="integer", max_length=5, placeholder="running batch", compact=True
+            )
+            yield Button("Apply", id="apply-threshold", classes="apply", compact=True)
         with Horizontal(classes="form-row"):
             yield Label("steps", classes="field")
-            yield Input(id="in-steps", type="integer", max_length=3, placeholder="prebuilt step")
-            yield Button("Apply", id="apply-steps", classes="apply")
+            yield Input(
+                id="in-steps", type="integer", max_length=3, placeholder="prebuilt step", compact=True
+            )
+            yield Button("Apply", id="apply-steps", classes="apply", compact=True)
         with Horizontal(classes="form-row"):
             yield Label("topk", classes="field")
-            yield Input(id="in-topk", type="integer", max_length=3, placeholder="restart")
-            yield Button("Apply", id="apply-topk", classes="apply")
+            yield Input(id="in-topk", type="integer", max_length=3, placeholder="restart", compact=True)
+            yield Button("Apply", id="apply-topk", classes="apply", compact=True)
         with Horizontal(classes="form-row"):
             yield Label("adaptive", classes="field")
-            yield Switch(id="in-adaptive")
-            yield Button("Apply", id="apply-adaptive", classes="apply")
+            yield Select(
+                [("on", True), ("off", False)], value=True, allow_blank=False, id="in-adaptive", compact=True
+            )
+            yield Button("Apply", id="apply-adaptive", classes="apply", compact=True)
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
 
     def on_mount(self) -> None:
         if self.console.readonly:
-            for widget in self.query("Input, Switch, Button.apply"):
+            for widget in self.query("Input, Select, Button.apply"):
                 widget.disabled = True
             self.query_one("#control-result", Static).update(
                 Text("Read-only: controls are disabled.", style="cyan")
@@ -93,7 +99,7 @@ class ControlsScreen(LiveScreen):
 
     def _value(self, kind: Kind) -> int | bool | None:
         if kind == "adaptive":
-            return self.query_one("#in-adaptive", Switch).value
+            return bool(self.query_one("#in-adaptive", Select).value)
         text = self.query_one(f"#in-{kind}", Input).value.strip()
         try:
             return int(text)

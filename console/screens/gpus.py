@@ -46,8 +46,10 @@ class GpusScreen(LiveScreen):
         table: DataTable[str] = DataTable(id="gpu-table", cursor_type="row", zebra_stripes=True)
         yield table
 
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+    def _ensure_columns(self, table: DataTable[str]) -> None:
+        """Columns are added on the first paint: a paint may come before this screen's mount handler."""
+        if table.columns:
+            return
         table.add_column("GPU", key="index")
         for key, label, _ in COLUMNS[:2]:
             table.add_column(label, key=key)
@@ -65,6 +67,7 @@ class GpusScreen(LiveScreen):
             source = f"no GPU telemetry: {gpus.detail or gpus.state}  ({source})"
         self.query_one("#gpu-source", Static).update(source)
         table: DataTable[str] = self.query_one(DataTable)
+        self._ensure_columns(table)
         seen: set[str] = set()
         for gpu in gpus.devices:
             key = str(gpu.index)

@@ -71,10 +71,12 @@ class KvScreen(LiveScreen):
         yield Label("What-if", classes="section")
         with Horizontal(classes="form-row"):
             yield Label("context length")
-            yield Input("32768", id="whatif-context", type="integer", max_length=8)
+            yield Input("32768", id="whatif-context", type="integer", max_length=8, compact=True)
             yield Label("running")
-            yield Input("", id="whatif-running", type="integer", max_length=5, placeholder="now")
-            yield Button("Ask the agent", id="whatif-ask")
+            yield Input(
+                "", id="whatif-running", type="integer", max_length=5, placeholder="now", compact=True
+            )
+            yield Button("Ask the agent", id="whatif-ask", compact=True)
         yield Static("Ask the agent how many requests fit, with and without speculation.", id="whatif-result")
 
     def paint_body(self, model: ConsoleModel) -> None:

@@ -25,7 +25,7 @@ class LogsScreen(LiveScreen):
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="form-row"):
             yield Label("search")
-            yield Input(id="log-search", placeholder="text in the engine log (enter)")
+            yield Input(id="log-search", placeholder="text in the engine log (enter)", compact=True)
         yield Label("Engine log", classes="section")
         yield RichLog(id="engine-log", max_lines=TAIL_LINES, wrap=False)
         yield Label("Events and audit", classes="section")

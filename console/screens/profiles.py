@@ -66,10 +66,10 @@ class ProfilesScreen(LiveScreen):
             with Vertical(id="profiles-left"):
                 table: DataTable[str] = DataTable(id="profile-list", cursor_type="row")
                 yield table
-                yield Button("Diff", id="profile-diff")
-                yield Button("Load…", id="profile-load", classes="apply")
-                yield Input(id="profile-new-name", placeholder="new profile name")
-                yield Button("Save running as", id="profile-save", classes="apply")
+                yield Button("Diff", id="profile-diff", compact=True)
+                yield Button("Load…", id="profile-load", classes="apply", compact=True)
+                yield Input(id="profile-new-name", placeholder="new profile name", compact=True)
+                yield Button("Save running as", id="profile-save", classes="apply", compact=True)
             with Vertical(id="profiles-right"):
                 yield TextArea("", id="profile-toml", read_only=True, language=None, show_line_numbers=False)
                 yield Static("", id="profile-result")

@@ -1,0 +1,36 @@
+"""Fixtures for the console's tests (the helpers live in console_testkit, importable by name)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from console_testkit import READY_TIMEOUT_S, RunningAgent, _start_agent, _stop_agent, until_async
+
+
+@pytest.fixture
+async def agent() -> AsyncIterator[RunningAgent]:
+    """An agent with its simulated engine ready. Short temp path: UNIX socket paths are limited."""
+    root = Path(tempfile.mkdtemp(prefix="k25c-"))
+    running = _start_agent(root)
+    try:
+
+        async def ready() -> bool:
+            if running.proc.poll() is not None:
+                raise RuntimeError(f"agent exited {running.proc.returncode}: {running.log}")
+            if not running.socket.exists():
+                return False
+            status = await running.status()
+            return bool(status.get("engine_state") == "ready" and status.get("engine_url"))
+
+        try:
+            await until_async(ready, timeout_s=READY_TIMEOUT_S, what="the agent and its sim engine")
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\nagent log:\n{running.log}") from exc
+        yield running
+    finally:
+        _stop_agent(running)
+        shutil.rmtree(root, ignore_errors=True)

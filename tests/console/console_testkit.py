@@ -1,0 +1,159 @@
+"""The console tests' kit: a real ``agent serve --engine sim`` on a socket in a temp directory, and waits.
+
+The console is tested against the real agent and the simulated engine over real sockets; the only
+double is the simulated engine itself (it stands in for SGLang). Waiting is on conditions with a
+timeout, never a blind sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from io import StringIO
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from rich.console import Console
+from textual.app import App
+from textual.widgets import Static
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILES = REPO / "profiles"
+READY_TIMEOUT_S = 40.0
+
+T = TypeVar("T")
+
+
+async def until(condition: Callable[[], T], *, timeout_s: float = 20.0, what: str) -> T:
+    """Poll a condition that has no event to await (another process's state, a painted widget)."""
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # the thing polled may still be starting
+            last = exc
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what} (last error: {last!r})")
+        await asyncio.sleep(0.05)
+
+
+async def until_async(condition: Callable[[], Awaitable[T]], *, timeout_s: float = 20.0, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while True:
+        try:
+            value = await condition()
+            if value:
+                return value
+        except Exception as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what} (last error: {last!r})")
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class RunningAgent:
+    root: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def socket(self) -> Path:
+        return self.state_dir / "run" / "agent.sock"
+
+    @property
+    def token_path(self) -> Path:
+        return self.state_dir / "token"
+
+    @property
+    def log(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self.root / "agent.log").read_text(errors="replace")[-4000:]
+        return ""
+
+    def client(self) -> httpx.AsyncClient:
+        token = self.token_path.read_text().strip()
+        return httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=str(self.socket)),
+            base_url="http://agent",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10.0,
+        )
+
+    async def status(self) -> dict[str, Any]:
+        async with self.client() as client:
+            response = await client.get("/v1/status")
+            response.raise_for_status()
+            result: dict[str, Any] = response.json()
+            return result
+
+    async def live_state(self) -> dict[str, Any]:
+        """The engine's own read-back of the live speculation state, from its /server_info."""
+        url = (await self.status())["engine_url"]
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            info = (await client.get(f"{url}/server_info")).json()
+        state: dict[str, Any] = info["internal_states"][0]["adaptive_spec_live"]
+        return state
+
+
+def _start_agent(root: Path) -> RunningAgent:
+    profiles = root / "profiles"
+    profiles.mkdir(parents=True)
+    for shipped in PROFILES.glob("*.toml"):
+        shutil.copy(shipped, profiles / shipped.name)
+    argv = [
+        sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim",
+        "--profile", str(profiles / "local-sim.toml"), "--profiles-dir", str(profiles),
+        "--state-dir", str(root / "state"), "--gpus", "none", "--drain-timeout", "2",
+    ]  # fmt: skip
+    with (root / "agent.log").open("wb") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO,
+                                start_new_session=True)  # fmt: skip
+    return RunningAgent(root, proc)
+
+
+def _stop_agent(agent: RunningAgent) -> None:
+    engine_pid = None
+    with contextlib.suppress(Exception):
+        token = agent.token_path.read_text().strip()
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(agent.socket)), base_url="http://agent",
+                          headers={"Authorization": f"Bearer {token}"}, timeout=5.0) as client:  # fmt: skip
+            engine_pid = client.get("/v1/status").json().get("engine_pid")
+            client.post("/v1/agent/stop", json={"engine_too": True})
+        agent.proc.wait(timeout=15)
+    if agent.proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(agent.proc.pid, signal.SIGKILL)
+        agent.proc.wait(timeout=5)
+    if isinstance(engine_pid, int):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(engine_pid, signal.SIGKILL)
+
+
+def text_of(app: App[None], selector: str) -> str:
+    """The plain text a Static in the current screen shows (Text, str or any Rich renderable)."""
+    content = app.screen.query_one(selector, Static).content
+    if isinstance(content, str):
+        return content
+    plain = getattr(content, "plain", None)
+    if isinstance(plain, str):
+        return plain
+    buffer = StringIO()
+    Console(file=buffer, width=200, color_system=None).print(content)
+    return buffer.getvalue()
