@@ -79,7 +79,9 @@ def test_an_h200_host_is_told_why_it_does_not_fit_the_blackwell_profile(tmp_path
     assert not fits(checks)
 
 
-def test_doctor_command_prints_a_table_and_exits_1_for_the_h200_capture(capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_command_prints_a_table_and_exits_1_for_the_h200_capture(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     rc = main(
         [
             "doctor",
@@ -141,7 +143,7 @@ def test_a_gpu_with_a_narrower_maximum_link_is_named(tmp_path: Path) -> None:
     pcie = next(c for c in checks if c.name == "PCIe (max link)")
     assert pcie.status == "warn"
     assert "[5]" in pcie.fix
-    assert "7 × Gen5 x16, 1 × Gen5 x8" == pcie.found
+    assert pcie.found == "7 × Gen5 x16, 1 × Gen5 x8"
 
 
 def test_too_little_disk_and_no_python_fail_with_what_to_do(tmp_path: Path) -> None:
@@ -150,7 +152,7 @@ def test_too_little_disk_and_no_python_fail_with_what_to_do(tmp_path: Path) -> N
     assert "install python3.12" in next(c for c in checks if c.name == "python").fix
 
 
-class NVMLError_DriverNotLoaded(Exception):  # noqa: N801 - pynvml's own class name, which NvmlSampler matches
+class NVMLError_DriverNotLoaded(Exception):  # pynvml's class name, which NvmlSampler matches
     pass
 
 
