@@ -149,185 +149,195 @@ def threshold_unavailable_reason(profile: Profile) -> str | None:
 # --- Profile checks ------------------------------------------------------------------------------
 
 
-def _is_sm120(profile: Profile) -> bool:
-    return profile.stack.gpus.compute_capability.split(".")[0] == "12"
+class _Report:
+    """Collects the issues of one profile file."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.issues: list[ProfileIssue] = []
+
+    def error(self, key: str, rule: str) -> None:
+        self.issues.append(ProfileIssue(file=self.file, key=key, rule=rule, severity="error"))
+
+    def warning(self, key: str, rule: str) -> None:
+        self.issues.append(ProfileIssue(file=self.file, key=key, rule=rule, severity="warning"))
 
 
-def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssue]:
-    """Every SGLang 0.5.23 rule the profile breaks (severity ``error``) or trips silently (``warning``)."""
-    issues: list[ProfileIssue] = []
-
-    def error(key: str, rule: str) -> None:
-        issues.append(ProfileIssue(file=file, key=key, rule=rule, severity="error"))
-
-    def warning(key: str, rule: str) -> None:
-        issues.append(ProfileIssue(file=file, key=key, rule=rule, severity="warning"))
-
-    spec = profile.speculation
-    server = profile.server
-    flags = server.extra_flags
-
-    # Extra flags that repeat what the profile renders, or put secrets on the command line.
+def _check_extra_flags(profile: Profile, report: _Report) -> None:
+    """Extra flags must be 0.5.23 flags, must not fight the profile's keys, and must not carry secrets."""
+    flags = profile.server.extra_flags
     for name in flag_names(flags):
         if name in ("--api-key", "--admin-api-key"):
-            error(
+            report.error(
                 "server.extra_flags",
                 f"{name} would put the key on the command line (visible in /proc); "
                 "use server.api_key_file / server.admin_api_key_file",
             )
         elif name in RENDERED_FLAGS:
-            error(
+            report.error(
                 "server.extra_flags", f"{name} is rendered from {RENDERED_FLAGS[name]}; set it there instead"
             )
-
     for problem in extra_flag_problems(flags):
-        flag = problem.split(" ", 1)[0]
-        hint = RENAMED_FLAGS.get(flag)
-        error("server.extra_flags", f"{problem}; {hint}" if hint else problem)
+        hint = RENAMED_FLAGS.get(problem.split(" ", 1)[0])
+        report.error("server.extra_flags", f"{problem}; {hint}" if hint else problem)
+    if has_flag(flags, "--speculative-use-rejection-sampling") and (profile.speculation.eagle_topk or 1) != 1:
+        report.error(
+            "server.extra_flags", "--speculative-use-rejection-sampling requires speculation.eagle_topk = 1"
+        )
 
-    if _is_sm120(profile):
-        for name in flag_names(flags):
-            if name in SM120_FAILING_FLAGS:
-                error("server.extra_flags", f"{name}: {SM120_FAILING_FLAGS[name]}")
-        if server.attention_backend in SM120_FAILING_BACKENDS:
-            error(
-                "server.attention_backend",
-                f"{server.attention_backend!r} fails on SM120 GPUs: {SM120_FAILING_BACKENDS[server.attention_backend]}",
-            )
 
+def _check_sm120(profile: Profile, report: _Report) -> None:
+    """Settings SGLang 0.5.23 refuses at start-up on SM120 (RTX PRO 6000 Blackwell)."""
+    if profile.stack.gpus.compute_capability.split(".")[0] != "12":
+        return
+    for name in flag_names(profile.server.extra_flags):
+        if name in SM120_FAILING_FLAGS:
+            report.error("server.extra_flags", f"{name}: {SM120_FAILING_FLAGS[name]}")
+    backend = profile.server.attention_backend
+    if backend in SM120_FAILING_BACKENDS:
+        report.error(
+            "server.attention_backend", f"{backend!r} fails on SM120 GPUs: {SM120_FAILING_BACKENDS[backend]}"
+        )
+
+
+def _check_server(profile: Profile, report: _Report) -> None:
+    server = profile.server
     if not server.enable_metrics:
-        warning(
+        report.warning(
             "server.enable_metrics",
             "k25console always launches SGLang with --enable-metrics (its telemetry reads /metrics); false is ignored",
         )
-
     if not profile.speculative:
-        for key in ("threshold", "live_steps"):
-            if getattr(spec, key):
-                error(
-                    f"speculation.{key}", "has no effect without speculation (speculation.algorithm = 'none')"
-                )
-        return issues
-
-    steps = spec.num_steps or 1
-    topk = spec.eagle_topk or 1
-
+        return
     if profile.model.draft_path is None:
-        error(
+        report.error(
             "model.draft_path",
             "EAGLE3 needs the draft model's path: SGLang 0.5.23 fills it in only for DeepSeek/GLM-style "
             "MTP checkpoints, not for Kimi K2.5",
         )
-
     if server.max_running_requests is None:
-        warning(
+        report.warning(
             "server.max_running_requests",
             f"unset: SGLang 0.5.23 silently caps running requests at {IMPLICIT_MAX_RUNNING_REQUESTS} "
             "with EAGLE speculation; set it explicitly",
         )
-    if (
-        server.cuda_graph_max_bs is not None
-        and server.max_running_requests is not None
-        and server.cuda_graph_max_bs < server.max_running_requests
-    ):
-        warning(
+    elif server.cuda_graph_max_bs is not None and server.cuda_graph_max_bs < server.max_running_requests:
+        report.warning(
             "server.cuda_graph_max_bs",
             f"{server.cuda_graph_max_bs} is below server.max_running_requests ({server.max_running_requests}): "
             "decode batches larger than it run without CUDA graphs",
         )
 
-    # topk / steps / draft tokens (speculative_hook.py: _handle_eagle_family, _init_adaptive_speculative_params)
+
+def _check_shape(profile: Profile, report: _Report) -> None:
+    """topk / steps / draft tokens and page size (speculative_hook.py: _handle_eagle_family)."""
+    spec, server = profile.speculation, profile.server
+    steps, topk = spec.num_steps or 1, spec.eagle_topk or 1
     # In adaptive mode the draft width always follows the active tier (steps + 1); no warning there.
-    if (
-        topk == 1
-        and not spec.adaptive
-        and spec.num_draft_tokens is not None
-        and spec.num_draft_tokens != steps + 1
-    ):
-        warning(
+    forced = topk == 1 and not spec.adaptive and spec.num_draft_tokens not in (None, steps + 1)
+    if forced:
+        report.warning(
             "speculation.num_draft_tokens",
             f"{spec.num_draft_tokens} is replaced by SGLang 0.5.23 with num_steps + 1 = {steps + 1} "
             "when eagle_topk is 1",
         )
-    if topk > 1:
-        backend = server.attention_backend
-        if server.page_size > 1:
-            if backend is None:
-                warning(
-                    "server.attention_backend",
-                    f"unset with eagle_topk > 1 and page_size > 1: SGLang accepts only {', '.join(PAGE_TREE_SPEC_BACKENDS)} "
-                    "here and picks the backend itself (triton on SM120 for an MLA model); set it explicitly",
-                )
-            elif backend not in PAGE_TREE_SPEC_BACKENDS:
-                error(
-                    "server.attention_backend",
-                    f"{backend!r} with eagle_topk > 1 and page_size > 1 is refused by SGLang 0.5.23; "
-                    f"use one of {', '.join(PAGE_TREE_SPEC_BACKENDS)} or page_size 1",
-                )
-        if backend == "trtllm_mha":
-            error(
-                "speculation.eagle_topk", "trtllm_mha supports only eagle_topk = 1 for speculative decoding"
-            )
-        if backend == "flashinfer":
-            warning(
-                "speculation.eagle_topk",
-                "FlashInfer's MLA backend supports only eagle_topk = 1 for speculative decoding; "
-                "an MLA model such as Kimi K2.5 fails with flashinfer and topk > 1",
-            )
-    if has_flag(flags, "--speculative-use-rejection-sampling") and topk != 1:
-        error(
-            "server.extra_flags", "--speculative-use-rejection-sampling requires speculation.eagle_topk = 1"
+    if topk == 1:
+        return
+    backend = server.attention_backend
+    if server.page_size > 1 and backend is None:
+        report.warning(
+            "server.attention_backend",
+            f"unset with eagle_topk > 1 and page_size > 1: SGLang accepts only {', '.join(PAGE_TREE_SPEC_BACKENDS)} "
+            "here and picks the backend itself (triton on SM120 for an MLA model); set it explicitly",
+        )
+    elif server.page_size > 1 and backend not in PAGE_TREE_SPEC_BACKENDS:
+        report.error(
+            "server.attention_backend",
+            f"{backend!r} with eagle_topk > 1 and page_size > 1 is refused by SGLang 0.5.23; "
+            f"use one of {', '.join(PAGE_TREE_SPEC_BACKENDS)} or page_size 1",
+        )
+    if backend == "trtllm_mha":
+        report.error(
+            "speculation.eagle_topk", "trtllm_mha supports only eagle_topk = 1 for speculative decoding"
+        )
+    if backend == "flashinfer":
+        report.warning(
+            "speculation.eagle_topk",
+            "FlashInfer's MLA backend supports only eagle_topk = 1 for speculative decoding; "
+            "an MLA model such as Kimi K2.5 fails with flashinfer and topk > 1",
         )
 
-    # Adaptive speculation and the live controls.
-    unavailable = threshold_unavailable_reason(profile)
-    if spec.adaptive and adaptive_unsupported_reason(profile) is not None:
-        error(
+
+def _check_live_controls(profile: Profile, report: _Report) -> None:
+    """Adaptive mode, the threshold and the live steps (adaptive_spec_params.py, speculative_hook.py)."""
+    spec = profile.speculation
+    if not profile.speculative:
+        for key in ("threshold", "live_steps"):
+            if getattr(spec, key):
+                report.error(
+                    f"speculation.{key}", "has no effect without speculation (speculation.algorithm = 'none')"
+                )
+        return
+    unsupported = adaptive_unsupported_reason(profile)
+    if spec.adaptive and unsupported is not None:
+        report.error(
             "speculation.adaptive",
-            f"SGLang 0.5.23 would turn adaptive mode off at start-up ({adaptive_unsupported_reason(profile)}) "
+            f"SGLang 0.5.23 would turn adaptive mode off at start-up ({unsupported}) "
             "and the threshold and live steps would do nothing",
         )
-    elif unavailable is not None:
-        key = "speculation.eagle_topk" if topk != 1 else "speculation.adaptive"
-        warning(key, f"the live speculation threshold and step control are unavailable: {unavailable}")
+        return
+    unavailable = threshold_unavailable_reason(profile)
+    if unavailable is not None:
+        key = "speculation.eagle_topk" if (spec.eagle_topk or 1) != 1 else "speculation.adaptive"
+        report.warning(key, f"the live speculation threshold and step control are unavailable: {unavailable}")
         for k in ("threshold", "live_steps"):
             if getattr(spec, k):
-                error(f"speculation.{k}", f"has no effect: {unavailable}")
-    else:
-        if spec.threshold is not None and spec.threshold < 2:
-            error(
-                "speculation.threshold",
-                "must be at least 2: at 1 every batch would decode without speculation and the "
-                "speculating states would never be built (use speculation.algorithm = 'none' instead)",
-            )
-        choices = adaptive.live_step_choices(spec)
-        if spec.num_steps is not None and spec.num_steps not in choices:
-            error(
-                "speculation.num_steps",
-                f"{spec.num_steps} is not among speculation.live_steps {choices}; SGLang 0.5.23 refuses "
-                "to start when --speculative-num-steps is not in the adaptive candidate steps",
-            )
-        built = adaptive.live_step_choices(spec)
-        if len(built) > 1 and server.mem_fraction_static is None:
-            warning(
-                "server.mem_fraction_static",
-                f"unset with {len(built)} live step counts: SGLang captures CUDA graphs for each of them at "
-                "start-up and its default memory fraction does not budget for the extra sets; set it explicitly",
-            )
-        if spec.threshold is not None and has_flag(flags, "--cuda-graph-bs-decode"):
-            warning(
-                "speculation.threshold",
-                "with --cuda-graph-bs-decode in server.extra_flags SGLang routes a batch by its size padded up "
-                "to the next captured CUDA-graph size, so smaller batches than the threshold may already "
-                "decode without speculation",
-            )
-        if spec.threshold is None:
-            warning(
-                "speculation.threshold",
-                "unset: the 0-step state is not built at start-up, so a threshold cannot be set live later "
-                "without a restart",
-            )
-    return issues
+                report.error(f"speculation.{k}", f"has no effect: {unavailable}")
+        return
+    if spec.threshold is not None and spec.threshold < 2:
+        report.error(
+            "speculation.threshold",
+            "must be at least 2: at 1 every batch would decode without speculation and the "
+            "speculating states would never be built (use speculation.algorithm = 'none' instead)",
+        )
+    choices = adaptive.live_step_choices(spec)
+    if spec.num_steps is not None and spec.num_steps not in choices:
+        report.error(
+            "speculation.num_steps",
+            f"{spec.num_steps} is not among speculation.live_steps {choices}; SGLang 0.5.23 refuses "
+            "to start when --speculative-num-steps is not in the adaptive candidate steps",
+        )
+    if len(choices) > 1 and profile.server.mem_fraction_static is None:
+        report.warning(
+            "server.mem_fraction_static",
+            f"unset with {len(choices)} live step counts: SGLang captures CUDA graphs for each of them at "
+            "start-up and its default memory fraction does not budget for the extra sets; set it explicitly",
+        )
+    if spec.threshold is None:
+        report.warning(
+            "speculation.threshold",
+            "unset: the 0-step state is not built at start-up, so a threshold cannot be set live later "
+            "without a restart",
+        )
+    elif has_flag(profile.server.extra_flags, "--cuda-graph-bs-decode"):
+        report.warning(
+            "speculation.threshold",
+            "with --cuda-graph-bs-decode in server.extra_flags SGLang routes a batch by its size padded up "
+            "to the next captured CUDA-graph size, so smaller batches than the threshold may already "
+            "decode without speculation",
+        )
+
+
+def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssue]:
+    """Every SGLang 0.5.23 rule the profile breaks (severity ``error``) or trips silently (``warning``)."""
+    report = _Report(file)
+    _check_extra_flags(profile, report)
+    _check_sm120(profile, report)
+    _check_server(profile, report)
+    if profile.speculative:
+        _check_shape(profile, report)
+    _check_live_controls(profile, report)
+    return report.issues
 
 
 def errors_of(issues: list[ProfileIssue]) -> list[ProfileIssue]:
