@@ -44,6 +44,8 @@ LIVE_MODULE = "sglang/srt/speculative/adaptive_live_control.py"
 READBACK_MODULE = "sglang/srt/speculative/adaptive_live_readback.py"
 
 # What agent/sglang/adaptive.py renders for threshold 4 and live steps 1..3.
+REPO = Path(__file__).resolve().parents[2]
+
 THRESHOLD_CONFIG = {"1": {"candidate_steps": [1, 2, 3]}, "4": {"candidate_steps": [0]}}
 
 
@@ -382,3 +384,49 @@ def test_every_rank_decides_the_same(patched_sglang: Any, tmp_path: Path, reques
             assert len({r.set(**request) for r in ranks}) == 1
     assert ranks[0].readback() == ranks[1].readback()
     json.dumps(ranks[0].readback())  # plain JSON types: it crosses msgpack IPC and HTTP
+
+
+# ------------------------------------------------------------- the simulated engine speaks the same
+
+
+async def test_the_simulated_engine_speaks_the_patch_keys_and_read_back(
+    patched_sglang: Any, tmp_path: Path
+) -> None:
+    """Same requests to the patched SGLang classes and to the sim's HTTP surface: same keys, same
+    verdicts, same read-back field and keys, same live values."""
+    import httpx
+
+    from agent.profile.store import load_profile
+    from agent.sglang.adaptive import adaptive_config
+    from agent.sim.server import run_sim
+
+    profile = load_profile(REPO / "profiles" / "kimi-k25-eagle3.toml")
+    config = adaptive_config(profile)
+    assert config is not None
+    rank = Rank(patched_sglang, config, tmp_path, initial_steps=profile.speculation.num_steps or 3)
+    live = patched_sglang.live_control
+    field = patched_sglang.live_readback.READBACK_FIELD
+    requests: list[dict[str, Any]] = [
+        {live.LIVE_THRESHOLD_KEY: 8},
+        {live.LIVE_STEPS_KEY: 2},
+        {live.LIVE_STEPS_KEY: 5},  # not built
+        {live.LIVE_STEPS_KEY: 0},  # 0 is the threshold's job
+        {live.LIVE_THRESHOLD_KEY: -1},
+        {"adaptive_spec_bogus": 1},  # a key the patch does not add
+        {live.LIVE_THRESHOLD_KEY: 16, live.LIVE_STEPS_KEY: 1},
+    ]
+    async with run_sim(profile, port=0, speedup=50.0) as sim, httpx.AsyncClient(base_url=sim.url) as http:
+        for body in requests:
+            answer = await http.post("/set_internal_state", json={"server_args": body})
+            assert answer.status_code == 200
+            assert answer.json() == [rank.set(**body)], body
+        info = (await http.get("/server_info")).json()
+    sim_view = info["internal_states"][0][field]
+    patch_view = rank.readback()[field]
+    assert list(sim_view) == list(patch_view) == list(live_control.READBACK_KEYS)
+    assert set(sim_view["slots"]) == set(patch_view["slots"])
+    for key in sim_view["slots"]:
+        assert set(sim_view["slots"][key]) == set(patch_view["slots"][key])
+    for key in ("threshold", "pinned_steps", "prebuilt_steps"):
+        assert sim_view[key] == patch_view[key], key
+    assert (sim_view["threshold"], sim_view["pinned_steps"]) == (16, 1)
