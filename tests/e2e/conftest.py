@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .agent_proc import AgentProc, running_agent
 from .sshd import Sshd, running_sshd
 
 
@@ -22,3 +23,17 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     current user, and a known_hosts file naming ``[127.0.0.1]:PORT``."""
     with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def shared_agent() -> Iterator[AgentProc]:
+    """One agent on the simulated engine for the tests of a module that do not break it."""
+    with running_agent() as agent:
+        yield agent
+
+
+@pytest.fixture
+def fresh_agent() -> Iterator[AgentProc]:
+    """An agent of the test's own, for the tests that kill, fill or restart things."""
+    with running_agent() as agent:
+        yield agent
