@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sglang_exec import Bags, allocation_sizing
 
 from agent.profile import load_profile, parse_profile
@@ -81,6 +83,30 @@ def test_formulas_match_sglang(
     assert (
         module.get_req_to_token_extra_context_len() == kv.req_to_token_extra_context_len(shape, page) == extra
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.integers(0, 16),
+    topk=st.integers(1, 16),
+    draft=st.integers(1, 256),
+    widest_extra=st.one_of(st.none(), st.integers(0, 64)),
+    page=st.sampled_from([1, 2, 4, 16, 32, 64, 128]),
+)
+def test_formulas_match_sglang_on_random_shapes(
+    sizing: tuple[types.ModuleType, Bags],
+    steps: int,
+    topk: int,
+    draft: int,
+    widest_extra: int | None,
+    page: int,
+) -> None:
+    module, bags = sizing
+    shape = SpecShape(steps, topk, draft, None if widest_extra is None else draft + widest_extra)
+    _configure(bags, shape, page)
+    assert module.get_alloc_len_per_decode() == kv.alloc_len_per_decode(shape, page)
+    assert module.get_alloc_reserve_per_decode() == kv.reserve_per_decode(shape, page)
+    assert module.get_req_to_token_extra_context_len() == kv.req_to_token_extra_context_len(shape, page)
 
 
 @pytest.mark.parametrize("page", [1, 16, 64])
