@@ -27,7 +27,10 @@ def sglang_wheel_path() -> Path:
     found = sorted(cache.glob(pattern))
     if not found:
         cache.mkdir(parents=True, exist_ok=True)
+        # The wheel the reference describes (cp311, manylinux x86_64), whatever Python or OS runs the tests:
+        # only its source is read, so the target tags are fixed rather than taken from this interpreter.
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        cmd += ["--python-version", "3.11", "--implementation", "cp", "--platform", "manylinux_2_34_x86_64"]
         cmd += ["--dest", str(cache), f"sglang=={SGLANG_PIN}"]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         found = sorted(cache.glob(pattern))
