@@ -115,7 +115,9 @@ class ConsoleApp(App[None]):
                     await self._check_agent()
                 self.model.set_link(LinkStatus("connected"))
                 attempt = 0
-                async for item in self.client.stream(self.model.last_seq):
+                # since=0 on the first connect: the agent's ring buffer (an hour) becomes the charts' history.
+                since = self.model.last_seq if self.model.last_seq is not None else 0
+                async for item in self.client.stream(since):
                     if self.model.ingest(item):
                         self._arrival = time.perf_counter()
                         self.post_message(ModelUpdated(self.model.version))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from console_testkit import READY_TIMEOUT_S, RunningAgent, _start_agent, _stop_agent, until_async
+from e2e.sshd import Sshd, running_sshd  # tests/e2e: the suite's real-sshd recipe
 
 
 @pytest.fixture
@@ -34,3 +35,10 @@ async def agent() -> AsyncIterator[RunningAgent]:
     finally:
         _stop_agent(running)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A real OpenSSH sshd on 127.0.0.1 (the e2e suite's recipe), for the SSH link's tests."""
+    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
+        yield server
