@@ -76,3 +76,18 @@ def test_the_check_would_catch_a_forbidden_import() -> None:
         ["agent", "agent.wire.snapshot", "agent.profile", "agent.sglang.kv"]
     )
     assert found == ["agent.sglang.kv"]
+
+
+def test_the_static_contract_names_every_agent_subpackage_but_wire_and_profile() -> None:
+    """import-linter's forbidden list is explicit; a new agent subpackage must be added to it."""
+    import pkgutil
+    import tomllib
+
+    import agent
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    console_contract = next(c for c in contracts if c["source_modules"] == ["console"])
+    subpackages = {f"agent.{m.name}" for m in pkgutil.iter_modules(agent.__path__) if m.ispkg}
+    expected = {name for name in subpackages if name.split(".")[1] not in ALLOWED_AGENT}
+    assert expected <= set(console_contract["forbidden_modules"])
