@@ -36,7 +36,9 @@ class MetricsReading:
 
 
 def parse_metrics(text: str) -> MetricsReading:
-    """Sum each metric over its label sets (tp/pp ranks, is_streaming) in SGLang's exposition text."""
+    """Sum each metric over its label sets (tp/pp ranks, is_streaming) in SGLang's exposition text.
+
+    None for a metric the server does not declare at all (e.g. no speculation counters)."""
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         name = family.name
@@ -46,6 +48,8 @@ def parse_metrics(text: str) -> MetricsReading:
                 break
         else:
             continue
+        # A declared labelled counter with no series yet (nothing counted so far) reads 0.
+        totals.setdefault(name, 0.0)
         for sample in family.samples:
             if sample.name.endswith(("_created", "_bucket", "_count", "_sum")):
                 continue

@@ -1,0 +1,231 @@
+"""The benchmark against the simulated engine over real HTTP (the engine is the only double).
+
+Small shapes (short prompts and outputs, high speedup) keep each test to a few seconds; the figures
+the issue asks for come from full runs with ``agent bench compare`` (see the report), not from here.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.bench.compare import run_compare
+from agent.bench.options import BenchOptions
+from agent.bench.runner import BenchEvent, BenchRuns
+from agent.bench.store import BenchStore
+from agent.bench.sweep import RunTracker, SweepSession, make_client, run_sweep
+from agent.profile.store import load_profile
+from agent.sglang import kv
+from agent.sglang.live_control import READBACK_FIELD
+from agent.sim.server import run_sim
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+EAGLE3 = load_profile(PROFILES / "kimi-k25-eagle3.toml")
+TREE = load_profile(PROFILES / "kimi-k25-eagle3-tree.toml")
+BASELINE = load_profile(PROFILES / "kimi-k25-baseline.toml")
+SMALL = BenchOptions(concurrency=(1, 8), input_len=64, output_len=32, requests_per_level=8, warmup_requests=1)
+
+
+def _generated(sim: Any) -> int:
+    return sum(sim.engine.stats.generation_tokens.values())
+
+
+async def _threshold(url: str) -> int:
+    async with httpx.AsyncClient() as http:
+        info = (await http.get(f"{url}/server_info")).json()
+    return int(info["internal_states"][0][READBACK_FIELD]["threshold"])
+
+
+@pytest.mark.parametrize("chat", [False, True], ids=["generate", "chat"])
+async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> None:
+    """Output tok/s measured by the client = tokens the engine generated in the window / window, ±2 %."""
+    options = BenchOptions(
+        concurrency=(16,), input_len=128, output_len=64, requests_per_level=48, warmup_requests=0, chat=chat
+    )
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=5) as sim, make_client(options) as client:
+        session = SweepSession(sim.url, options, client, RunTracker(total=48))
+        await session.prepare()
+        before = _generated(sim)
+        level = await session.level("sweep", 16, 0, 1)
+        engine_tokens = _generated(sim) - before
+    assert level["completed"] == 48 and level["failed"] == 0
+    engine_rate = engine_tokens / level["duration"]
+    assert level["output_throughput"] == pytest.approx(engine_rate, rel=0.02)
+    assert level["engine_output_throughput"] == pytest.approx(engine_rate, rel=0.02)
+    assert level["engine_max_running_reqs"] == 16 and level["concurrency_reached"] is True
+    assert level["client_cpu_fraction"] < 1.0
+
+
+def _bench_serving_result_keys(serving_py: Path) -> set[str]:
+    """The keys of the result dict bench_serving writes (the dict literal holding output_throughput)."""
+    tree = ast.parse(serving_py.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            if {"output_throughput", "max_concurrent_requests", "p99_itl_ms"} <= keys:
+                return keys
+    raise AssertionError("bench_serving's result dict not found")
+
+
+@pytest.mark.contract
+async def test_level_fields_carry_bench_servings_names(sglang_src: Path) -> None:
+    names = _bench_serving_result_keys(sglang_src / "benchmark" / "serving.py")
+    # Run arguments, the embedded server_info (it carries API keys) and tokenizer-only figures are not ours.
+    not_measured = {"tag", "backend", "dataset_name", "request_rate", "sharegpt_output_len", "random_input_len",
+                    "random_output_len", "random_range_ratio", "server_info", "total_input_text_tokens",
+                    "total_input_vision_tokens", "total_output_tokens_retokenized"}  # fmt: skip
+    assert "mean_ttft_ms" in names and "accept_length" in names
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=1) as sim:
+        result = await run_sweep(
+            sim.url, BenchOptions(concurrency=(2,), input_len=32, output_len=8, requests_per_level=2)
+        )
+    level = result["levels"][0]
+    assert sorted(names - not_measured - set(level)) == []
+    assert level["max_concurrency"] == 2 and level["accept_length"] > 1.0
+
+
+async def test_compare_forces_each_mode_and_restores_the_threshold() -> None:
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=2) as sim:
+        original = await _threshold(sim.url)
+        result = await run_compare(sim.url, SMALL)
+        assert await _threshold(sim.url) == original
+    assert result["live_control"] == {
+        "available": True,
+        "reason": None,
+        "original_threshold": original,
+        "restored": True,
+    }
+    for row in result["levels"]:
+        on, off, adaptive = row["on"], row["off"], row["adaptive"]
+        assert on["accept_length"] > 1.5, "threshold 0 must speculate"
+        assert off["accept_length"] == pytest.approx(1.0, abs=0.05), "threshold 1 must not"
+        assert row["envelope"] == max(on["output_throughput"], off["output_throughput"])
+        assert row["ratios"]["adaptive"] == pytest.approx(adaptive["output_throughput"] / row["envelope"])
+    # Below the profile's threshold (4) adaptive speculates, at 8 it does not.
+    assert result["levels"][0]["adaptive"]["accept_length"] > 1.5
+    assert result["levels"][1]["adaptive"]["accept_length"] == pytest.approx(1.0, abs=0.05)
+    assert isinstance(result["recommended_threshold"], int)
+    spec = kv.spec_shape_for_profile(EAGLE3)
+    assert result["off_memory"]["kv_reserve_per_request_tokens"] == kv.reserve_per_decode(
+        spec, EAGLE3.server.page_size
+    )
+    assert "not a server without a drafter" in result["off_note"]
+
+
+async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseline() -> None:
+    async with (
+        run_sim(TREE, port=0, speedup=50, seed=3) as tree,
+        run_sim(BASELINE, port=0, speedup=50, seed=3) as base,
+    ):
+        result = await run_compare(tree.url, SMALL, baseline_url=base.url)
+    live = result["live_control"]
+    assert live["available"] is False
+    assert "speculative_eagle_topk=4 (only topk=1 is supported)" in live["reason"]
+    assert live["measured_as_configured"] == "on"
+    for row in result["levels"]:
+        assert row["off"] == {"unavailable": live["reason"]} and row["adaptive"] == {
+            "unavailable": live["reason"]
+        }
+        assert row["on"]["accept_length"] > 1.5
+        assert row["baseline"]["accept_length"] is None
+        assert row["baseline"]["output_throughput"] > 0
+    assert result["baseline_server"]["speculative_algorithm"] in (None, "NONE", "none")
+    assert "baseline_ahead_at" in result["summary"]
+    assert result["recommended_threshold"] is None
+
+
+async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_path: Path) -> None:
+    events: list[BenchEvent] = []
+    on_arm_started = asyncio.Event()
+
+    def publish(event: BenchEvent) -> None:
+        events.append(event)
+        if event.name == "bench.progress" and event.data.get("arm") == "on":
+            on_arm_started.set()
+
+    runs = BenchRuns(BenchStore(tmp_path), publish)
+    body = {
+        "mode": "compare",
+        "concurrency": [2, 4],
+        "input_len": 64,
+        "output_len": 64,
+        "requests_per_level": 16,
+    }
+    async with run_sim(EAGLE3, port=0, speedup=20, seed=4) as sim:
+        bench_id = runs.start(sim.url, body)
+        assert runs.list()[0]["state"] == "running"
+        await asyncio.wait_for(on_arm_started.wait(), 60)
+    record = await runs.wait(bench_id)
+    assert record["state"] == "failed"
+    assert "engine stopped answering" in record["error"] or "not up" in record["error"]
+    assert "could not restore the live threshold" in record["error"]
+    assert events[0].name == "bench.started" and events[-1].name == "bench.failed"
+    assert runs.list()[0]["state"] == "failed"
+
+
+async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
+    runs = BenchRuns(BenchStore(tmp_path))
+    body = {"concurrency": [2, 4, 8], "input_len": 64, "output_len": 64, "requests_per_level": 24}
+    async with run_sim(EAGLE3, port=0, speedup=20, seed=6) as sim:
+        original = await _threshold(sim.url)
+        bench_id = runs.start(sim.url, body)
+
+        async def forced_off() -> None:
+            while await _threshold(sim.url) != 1:
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(forced_off(), 60)
+        assert runs.cancel(bench_id)
+        record = await runs.wait(bench_id)
+        assert await _threshold(sim.url) == original
+    assert record["state"] == "cancelled"
+    assert runs.cancel(bench_id) is False
+
+
+async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> None:
+    runs = BenchRuns(BenchStore(tmp_path))
+    bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1]})
+    record = await runs.wait(bench_id)
+    assert record["state"] == "failed" and "the engine is not up" in record["error"]
+
+
+async def _agent(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.cli.main", "bench", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_cli_sweep_writes_json_and_uses_the_api_key(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("s3cret\n")
+    out = tmp_path / "sweep.json"
+    shape = ["--concurrency", "1,2", "--requests-per-level", "2", "--input-len", "32", "--output-len", "8"]
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=7, api_key="s3cret") as sim:
+        rc, stdout, stderr = await _agent(
+            "sweep", "--url", sim.url, *shape, "--json", str(out), "--api-key-file", str(key_file)
+        )
+        assert rc == 0, stderr
+        rc_nokey, _, err_nokey = await _agent("sweep", "--url", sim.url, *shape)
+    result = json.loads(out.read_text())
+    assert [lv["max_concurrency"] for lv in result["levels"]] == [1, 2]
+    assert all(lv["completed"] == 2 and lv["total_output_tokens"] == 16 for lv in result["levels"])
+    assert "out tok/s" in stdout
+    assert "s3cret" not in out.read_text()
+    assert rc_nokey == 1 and "401" in err_nokey
+
+
+async def test_cli_refuses_bad_options_before_sending_anything() -> None:
+    rc, _, err = await _agent("sweep", "--url", "http://127.0.0.1:9", "--concurrency", "1,0")
+    assert rc == 2 and "--concurrency" in err and "from 1 to 4096" in err
+    rc, _, err = await _agent("compare", "--url", "http://127.0.0.1:9", "--api-key-file", "/nonexistent/key")
+    assert rc == 2 and "--api-key-file" in err
