@@ -138,9 +138,13 @@ def create_app(daemon: Daemon) -> FastAPI:
     @api.get("/profiles")
     async def list_profiles() -> dict[str, Any]:
         running = daemon.profile.identity.name
+        launched_from = daemon.config.profile_path.resolve()
         out = []
         for f in daemon.library.list():
-            out.append({"name": f.name, "path": str(f.path), "running": f.name == running})
+            is_running = f.name == running or (
+                f.path.resolve() == launched_from and daemon.profile == daemon.config.profile
+            )
+            out.append({"name": f.name, "path": str(f.path), "running": is_running})
         return {"profiles": out}
 
     @api.get("/profiles/{name}")

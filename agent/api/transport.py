@@ -93,11 +93,15 @@ def bind_unix(path: Path) -> socket.socket:
     return sock
 
 
-def remove_socket(path: Path, sock: socket.socket) -> None:
-    """Remove our socket file, unless another agent has replaced it since."""
+def socket_identity(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_dev, st.st_ino
+
+
+def remove_socket(path: Path, identity: tuple[int, int]) -> None:
+    """Remove our socket file, unless another agent has replaced it since (compared by inode)."""
     with contextlib.suppress(OSError):
-        bound = sock.getsockname()
-        if bound == str(path) and path.is_socket():
+        if socket_identity(path) == identity:
             path.unlink()
 
 

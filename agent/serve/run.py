@@ -12,13 +12,14 @@ from pathlib import Path
 import uvicorn
 
 from agent.api.app import create_app
-from agent.api.transport import remove_socket
+from agent.api.transport import remove_socket, socket_identity
 from agent.serve.daemon import Daemon, ServeConfig
 
 log = logging.getLogger(__name__)
 
 
 async def serve(config: ServeConfig, token: str, sock: socket.socket, socket_path: Path | None) -> int:
+    identity = socket_identity(socket_path) if socket_path is not None else None
     daemon = Daemon(config, token)
     await daemon.start()
     app = create_app(daemon)
@@ -28,6 +29,9 @@ async def serve(config: ServeConfig, token: str, sock: socket.socket, socket_pat
 
     async def exit_when_asked() -> None:
         await daemon.exit_requested.wait()
+        if daemon.stop_engine_on_exit:
+            # Before the API goes away, so `agent stop --engine-too` returns once the engine is gone.
+            await daemon.supervisor.stop(drain_timeout_s=config.drain_timeout_s)
         daemon.hub.close()
         server.should_exit = True
 
@@ -46,6 +50,6 @@ async def serve(config: ServeConfig, token: str, sock: socket.socket, socket_pat
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
         await daemon.shutdown()
-        if socket_path is not None:
-            remove_socket(socket_path, sock)
+        if socket_path is not None and identity is not None:
+            remove_socket(socket_path, identity)
     return 0

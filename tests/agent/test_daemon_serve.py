@@ -378,7 +378,8 @@ def test_status_and_stop_commands(make_agent: Any) -> None:
         [*cli, "stop", *where, "--engine-too"], capture_output=True, text=True, cwd=REPO, timeout=90
     )
     assert both.returncode == 0, both.stderr
-    wait_until(lambda: not pid_alive(status["engine_pid"]), timeout_s=30, what="the engine to exit")
+    assert not pid_alive(status["engine_pid"])  # gone before the agent answered no more
+    assert agent.proc is not None and agent.proc.wait(timeout=30) == 0
     assert agent.record() is None
 
 
