@@ -234,3 +234,29 @@ def revert_patches(plan: InstallPlan, say: Say) -> Outcome:
         lambda: write_manifest(current.build, _manifest(plan, current.build, current.site_packages, False)),
     )
     return Outcome("reverted", current.build, manifest_path(current.build))
+
+
+def stack_problems(venv: Path) -> list[str]:
+    """Why the stack at ``venv`` should not be launched (empty when it is as ``agent install`` left it).
+
+    For the engine to check before it starts SGLang: a stack without a manifest never verified, and a
+    patched file whose hash changed since (a reinstall, a hand edit) no longer has the live controls
+    the console relies on.
+    """
+    build = venv.expanduser()
+    manifest = read_manifest(build)
+    if manifest is None:
+        return [f"{build} has no readable {manifest_path(build).name}; run agent install"]
+    site = _site_packages_of(build.resolve())
+    if site is None:
+        return [f"{build} has no site-packages; run agent install"]
+    problems = [
+        f"{path} changed since agent install (sha256 differs); run agent install"
+        for path, digest in manifest.patched_files.items()
+        if not (site / path).is_file() or file_sha256(site / path) != digest
+    ]
+    if not manifest.patches:
+        problems.append(
+            "the patch set is not applied (agent install --revert-patches was run); run agent install"
+        )
+    return problems

@@ -18,6 +18,7 @@ import tomli_w
 from install_wheels import build_index, build_wheel
 
 from agent.cli.main import main
+from agent.install.installer import stack_problems
 from agent.install.manifest import MANIFEST_NAME, manifest_hash, read_manifest
 from agent.install.patching import PatchState, detect_state, file_sha256
 from agent.install.patchset import load_patch_set
@@ -174,6 +175,7 @@ def test_revert_patches_then_install_patches_in_place(
     assert not (site / "sglang/srt/speculative/adaptive_live_control.py").exists()
     manifest = read_manifest(venv)
     assert manifest is not None and manifest.patches == [] and manifest.patch_set_sha256 is None
+    assert stack_problems(venv)[-1].startswith("the patch set is not applied")
 
     capsys.readouterr()
     assert _install(profile, venv, indexes["good"]) == 0
@@ -221,8 +223,13 @@ def test_a_hand_edited_stack_is_rebuilt_beside_it(
     assert _install(profile, venv, indexes["good"]) == 0
     previous = venv.resolve()
     spec = _site(venv) / "sglang/srt/speculative/adaptive_spec_params.py"
+    assert stack_problems(venv) == []
     spec.write_text(spec.read_text() + "\n# hand edit\n")
+    assert stack_problems(venv) == [
+        "sglang/srt/speculative/adaptive_spec_params.py changed since agent install (sha256 differs); run agent install"
+    ]
     assert _install(profile, venv, indexes["good"]) == 0
+    assert stack_problems(venv) == []
     assert venv.resolve() != previous
     assert previous.exists()  # kept as the previous build
     assert json.loads((venv / MANIFEST_NAME).read_text())["patch_set_sha256"] == load_patch_set().sha256
