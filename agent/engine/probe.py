@@ -17,3 +17,23 @@ async def is_ready(http: httpx.AsyncClient, url: str, timeout_s: float = 5.0) ->
         if response.status_code != 200:
             return False
     return True
+
+
+async def requests_in_flight(http: httpx.AsyncClient, url: str, timeout_s: float = 5.0) -> int | None:
+    """Running plus queued requests, read fresh from /metrics (a drain must not trust a stale tick).
+
+    None when the engine cannot say (no metrics, not answering): the drain then does not wait.
+    """
+    from agent.telemetry.scrape import parse_metrics
+
+    try:
+        response = await http.get(url + "/metrics", timeout=timeout_s)
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    reading = parse_metrics(response.text)
+    running, queued = reading.gauge_int("running"), reading.gauge_int("queued")
+    if running is None and queued is None:
+        return None
+    return (running or 0) + (queued or 0)

@@ -72,6 +72,10 @@ class RunningEngine:
         return proc.is_same_process(self.pid, self.start_ticks)
 
 
+async def _unknown() -> int | None:
+    return None
+
+
 def port_in_use(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):
@@ -91,7 +95,7 @@ class Supervisor:
         spec_for: Callable[[Profile], EngineSpec],
         emit: Emit,
         policy: RestartPolicy | None = None,
-        running_requests: Callable[[], int | None] = lambda: None,
+        running_requests: Callable[[], Awaitable[int | None]] | None = None,
         drain_hooks: list[Callable[[], Awaitable[None]]] | None = None,
         poll_s: float = 0.2,
     ) -> None:
@@ -102,7 +106,7 @@ class Supervisor:
         self.spec_for = spec_for
         self.emit = emit
         self.policy = policy or RestartPolicy()
-        self.running_requests = running_requests
+        self.running_requests = running_requests or _unknown
         self.drain_hooks = drain_hooks if drain_hooks is not None else []
         self.poll_s = poll_s
         self.state: EngineState = "stopped"
@@ -407,20 +411,27 @@ class Supervisor:
     async def _drain(self, timeout_s: float) -> None:
         """Stop our own traffic, then wait for the engine's running requests to finish (bounded)."""
         self._set_state("draining")
-        self.emit("engine.draining", f"Draining: waiting up to {timeout_s:.0f} s for running requests", {})
         for hook in self.drain_hooks:
             with contextlib.suppress(Exception):
                 await hook()
+        in_flight = await self.running_requests()
+        self.emit(
+            "engine.draining",
+            f"Draining: waiting up to {timeout_s:.0f} s for {in_flight if in_flight is not None else 'the'} "
+            "running requests",
+            {"in_flight": in_flight},
+        )
         deadline = time.monotonic() + timeout_s
+        running: int | None = None
         while time.monotonic() < deadline:
-            running = self.running_requests()
+            running = await self.running_requests()
             if not running:
                 return
             await asyncio.sleep(self.poll_s)
         self.emit(
             "engine.drain_timeout",
-            f"{self.running_requests()} requests still running after {timeout_s:.0f} s; stopping anyway",
-            {},
+            f"{running} requests still running after {timeout_s:.0f} s; stopping anyway",
+            {"running": running},
         )
 
     async def _stop_locked(self, drain_timeout_s: float) -> None:

@@ -26,6 +26,7 @@ from agent.control.audit import AuditLog
 from agent.control.library import ProfileLibrary
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
+from agent.engine.probe import requests_in_flight
 from agent.engine.record import EngineKind
 from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
 from agent.engine.supervisor import Supervisor
@@ -146,9 +147,9 @@ class Daemon:
         if "authorization" not in request.headers:
             request.headers.update(self.engine_headers(admin=False))
 
-    def _running_requests(self) -> int | None:
-        snap = self.hub.snapshots.latest()
-        return snap.load.running if snap is not None else None
+    async def _running_requests(self) -> int | None:
+        url = self.supervisor.url
+        return None if url is None else await requests_in_flight(self.http, url)
 
     async def _profile_applied(self, profile: Profile) -> None:
         self.set_tick_interval(profile.telemetry.tick_interval_s)

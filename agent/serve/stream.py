@@ -21,7 +21,12 @@ StreamItem = Snapshot | Event
 
 class StreamHub:
     def __init__(self, *, max_age_s: float = 3600.0, clock: Callable[[], float] = time.time) -> None:
-        self.cursor = SeqCursor()
+        # Start the cursor at the wall clock in milliseconds, not at 1: a console that followed the
+        # previous agent run holds that run's last seq and asks for everything after it; a restarted
+        # agent numbering from 1 would have every new item dropped as "already seen" until it caught
+        # up (an hour of blank charts after an hour-long run). Runs never produce 1000 items a second,
+        # so every seq of this run is above every seq of an earlier one.
+        self.cursor = SeqCursor(start=int(clock() * 1000))
         self.snapshots: RingBuffer[Snapshot] = RingBuffer(
             max_age_s=max_age_s, max_items=20_000, cursor=self.cursor, clock=clock
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from daemon_harness import ENGINE_KEY, REPO, Agent, pid_alive, read_stream, wait_until
+from daemon_harness import ENGINE_KEY, REPO, Agent, pid_alive, read_stream
 
 from agent.sglang import live_control
 from agent.wire import Event, Plan, Snapshot
@@ -391,3 +391,51 @@ def test_listen_refuses_a_public_address(make_agent: Any) -> None:
     assert done.returncode == 2
     assert "not a loopback address" in done.stderr
     assert agent.record() is None  # nothing was started
+
+
+async def test_confirmed_restart_drains_running_requests_first(make_agent: Any) -> None:
+    import asyncio
+
+    agent: Agent = make_agent("sim-restart", extra=["--drain-timeout", "60"]).start()
+    before = agent.wait_state("ready")
+    url = before["engine_url"]
+    body = {"text": "hello " * 64, "sampling_params": {"max_new_tokens": 160, "ignore_eos": True}}
+    engine_headers = {"Authorization": f"Bearer {ENGINE_KEY}"}
+    async with httpx.AsyncClient(timeout=120, headers=engine_headers) as engine, agent.client() as c:
+        since = (await c.get("/v1/status")).json()["last_seq"]
+        load = [asyncio.create_task(engine.post(url + "/generate", json=body)) for _ in range(4)]
+        await read_stream(
+            c, since, lambda it: any(k == "snapshot" and (d["load"]["running"] or 0) >= 4 for k, d in it), 30
+        )
+        rid = f"restart-{time.time_ns()}"
+        plan = (await c.post("/v1/actions", json={"request_id": rid, "kind": "topk", "value": 4})).json()
+        assert plan["mode"] == "restart"
+        confirmed = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
+        assert confirmed["status"] == "applying"
+        again = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
+        assert again["status"] == "applying"  # not a second restart
+        items = await read_stream(
+            c,
+            since,
+            lambda it: any(k == "event" and d["name"].startswith("action.applied") for k, d in it),
+            120,
+        )
+        responses = await asyncio.gather(*load)
+        result = (await c.get(f"/v1/actions/{plan['action_id']}")).json()
+    # In-flight requests finished normally: the engine was stopped only after they drained.
+    assert [r.status_code for r in responses] == [200] * 4
+    assert all(r.json()["meta_info"]["completion_tokens"] == 160 for r in responses)
+    names = [d["name"] for k, d in items if k == "event"]
+    assert names.index("engine.draining") < names.index("engine.stopped") < names.index("engine.ready")
+    assert "engine.drain_timeout" not in names
+    draining = next(d for k, d in items if k == "event" and d["name"] == "engine.draining")
+    assert draining["data"]["in_flight"] >= 1  # there was something to drain
+    assert names.count("engine.stopped") == 1
+    assert result["status"] == "applied"
+    after = agent.status()
+    assert after["engine_state"] == "ready" and after["engine_pid"] != before["engine_pid"]
+    assert not pid_alive(before["engine_pid"])
+    assert _engine_info(agent)["speculative_eagle_topk"] == 4
+    audit = [a for a in _audit_lines(agent) if a["action"]["action_id"] == plan["action_id"]]
+    assert len(audit) == 1 and audit[0]["action"]["mode"] == "restart"
+    assert audit[0]["after"]["speculation.eagle_topk"] == 4
