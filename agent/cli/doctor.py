@@ -8,10 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent.install.doctor import fits, real_probe, render_table, run_checks, to_json
+from agent.install.doctor import (
+    SMI_CC_QUERY,
+    fill_compute_capability,
+    fits,
+    real_probe,
+    render_table,
+    run_checks,
+    to_json,
+)
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileError, load_profile
-from agent.telemetry.facts import HostGpuFacts, facts_from_smi_q, gpu_host_facts
+from agent.telemetry.facts import HostGpuFacts, facts_from_smi_q, gpu_host_facts, run_smi
 from agent.telemetry.nvml import FixtureSampler
 
 
@@ -37,7 +45,12 @@ def register(subparsers: Any) -> None:
 def gather_facts(facts_from: str | None, topo: str | None) -> HostGpuFacts:
     topo_text = Path(topo).read_text() if topo else None
     if facts_from is None:
-        return gpu_host_facts(topo_text=topo_text)
+        facts = gpu_host_facts(topo_text=topo_text)
+        if facts.state == "ok" and any(g.compute_capability is None for g in facts.gpus):
+            csv_text = run_smi(SMI_CC_QUERY)
+            if csv_text:
+                facts = fill_compute_capability(facts, csv_text)
+        return facts
     path = Path(facts_from)
     if path.suffix == ".json":
         return gpu_host_facts(FixtureSampler(path), topo_text=topo_text, use_nvidia_smi=False)

@@ -12,6 +12,9 @@ slow NCCL; ``fa3`` asserts SM8x/SM90 and ``cutedsl_mla`` SM100.
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -79,6 +82,23 @@ def real_probe() -> HostProbe:
     return HostProbe(
         disk_free=disk_free, python_for=find_python, uv=find_uv(), python_version=platform.python_version()
     )
+
+
+SMI_CC_QUERY = ["--query-gpu=index,uuid,compute_cap", "--format=csv"]
+"""Asked when facts came from ``nvidia-smi -q``, which does not print compute capability."""
+
+
+def fill_compute_capability(facts: HostGpuFacts, csv_text: str) -> HostGpuFacts:
+    """Compute capability from ``nvidia-smi --query-gpu=index,uuid,compute_cap --format=csv`` output,
+    matched by UUID (else index), for GPUs whose facts lack it."""
+    rows = list(csv.DictReader(io.StringIO(csv_text), skipinitialspace=True))
+    by_uuid = {r.get("uuid", "").strip(): r.get("compute_cap", "").strip() for r in rows}
+    by_index = {r.get("index", "").strip(): r.get("compute_cap", "").strip() for r in rows}
+    gpus = []
+    for gpu in facts.gpus:
+        cc = gpu.compute_capability or by_uuid.get(gpu.uuid or "") or by_index.get(str(gpu.index))
+        gpus.append(dataclasses.replace(gpu, compute_capability=cc or None))
+    return dataclasses.replace(facts, gpus=gpus)
 
 
 def _version(text: str | None) -> tuple[int, ...] | None:

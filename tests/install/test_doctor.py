@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent.cli.main import main
-from agent.install.doctor import HostProbe, fits, render_table, run_checks
+from agent.install.doctor import HostProbe, fill_compute_capability, fits, render_table, run_checks
 from agent.profile.schema import Profile
 from agent.profile.store import profile_from_dict
 from agent.telemetry.facts import HostGpuFacts, facts_from_smi_q, gpu_host_facts
@@ -168,3 +168,14 @@ def test_no_driver_is_a_clear_finding_and_does_not_fit(tmp_path: Path) -> None:
     assert "no GPU check ran" in driver.fix
     assert not fits(checks)
     assert "does not fit: NVIDIA driver" in render_table(checks, "t")
+
+
+def test_compute_capability_missing_from_smi_q_is_filled_from_the_csv_query(tmp_path: Path) -> None:
+    facts = _facts_h200()
+    blank = dataclasses.replace(
+        facts, gpus=[dataclasses.replace(g, compute_capability=None) for g in facts.gpus]
+    )
+    filled = fill_compute_capability(blank, (GPU / "h200" / "smi-query.csv").read_text())
+    assert [g.compute_capability for g in filled.gpus] == ["9.0"]
+    checks = run_checks(filled, _profile(tmp_path, models=True), _probe())
+    assert next(c for c in checks if c.name == "compute capability").found == "1 × 9.0"
