@@ -175,18 +175,42 @@ def _split_prefix(name: str) -> tuple[str | None, str]:
 _Sample = tuple[str, dict[str, str], float]
 _Series = list[tuple[dict[str, str], float]]
 
+
 # A line of a family we read: prefix, name, and the rest ({labels} value [timestamp]). Finding them
 # with one regex over the page keeps the hundreds of lines we skip out of Python code entirely.
-# The pattern starts with a literal ("\nsglang") so that the regex engine scans for it at C speed;
-# the page is searched with a newline in front so that its first line is found too.
+# One regex finds every line of a family we read and splits the common shape (the one
+# prometheus_client's exposition writes: plain label values, a value, maybe a timestamp) into
+# (prefix, name, labels, value) in C; any other shape of a wanted line comes back whole in the last
+# group, for prometheus_client's own parser. The pattern starts with a literal ("\nsglang") so that
+# the engine scans for it at C speed; the page is searched with a newline in front so that its
+# first line is found too. The hundreds of lines we skip never reach Python code.
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex alternation shaped as a trie (``a(?:b|c)``), so the engine never retries a shared prefix."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def render(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + render(child) for char, child in sorted(node.items()) if char]
+        optional = "" in node
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and not optional else "(?:" + "|".join(branches) + ")"
+        if optional:
+            body = (body if body.startswith("(?:") else "(?:" + body + ")") + "?"
+        return body
+
+    return render(trie)
+
+
+_NAMES = _trie_pattern(WANTED)
 _WANTED_LINE = re.compile(
-    r"\n(sglang[:_])("
-    + "|".join(sorted(map(re.escape, WANTED), key=len, reverse=True))
-    + r")(?=[{ \t])([^\n]*)"
-)
-# The shape prometheus_client's exposition writes: plain label values, a value, maybe a timestamp.
-_SIMPLE_REST = re.compile(
-    r'^(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*",?)*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*$'
+    r"\n(sglang[:_])(" + _NAMES + r")"
+    r"(?:(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*=\"[^\"\\\n]*\",?)*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*(?=\n|\Z)"
+    r"|(?=[{ \t])([^\n]*))"
 )
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 
@@ -211,38 +235,28 @@ def _labels(text: str) -> dict[str, str]:
     return labels
 
 
-def _fast_sample(rest: str) -> tuple[dict[str, str], float] | None:
-    """The common line shape without the library's per-character label scanner (about 20x faster).
-
-    A test checks it against :func:`parse_sample_line` on every line of a full 0.5.23 page; any
-    line it does not recognise (escaped quotes, exemplars...) goes to prometheus_client instead.
-    """
-    match = _SIMPLE_REST.match(rest)
-    if match is None:
-        return None
-    labels_text, value_text = match.groups()
-    try:
-        value = float(value_text)
-    except ValueError:
-        return None
-    return (_labels(labels_text) if labels_text else {}), value
-
-
 def _samples(text: str) -> tuple[dict[str, _Series], str | None, int]:
     by_name: dict[str, _Series] = {}
     prefix_seen: str | None = None
     skipped = 0
-    for match in _WANTED_LINE.finditer("\n" + text):
-        prefix, base, rest = match.groups()
+    no_labels: dict[str, str] = {}
+    for prefix, base, labels, value, odd in _WANTED_LINE.findall("\n" + text):
         if prefix_seen is None:
             prefix_seen = prefix
-        fast = _fast_sample(rest)
-        if fast is not None:
-            by_name.setdefault(base, []).append(fast)
-            continue
+        if not odd:
+            try:
+                number = float(value)
+            except ValueError:
+                pass
+            else:
+                series = by_name.get(base)
+                if series is None:
+                    series = by_name[base] = []
+                series.append((_labels(labels) if labels else no_labels, number))
+                continue
         try:
-            for name, labels, value in parse_sample_line(match.group(0).strip()):
-                by_name.setdefault(_split_prefix(name)[1], []).append((labels, value))
+            for name, parsed, number in parse_sample_line(f"{prefix}{base}{odd or ' ' + value}"):
+                by_name.setdefault(_split_prefix(name)[1], []).append((parsed, number))
         except Exception:
             skipped += 1
     return by_name, prefix_seen, skipped
