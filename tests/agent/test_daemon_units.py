@@ -233,13 +233,14 @@ def test_log_redaction_hides_known_secrets_and_key_flags() -> None:
 
 async def test_stream_replays_after_a_cursor_then_follows() -> None:
     hub = StreamHub()
+    base = hub.last_seq  # a run's numbering starts at its start time (ms), above any earlier run's
     for _ in range(3):
         hub.publish_snapshot(lambda seq: Snapshot(seq=seq, time=time.time()))
     hub.publish_event("agent", "agent.started", "hello")
     got: list[int] = []
 
     async def reader() -> None:
-        async for item in hub.follow(since=2, keepalive_s=5):
+        async for item in hub.follow(since=base + 2, keepalive_s=5):
             assert item is not None
             got.append(item.seq)
             if len(got) == 3:
@@ -249,7 +250,7 @@ async def test_stream_replays_after_a_cursor_then_follows() -> None:
     await asyncio.sleep(0)  # let the reader catch up before the live item
     hub.publish_snapshot(lambda seq: Snapshot(seq=seq, time=time.time()))
     await asyncio.wait_for(task, 5)
-    assert got == [3, 4, 5]
+    assert got == [base + 3, base + 4, base + 5]
 
 
 async def test_every_route_in_the_schema_wants_the_token(tmp_path: Path) -> None:
