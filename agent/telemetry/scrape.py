@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -222,25 +222,30 @@ def parse_sample_line(line: str) -> list[_Sample]:
     ]
 
 
-_label_cache: dict[str, dict[str, str]] = {}
-"""Label strings repeat from tick to tick; their parsed dicts are shared (and never mutated)."""
+_label_cache: dict[str, tuple[dict[str, str], bool]] = {}
+"""Label strings repeat from tick to tick: their parsed dicts (shared, never mutated), and whether
+they name a rank other than 0 (so that a page from a single stats-logging rank skips rank filtering)."""
+_NO_LABELS: Final[tuple[dict[str, str], bool]] = ({}, False)
 
 
-def _labels(text: str) -> dict[str, str]:
-    labels = _label_cache.get(text)
-    if labels is None:
+def _labels(text: str) -> tuple[dict[str, str], bool]:
+    entry = _label_cache.get(text)
+    if entry is None:
         if len(_label_cache) > 8192:
             _label_cache.clear()
-        labels = _label_cache[text] = dict(_LABEL.findall(text))
-    return labels
+        labels = dict(_LABEL.findall(text))
+        entry = _label_cache[text] = (labels, any(labels.get(r, "0") != "0" for r in RANK_LABELS))
+    return entry
 
 
-def _samples(text: str) -> tuple[dict[str, _Series], str | None, int]:
+def _samples(text: str) -> tuple[dict[str, _Series], str | None, int, bool]:
+    """Samples of the families we read, by name without prefix; the prefix seen; lines skipped;
+    whether any series names a rank other than 0."""
     by_name: dict[str, _Series] = {}
     prefix_seen: str | None = None
     skipped = 0
-    no_labels: dict[str, str] = {}
-    for prefix, base, labels, value, odd in _WANTED_LINE.findall("\n" + text):
+    ranked = False
+    for prefix, base, labels_text, value, odd in _WANTED_LINE.findall("\n" + text):
         if prefix_seen is None:
             prefix_seen = prefix
         if not odd:
@@ -249,17 +254,20 @@ def _samples(text: str) -> tuple[dict[str, _Series], str | None, int]:
             except ValueError:
                 pass
             else:
+                labels, nonzero = _labels(labels_text) if labels_text else _NO_LABELS
+                ranked = ranked or nonzero
                 series = by_name.get(base)
                 if series is None:
                     series = by_name[base] = []
-                series.append((_labels(labels) if labels else no_labels, number))
+                series.append((labels, number))
                 continue
         try:
             for name, parsed, number in parse_sample_line(f"{prefix}{base}{odd or ' ' + value}"):
+                ranked = ranked or any(parsed.get(r, "0") != "0" for r in RANK_LABELS)
                 by_name.setdefault(_split_prefix(name)[1], []).append((parsed, number))
         except Exception:
             skipped += 1
-    return by_name, prefix_seen, skipped
+    return by_name, prefix_seen, skipped, ranked
 
 
 def _rank_order(rank: str) -> tuple[bool, int, str]:
@@ -290,13 +298,14 @@ def _aggregate(values: list[float], agg: Agg) -> float | None:
 
 def parse_metrics(text: str) -> MetricsReading:
     """Everything we read from one ``/metrics`` page (see the module docstring for the rules)."""
-    by_name, prefix_seen, skipped = _samples(text)
+    by_name, prefix_seen, skipped, ranked = _samples(text)
+    ranks = _lowest_ranks if ranked else _all
 
     gauges: dict[str, float] = {}
     for logical, (names, agg) in GAUGES.items():
         for name in names:
             if name in by_name:
-                value = _aggregate([v for _, v in _lowest_ranks(by_name[name])], agg)
+                value = _aggregate([v for _, v in ranks(by_name[name])], agg)
                 if value is not None:
                     gauges[logical] = value
                 break
@@ -307,7 +316,7 @@ def parse_metrics(text: str) -> MetricsReading:
             continue
         picked = [
             v
-            for labels, v in _lowest_ranks(by_name[name])
+            for labels, v in ranks(by_name[name])
             if all(labels.get(k) in allowed for k, allowed in where.items())
         ]
         if picked:
@@ -316,7 +325,7 @@ def parse_metrics(text: str) -> MetricsReading:
     histograms: dict[str, Histogram] = {}
     for logical, names in HISTOGRAMS.items():
         for name in names:
-            hist = _histogram(by_name, name)
+            hist = _histogram(by_name, name, ranks)
             if hist is not None:
                 histograms[logical] = hist
                 break
@@ -343,19 +352,25 @@ def _le(value: str) -> float | None:
         return None
 
 
-def _histogram(by_name: Mapping[str, _Series], name: str) -> Histogram | None:
+def _all(series: _Series) -> _Series:
+    return series
+
+
+def _histogram(
+    by_name: Mapping[str, _Series], name: str, ranks: Callable[[_Series], _Series]
+) -> Histogram | None:
     buckets = by_name.get(f"{name}_bucket")
     if not buckets:
         return None
     totals: dict[float, float] = {}
-    for labels, value in _lowest_ranks(buckets):
+    for labels, value in ranks(buckets):
         le = _le(labels.get("le", ""))
         if le is not None:
             totals[le] = totals.get(le, 0.0) + value
     if not totals:
         return None
-    count = math.fsum(v for _, v in _lowest_ranks(by_name.get(f"{name}_count", [])))
-    total = math.fsum(v for _, v in _lowest_ranks(by_name.get(f"{name}_sum", [])))
+    count = math.fsum(v for _, v in ranks(by_name.get(f"{name}_count", [])))
+    total = math.fsum(v for _, v in ranks(by_name.get(f"{name}_sum", [])))
     ordered = tuple(sorted(totals.items()))
     return Histogram(ordered, count or ordered[-1][1], total)
 

@@ -56,8 +56,8 @@ def test_fast_path_agrees_with_prometheus_client_on_the_full_page() -> None:
             base = name.split(":", 1)[1]
             if base in scrape.WANTED:
                 reference.setdefault(base, []).append((labels, value))
-    fast, prefix, skipped = scrape._samples(PAGE)
-    assert (prefix, skipped) == ("sglang:", 0)
+    fast, prefix, skipped, ranked = scrape._samples(PAGE)
+    assert (prefix, skipped, ranked) == ("sglang:", 0, False)
     assert fast == reference
     assert sum(len(v) for v in fast.values()) > 90
 
