@@ -58,7 +58,10 @@ class InstallPlan:
             lines.append(f"  {key:<15} {value}")
 
         row("stack venv", f"{self.link} (a link to the build in use; builds live in {self.builds}/)")
-        row("python", f"{self.python_version} ({self.python or 'not found'})")
+        if self.installer == "uv":
+            row("python", f"{self.python_version} (uv finds it, or fetches a standalone build)")
+        else:
+            row("python", f"{self.python_version} ({self.python or 'not found'})")
         if self.installer == "uv":
             row("installer", f"uv ({self.uv}): uv venv + uv pip install")
         else:

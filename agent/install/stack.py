@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,9 @@ def run(argv: Sequence[str], timeout: float | None = None, env: dict[str, str] |
 
 
 def find_uv() -> str | None:
-    return shutil.which("uv")
+    """uv on PATH, else the one installed with the agent (a k25console dependency) beside its Python."""
+    beside = Path(sys.executable).parent / "uv"
+    return shutil.which("uv") or (str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None)
 
 
 def find_python(version: str) -> str | None:
