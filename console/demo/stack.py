@@ -33,8 +33,17 @@ class DemoStack:
     """Start with :meth:`start`, always :meth:`stop` (also safe after a failed start)."""
 
     def __init__(
-        self, profile: str = "local-sim", *, traffic: bool = True, peak: int = 250, period_s: float = 240.0
+        self,
+        profile: str = "local-sim",
+        *,
+        traffic: bool = True,
+        peak: int = 250,
+        period_s: float = 240.0,
+        gpu_fixture: Path | None = None,
     ) -> None:
+        self.gpus = (
+            ["--gpus", "fixture", "--gpu-fixture", str(gpu_fixture)] if gpu_fixture else ["--gpus", "none"]
+        )
         self.profile_path = find_profile(profile)
         self.traffic = traffic
         self.peak = peak
@@ -82,8 +91,7 @@ class DemoStack:
                 str(self.profiles_dir),
                 "--drain-timeout",
                 "2",
-                "--gpus",
-                "none",
+                *self.gpus,
             ],
             self.agent_log,
         )

@@ -17,10 +17,11 @@ import httpx
 
 
 def target_concurrency(elapsed_s: float, period_s: float, peak: int) -> int:
-    """A triangle wave: 1 at the start of each period, ``peak`` in the middle."""
+    """1 at the start of each period, ``peak`` in the middle, climbing geometrically (1, 2, 4, ... like
+    a benchmark sweep), so the low concurrencies where speculation pays get their share of the time."""
     phase = (elapsed_s % period_s) / period_s
     level = 1.0 - abs(2.0 * phase - 1.0)
-    return max(1, round(1 + (peak - 1) * level))
+    return max(1, round(peak**level))
 
 
 async def _find_engine(socket_path: str, token: str) -> str:

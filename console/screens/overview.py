@@ -15,6 +15,16 @@ from console.widgets.chart import ChartData, Series, TimeChart
 from console.widgets.format import ms, num
 
 WINDOW_S = 300.0
+MIN_WINDOW_S = 60.0
+
+
+def chart_window(model: ConsoleModel) -> float:
+    """Five minutes, or less while there is less history, so a fresh console uses the chart's width."""
+    if len(model.snapshots) < 2:
+        return MIN_WINDOW_S
+    span = model.snapshots[-1].time - model.snapshots[0].time
+    return max(MIN_WINDOW_S, min(WINDOW_S, span))
+
 
 _SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "critical": "bold red"}
 
@@ -73,27 +83,28 @@ class OverviewScreen(LiveScreen):
         self.query_one("#badge", Static).update(badge_text(snap.speculation))
         self.query_one("#figures", Static).update(figures_text(snap))
         self.query_one("#findings", Static).update(findings_text(snap))
-        markers = tuple(model.switches_in(WINDOW_S))
-        xs, ys = model.series(lambda s: s.throughput.output_tok_s, WINDOW_S)
+        window = chart_window(model)
+        markers = tuple(model.switches_in(window))
+        xs, ys = model.series(lambda s: s.throughput.output_tok_s, window)
         self.query_one("#throughput-chart", TimeChart).show(
             ChartData(
-                title="output tok/s  (│ green: speculation on, red: off)",
+                title="tok/s  │ spec on/off",
                 series=(Series("tok/s", tuple(xs), tuple(ys), "cyan"),),
-                window_s=WINDOW_S,
+                window_s=window,
                 markers=markers,
             )
         )
-        rx, ry = model.series(lambda s: s.load.running, WINDOW_S)
-        qx, qy = model.series(lambda s: s.load.queued, WINDOW_S)
+        rx, ry = model.series(lambda s: s.load.running, window)
+        qx, qy = model.series(lambda s: s.load.queued, window)
         threshold = snap.speculation.threshold if snap.speculation.threshold_available else None
         self.query_one("#load-chart", TimeChart).show(
             ChartData(
-                title="running / queued  (─ threshold)",
+                title="running, queued  ─ threshold",
                 series=(
                     Series("running", tuple(rx), tuple(ry), "green"),
                     Series("queued", tuple(qx), tuple(qy), "magenta"),
                 ),
-                window_s=WINDOW_S,
+                window_s=window,
                 hline=float(threshold) if threshold else None,
             )
         )
