@@ -38,7 +38,9 @@ class BenchOptions:
     chat: bool = False
     warmup_requests: int = 1
     request_timeout_s: float = 600.0
-    sample_interval_s: float = 0.1
+    sample_interval_s: float = 0.25
+    """How often the engine's /metrics is read during a level (SGLang builds it from every process's
+    files on each scrape, so it is not free)."""
     api_key: str | None = field(default=None, repr=False)
     seed: int = 1
 

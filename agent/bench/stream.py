@@ -14,6 +14,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,8 +115,9 @@ def chat_body(prompt: Prompt, output_len: int, model: str) -> dict[str, Any]:
 class _TokenClock:
     """Turns cumulative token counts seen at chunk arrival times into TTFT and per-token ITL."""
 
-    def __init__(self, record: RequestRecord) -> None:
+    def __init__(self, record: RequestRecord, on_first_token: Callable[[], None] | None = None) -> None:
         self.record = record
+        self.on_first_token = on_first_token
         self.last_count = 0
         self.last_time = record.start
 
@@ -125,6 +127,8 @@ class _TokenClock:
             return
         if self.last_count == 0:
             self.record.ttft = now - self.record.start
+            if self.on_first_token is not None:
+                self.on_first_token()
         else:
             gap = (now - self.last_time) / new
             self.record.itl.extend([gap] * new)
@@ -168,6 +172,7 @@ async def stream_request(
     *,
     chat_model: str | None,
     headers: dict[str, str],
+    on_first_token: Callable[[], None] | None = None,
 ) -> RequestRecord:
     """Send one streaming request; HTTP and stream errors are recorded, a refused connection raises."""
     chat = chat_model is not None
@@ -178,7 +183,7 @@ async def stream_request(
         else generate_body(prompt, output_len)
     )
     record = RequestRecord(start=time.perf_counter())
-    clock = _TokenClock(record)
+    clock = _TokenClock(record, on_first_token)
     try:
         async with contextlib.aclosing(conn.post_sse(path, body, headers)) as events:
             async for status, payload in events:

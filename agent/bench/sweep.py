@@ -125,12 +125,18 @@ async def _closed_loop(
 
 @dataclass
 class _RunningSampler:
+    """Reads the engine's num_running_reqs every ``interval_s``, and once more as soon as every slot
+    of the level has its first token (the moment the engine should hold all C requests), so a short
+    level is not missed and a long one is not scraped more than needed."""
+
     probe: EngineProbe
     interval_s: float
     samples: list[float] = field(default_factory=list)
     failures: int = 0
+    all_started: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self) -> None:
+        targeted = False
         while True:
             try:
                 reading = await self.probe.metrics()
@@ -139,7 +145,12 @@ class _RunningSampler:
                 reading = None
             if reading is not None and reading.num_running_reqs is not None:
                 self.samples.append(reading.num_running_reqs)
-            await asyncio.sleep(self.interval_s)
+            if targeted:
+                await asyncio.sleep(self.interval_s)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.all_started.wait(), self.interval_s)
+            targeted = self.all_started.is_set()
 
 
 def _delta(after: MetricsReading | None, before: MetricsReading | None, name: str) -> float | None:
@@ -180,10 +191,17 @@ class SweepSession:
             self.chat_model = await self.probe.served_model()
         return info
 
-    async def _send(self, conn: StreamConnection, output_len: int) -> RequestRecord:
+    async def _send(
+        self, conn: StreamConnection, output_len: int, on_first_token: Callable[[], None] | None = None
+    ) -> RequestRecord:
         prompt = make_prompt(self.options.input_len, next(self._seed))
         return await stream_request(
-            conn, prompt, output_len, chat_model=self.chat_model, headers=self.headers
+            conn,
+            prompt,
+            output_len,
+            chat_model=self.chat_model,
+            headers=self.headers,
+            on_first_token=on_first_token,
         )
 
     async def sweep(self, arm: str) -> list[dict[str, Any]]:
@@ -207,12 +225,24 @@ class SweepSession:
             self.tracker.report(arm, concurrency, index, levels, completed, count)
 
         sampler = _RunningSampler(self.probe, opts.sample_interval_s)
+        first_tokens = 0
+
+        def on_first_token() -> None:
+            nonlocal first_tokens
+            first_tokens += 1
+            if first_tokens == min(concurrency, count):
+                sampler.all_started.set()
+
         sampling = asyncio.ensure_future(sampler.run())
         cpu0, t0 = time.process_time(), time.perf_counter()
         try:
             records: list[RequestRecord] = await _until_cancelled(
                 _closed_loop(
-                    self.target, concurrency, count, lambda conn: self._send(conn, opts.output_len), on_done
+                    self.target,
+                    concurrency,
+                    count,
+                    lambda conn: self._send(conn, opts.output_len, on_first_token),
+                    on_done,
                 ),
                 self.cancel,
             )
