@@ -21,7 +21,7 @@ def target_concurrency(elapsed_s: float, period_s: float, peak: int) -> int:
     a benchmark sweep), so the low concurrencies where speculation pays get their share of the time."""
     phase = (elapsed_s % period_s) / period_s
     level = 1.0 - abs(2.0 * phase - 1.0)
-    return max(1, round(peak**level))
+    return max(1, round(float(peak) ** level))
 
 
 async def _find_engine(socket_path: str, token: str) -> str:
