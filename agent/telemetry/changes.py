@@ -1,0 +1,86 @@
+"""Events seen in telemetry: what changed between two snapshots that an operator wants in the log.
+
+Speculation switching on or off (and why), its step count or live threshold changing, and health
+findings appearing or clearing. The daemon publishes these on the stream next to the snapshots, so
+the console's event log says "speculation off: 12 requests running, at or above the threshold of 4"
+at the moment it happened, not just a flag in the next frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.wire import Snapshot
+from agent.wire.events import EventKind
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """An Event without its seq and time (the stream numbers it; its time is the snapshot's)."""
+
+    kind: EventKind
+    name: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
+    """Changes from ``prev`` to ``new``; nothing for the first snapshot or across unknown states."""
+    if prev is None:
+        return []
+    out: list[EventDraft] = []
+    a, b = prev.speculation, new.speculation
+    if a.on is not None and b.on is not None and a.on != b.on:
+        if b.on:
+            out.append(
+                EventDraft(
+                    "speculation",
+                    "speculation.on",
+                    f"speculation on: {b.steps} step(s), {new.load.running} request(s) running",
+                    {"steps": b.steps, "running": new.load.running},
+                )
+            )
+        else:
+            out.append(
+                EventDraft(
+                    "speculation",
+                    "speculation.off",
+                    f"speculation off: {b.off_detail or b.off_reason or 'reason unknown'}",
+                    {"reason": b.off_reason, "running": new.load.running},
+                )
+            )
+    elif a.on and b.on and a.steps is not None and b.steps is not None and a.steps != b.steps:
+        out.append(
+            EventDraft(
+                "speculation",
+                "speculation.steps",
+                f"speculation steps {a.steps} → {b.steps}",
+                {"old": a.steps, "new": b.steps},
+            )
+        )
+    if a.threshold_available and b.threshold_available and a.threshold != b.threshold:
+        out.append(
+            EventDraft(
+                "speculation",
+                "speculation.threshold",
+                f"live speculation threshold {a.threshold} → {b.threshold}",
+                {"old": a.threshold, "new": b.threshold},
+            )
+        )
+    before = {f.code: f for f in prev.findings}
+    after = {f.code: f for f in new.findings}
+    for code, finding in after.items():
+        if code not in before:
+            out.append(
+                EventDraft(
+                    "finding",
+                    "finding.raised",
+                    f"{finding.severity}: {finding.title}",
+                    {"code": code, "severity": finding.severity},
+                )
+            )
+    for code, finding in before.items():
+        if code not in after:
+            out.append(EventDraft("finding", "finding.cleared", f"cleared: {finding.title}", {"code": code}))
+    return out
