@@ -38,7 +38,7 @@ class DemoStack:
         *,
         traffic: bool = True,
         peak: int = 250,
-        period_s: float = 240.0,
+        period_s: float = 120.0,
         gpu_fixture: Path | None = None,
     ) -> None:
         self.gpus = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import random
 import sys
@@ -21,7 +22,7 @@ def target_concurrency(elapsed_s: float, period_s: float, peak: int) -> int:
     a benchmark sweep), so the low concurrencies where speculation pays get their share of the time."""
     phase = (elapsed_s % period_s) / period_s
     level = 1.0 - abs(2.0 * phase - 1.0)
-    return max(1, round(float(peak) ** level))
+    return max(1, round(math.pow(peak, level)))
 
 
 async def _find_engine(socket_path: str, token: str) -> str:
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--token-file", required=True)
     parser.add_argument("--peak", type=int, default=250)
-    parser.add_argument("--period", type=float, default=240.0, help="seconds for one 1 → peak → 1 ramp")
+    parser.add_argument("--period", type=float, default=120.0, help="seconds for one 1 → peak → 1 ramp")
     parser.add_argument("--parent", type=int, default=os.getppid())
     args = parser.parse_args(argv)
     with contextlib.suppress(KeyboardInterrupt):
