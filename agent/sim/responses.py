@@ -11,6 +11,9 @@ chunk with ``spec_tokens_details`` when ``return_spec_tokens_details`` is set.
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from agent.sim import text
@@ -208,3 +211,53 @@ def openai_response(
     if gen.return_spec_details:
         body["sglext"] = {"spec_tokens_details": spec_tokens_details(req, startup_draft_tokens)}
     return body
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON, as SGLang's orjson writes it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_SLOT = re.compile(r'"\\u0000(\w+)\\u0000"')
+
+
+def slot(name: str) -> str:
+    """A placeholder for :class:`Template`: put it where a value goes in the object to render."""
+    return f"\x00{name}\x00"
+
+
+class Template:
+    """A JSON object rendered once with placeholders, then filled per chunk by string joins.
+
+    Streaming writes one chunk per request per step (15,000 a second at speedup 20 and 250
+    clients): building and encoding the whole dict every time would make the simulator the
+    bottleneck. The object is still built by the same functions as the non-streamed answers.
+    """
+
+    def __init__(self, obj: Any) -> None:
+        parts = _SLOT.split(json.dumps(obj, separators=(",", ":"), ensure_ascii=False))
+        self.literals = [p.encode() for p in parts[0::2]]
+        self.names = parts[1::2]
+
+    def render(self, **values: str | int) -> bytes:
+        out = [self.literals[0]]
+        for name, literal in zip(self.names, self.literals[1:], strict=True):
+            value = values[name]
+            out.append((_encode_str(value) if isinstance(value, str) else str(int(value))).encode())
+            out.append(literal)
+        return b"".join(out)
+
+
+def content_chunk_template(gen: GenerationRequest, req: SimRequest, created: int) -> Template:
+    """``content_chunk`` with the text piece (``piece``) and, with continuous usage, the counts as slots."""
+    chunk = content_chunk(gen, req, created, 0, 0)
+    choice = chunk["choices"][0]
+    if gen.kind == "chat":
+        choice["delta"]["content"] = slot("piece")
+    else:
+        choice["text"] = slot("piece")
+    if chunk["usage"] is not None:
+        chunk["usage"]["completion_tokens"] = slot("completion")
+        chunk["usage"]["total_tokens"] = slot("total")
+    return Template(chunk)
