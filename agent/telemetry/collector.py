@@ -88,6 +88,7 @@ class Collector:
         latency_window_s: float = 30.0,
         retraction_window_s: float = 60.0,
         sample_gpus_in_thread: bool = True,
+        gpu_timeout_s: float = 2.0,
     ) -> None:
         self._gpus = gpus
         self._http = http
@@ -100,6 +101,8 @@ class Collector:
         self._latency_window = latency_window_s
         self._retraction_window = retraction_window_s
         self._gpu_thread = sample_gpus_in_thread
+        self._gpu_timeout = gpu_timeout_s
+        self._gpu_pending: asyncio.Future[Gpus] | None = None
         self._explicit_key = api_key
         self._timeout = request_timeout_s
         self._ticks = 0
@@ -161,9 +164,8 @@ class Collector:
         now = self._clock()
         if self._retired:
             await self._close_retired()
-        gpu_task: asyncio.Future[Gpus] | None = None
-        if self._gpu_thread:
-            gpu_task = asyncio.ensure_future(asyncio.to_thread(self._gpus.sample))
+        if self._gpu_thread and self._gpu_pending is None:
+            self._gpu_pending = asyncio.ensure_future(asyncio.to_thread(self._gpus.sample))
         reading: MetricsReading | None = None
         if self._engine_url is not None and engine_state in SCRAPED_STATES:
             reading = await self._scrape()
@@ -171,11 +173,31 @@ class Collector:
             self._history.clear()
             self._last_error = None
         self._ticks += 1
-        gpus = await gpu_task if gpu_task is not None else self._gpus.sample()
+        gpus = await self._gpu_sample() if self._gpu_thread else self._gpus.sample()
         self._last_reading = reading
         if reading is not None:
             self._remember(now, reading)
         return self._snapshot(now, seq, engine_state, engine_pid, reading, gpus)
+
+    async def _gpu_sample(self) -> Gpus:
+        """The thread's sample; a driver call that hangs (it happens with a wedged GPU) costs one
+        error state per tick instead of the whole telemetry loop, and no second thread is started
+        while the first is stuck."""
+        pending = self._gpu_pending
+        assert pending is not None
+        try:
+            gpus = await asyncio.wait_for(asyncio.shield(pending), self._gpu_timeout)
+        except TimeoutError:
+            return Gpus(
+                source="none",
+                state="error",
+                detail=f"the GPU driver did not answer within {self._gpu_timeout:g} s (NVML call hanging)",
+            )
+        except Exception as exc:
+            self._gpu_pending = None
+            return Gpus(source="none", state="error", detail=f"GPU sampling failed: {exc}")
+        self._gpu_pending = None
+        return gpus
 
     async def aclose(self) -> None:
         """Close the connection the collector keeps to ``/metrics`` (the caller's client is the caller's)."""
@@ -203,7 +225,9 @@ class Collector:
         """
         assert self._engine_url is not None
         if self._metrics_transport is None or self._metrics_request is None:
-            self._metrics_transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=1))
+            self._metrics_transport = httpx.AsyncHTTPTransport(
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            )
             timeout = self._timeout if self._timeout is not None else 5.0
             self._metrics_request = httpx.Request(
                 "GET",
@@ -243,10 +267,14 @@ class Collector:
         )
         want_info = self._info_due or metrics_off or self._ticks % profile_every == 0
         self._last_error = None
-        metrics_resp, info_resp = await asyncio.gather(
-            self._get_metrics() if want_metrics else _none(),
-            self._get("/server_info") if want_info else _none(),
-        )
+        metrics_resp: tuple[int, str] | None = None
+        info_resp: httpx.Response | None = None
+        if want_metrics and want_info:
+            metrics_resp, info_resp = await asyncio.gather(self._get_metrics(), self._get("/server_info"))
+        elif want_metrics:  # most ticks: no task set-up for one request
+            metrics_resp = await self._get_metrics()
+        elif want_info:
+            info_resp = await self._get("/server_info")
         if info_resp is not None:
             self._take_server_info(info_resp)
         if metrics_resp is not None:
@@ -618,10 +646,6 @@ def _shape_of(profile: Profile) -> kv.SpecShape | None:
         return kv.spec_shape_for_profile(profile)
     except ValueError:  # e.g. a threshold of 1, which check_profile reports on its own
         return None
-
-
-async def _none() -> None:
-    return None
 
 
 def _int(value: Any) -> int | None:

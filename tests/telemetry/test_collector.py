@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from agent.sglang import kv
 from agent.sglang.live_control import READBACK_FIELD
 from agent.telemetry.collector import METRICS_RETRY_TICKS, Collector
 from agent.telemetry.nvml import FixtureSampler, NoGpuSampler
-from agent.wire import Snapshot
+from agent.wire import Gpus, Snapshot
 
 from .conftest import GPU, ScriptedSglang, profile
 
@@ -351,3 +352,32 @@ async def test_findings_arrive_in_the_snapshot(
     assert "queueing" in found and "retractions" in found
     assert found["retractions"].title.startswith("3 requests retracted")
     assert snap.load.retractions_total == 13 and snap.load.max_running_requests == 256
+
+
+class HangingSampler:
+    """A GPU driver call that hangs until released (a wedged GPU), then answers."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    def sample(self) -> Gpus:
+        self.calls += 1
+        self.release.wait(30)
+        return Gpus(source="nvml", state="ok")
+
+    def close(self) -> None:
+        self.release.set()
+
+
+async def test_a_hanging_gpu_driver_does_not_stall_the_tick(http: httpx.AsyncClient) -> None:
+    sampler = HangingSampler()
+    c = Collector(None, profile("local-sim"), sampler, http, Clock(), gpu_timeout_s=0.2)
+    first = await c.tick("stopped", None)
+    assert first.gpus.state == "error" and "did not answer within 0.2 s" in (first.gpus.detail or "")
+    second = await c.tick("stopped", None)
+    assert second.gpus.state == "error"
+    assert sampler.calls == 1  # no second thread piled onto the stuck one
+    sampler.release.set()
+    third = await c.tick("stopped", None)
+    assert third.gpus.state == "ok"
