@@ -15,9 +15,11 @@ Every failure is a ``StepFailed`` naming the step, and the previous stack stays 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,7 +151,9 @@ def _switch_link(link: Path, build: Path) -> None:
 
 def _prune(plan: InstallPlan, say: Say) -> None:
     in_use = plan.link.resolve()
-    builds = sorted((p for p in plan.builds.iterdir() if p.is_dir()), key=lambda p: p.name)
+    builds = sorted(
+        (p for p in plan.builds.iterdir() if p.is_dir() and not p.is_symlink()), key=lambda p: p.name
+    )
     keep = {in_use, *builds[-KEEP_BUILDS:]}
     for old in builds:
         if old not in keep:
@@ -157,9 +161,28 @@ def _prune(plan: InstallPlan, say: Say) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _exclusive(plan: InstallPlan) -> Iterator[None]:
+    """One ``agent install`` per stack at a time: a second would switch the link under the first."""
+    plan.builds.mkdir(parents=True, exist_ok=True)
+    with open(plan.builds / ".install.lock", "a") as handle:  # "a": opening must not touch it
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StepFailed(
+                "lock", f"another agent install is working on {plan.link}; wait for it"
+            ) from None
+        yield
+
+
 def install(plan: InstallPlan, say: Say, rebuild: bool = False) -> Outcome:
     if plan.problems:
         raise StepFailed("plan", "; ".join(plan.problems))
+    with _exclusive(plan):
+        return _install_locked(plan, say, rebuild)
+
+
+def _install_locked(plan: InstallPlan, say: Say, rebuild: bool) -> Outcome:
     current = inspect_current(plan)
     if current is not None and not rebuild:
         if current.packages_ok and current.patches_ok:
@@ -227,6 +250,11 @@ def revert_patches(plan: InstallPlan, say: Say) -> Outcome:
     current = inspect_current(plan)
     if current is None:
         raise StepFailed("find stack", f"no stack made by agent install at {plan.link}")
+    with _exclusive(plan):
+        return _revert_locked(plan, current, say)
+
+
+def _revert_locked(plan: InstallPlan, current: CurrentStack, say: Say) -> Outcome:
     steps = _Steps(say)
     steps.run("revert patches", lambda: revert_patch_set(current.site_packages, plan.patch_set))
     steps.run(

@@ -148,6 +148,8 @@ def _install_file(source: Path, dest: Path) -> None:
         shutil.copyfile(source, tmp)
         if dest.exists():
             shutil.copymode(dest, tmp)
+        else:
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a module must be readable like its neighbours
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

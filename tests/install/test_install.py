@@ -7,6 +7,7 @@ The fake ``sglang==0.5.23`` wheel carries the pinned wheel's real files that the
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -75,6 +76,10 @@ def _install(profile: Path, venv: Path, index: str, *extra: str, installer: str 
     """The real ``agent install``; uv by default (a k25console dependency), pip where a test says so."""
     argv = ["install", "--profile", str(profile), "--venv", str(venv), "--index-url", index]
     return main([*argv, "--installer", installer, *extra])
+
+
+def _builds(tmp_path: Path) -> list[Path]:
+    return sorted(p for p in (tmp_path / "stack.d").iterdir() if p.is_dir())
 
 
 def _tree_state(root: Path) -> dict[str, tuple[float, str]]:
@@ -192,7 +197,7 @@ def test_a_failed_verify_leaves_the_previous_stack_in_use(
     assert "launcher broken on purpose" in err
     assert venv.resolve() == previous
     assert manifest_hash(venv) == digest
-    assert [p for p in (tmp_path / "stack.d").iterdir()] == [previous]  # the failed build is gone
+    assert _builds(tmp_path) == [previous]  # the failed build is gone
     assert _stack_python(venv, "-m", "sglang.launch_server", "--help").returncode == 0
 
 
@@ -206,7 +211,7 @@ def test_a_missing_dependency_names_the_package_step_and_leaves_nothing(
     assert "failed at step 'install packages'" in err
     assert "k25-fake-dep" in err
     assert not venv.exists() and not venv.is_symlink()
-    assert list((tmp_path / "stack.d").iterdir()) == []
+    assert _builds(tmp_path) == []
 
 
 def test_a_hand_edited_stack_is_rebuilt_beside_it(
@@ -226,3 +231,15 @@ def test_a_hand_edited_stack_is_rebuilt_beside_it(
     assert venv.resolve() != previous
     assert previous.exists()  # kept as the previous build
     assert json.loads((venv / MANIFEST_NAME).read_text())["patch_set_sha256"] == load_patch_set().sha256
+
+
+def test_a_second_install_at_the_same_time_is_refused(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    (tmp_path / "stack.d").mkdir()
+    with open(tmp_path / "stack.d" / ".install.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert _install(profile, venv, indexes["good"]) == 1
+    assert "failed at step 'lock'" in capsys.readouterr().err
+    assert _builds(tmp_path) == [] and not venv.is_symlink()
