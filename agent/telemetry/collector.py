@@ -168,7 +168,10 @@ class Collector:
             self._gpu_pending = asyncio.ensure_future(asyncio.to_thread(self._gpus.sample))
         reading: MetricsReading | None = None
         if self._engine_url is not None and engine_state in SCRAPED_STATES:
-            reading = await self._scrape()
+            try:
+                reading = await self._scrape()
+            except Exception as exc:  # a page or answer we did not foresee must not cost the snapshot
+                self._last_error = f"reading SGLang failed: {type(exc).__name__}: {exc}"
         else:
             self._history.clear()
             self._last_error = None
@@ -375,9 +378,8 @@ class Collector:
 
         if spec.on and spec.accept_length is not None and (load.running or 0) > 0:
             self._accept.append(spec.accept_length)
-        findings = evaluate(self._health(now, spec, load, kv_view, info, state0, gpus)) if up else []
-        if not up:
-            findings = evaluate(HealthInputs(gpus=gpus))
+        health = self._health(now, spec, load, kv_view, info, state0, gpus) if up else HealthInputs(gpus=gpus)
+        findings = evaluate(health)
 
         return Snapshot(
             seq=seq,
@@ -505,7 +507,7 @@ class Collector:
             **base,
             on=on,
             steps=steps,
-            draft_tokens=draft_tokens if on else (draft_tokens or None),
+            draft_tokens=draft_tokens,
             accept_length=_round(accept, 3) if accept else None,
             accept_rate=r.gauge("spec_accept_rate"),
             off_reason=reason,
