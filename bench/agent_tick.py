@@ -204,6 +204,9 @@ def main() -> int:
         "ring_bytes_per_snapshot": round(ring_memory(snap, 2000)),
         "target_tick_cpu_ms": 1.0,
     }
+    start = time.process_time()
+    sum(range(10**6))
+    figures["calibration_sum_range_1e6_ms"] = round((time.process_time() - start) * 1e3, 1)
     figures["ring_mib_per_hour_at_1hz"] = round(figures["ring_bytes_per_snapshot"] * 3600 / 2**20, 1)
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -225,6 +228,10 @@ def main() -> int:
     print(
         f"  ring buffer                           {figures['ring_bytes_per_snapshot']} bytes/snapshot, "
         f"{figures['ring_mib_per_hour_at_1hz']} MiB per hour at 1 Hz"
+    )
+    print(
+        f"  this machine: sum(range(10**6)) takes {figures['calibration_sum_range_1e6_ms']} ms of CPU "
+        "(scale the figures above by it when comparing machines)"
     )
     verdict = "under" if figures["tick_cpu_ms"] < 1.0 else "OVER"
     print(f"  target < 1 ms CPU per tick: {verdict}")
