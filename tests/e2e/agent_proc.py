@@ -46,6 +46,7 @@ class AgentProc:
     root: Path
     profile: Path
     extra_args: list[str] = field(default_factory=list)
+    engine: str = "sim"
     proc: subprocess.Popen[bytes] | None = None
     engine_pids: set[int] = field(default_factory=set)
     runs: int = 0
@@ -101,7 +102,7 @@ class AgentProc:
             "agent.cli.main",
             "serve",
             "--engine",
-            "sim",
+            self.engine,
             "--profile",
             str(self.profile),
             "--profiles-dir",
