@@ -239,7 +239,7 @@ class NvmlSampler:
                 lib.NVML_VOLATILE_ECC,
             )
         power = self._read(dev, "power", lib.nvmlDeviceGetPowerUsage)
-        reasons = self._read(dev, "throttle", lib.nvmlDeviceGetCurrentClocksEventReasons)
+        reasons = self._read(dev, "throttle", _clock_event_reasons(lib))
         procs = self._read(dev, "processes", lib.nvmlDeviceGetComputeRunningProcesses) or []
         return Gpu(
             index=dev.index,
@@ -366,6 +366,12 @@ def make_sampler(
             nvml.close()
             return smi
     return nvml
+
+
+def _clock_event_reasons(lib: Any) -> Any:
+    """NVML renamed "throttle reasons" to "clocks event reasons" (driver 535); older bindings have only the first."""
+    fn = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    return fn if fn is not None else lib.nvmlDeviceGetCurrentClocksThrottleReasons
 
 
 def _text(value: Any) -> str | None:
