@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.profile import ProfileError, load_profile
 from console.link import Link
@@ -14,6 +16,9 @@ from console.link.local import LocalLink, default_socket_path
 from console.link.recording import RecordingLink
 from console.link.replay import ReplayLink
 from console.link.ssh import SshLink, SshTarget
+
+if TYPE_CHECKING:
+    from console.demo.stack import DemoStack
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +79,13 @@ def make_link(args: argparse.Namespace) -> Link:
     return LocalLink(args.socket or default_socket_path(), args.token_file)
 
 
+def _hung_up(demo: DemoStack) -> None:
+    """The terminal is gone: there is no screen to restore, and Textual's input thread may spin on the
+    dead terminal, so stop the demo's processes here and leave at once."""
+    demo.stop()
+    os._exit(129)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from console.app import ConsoleApp  # after argument errors, which need no Textual
@@ -83,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.demo:
             demo = DemoStack()
-            # SIGTERM (a closed terminal, a kill) must still stop the demo's processes.
+            # A kill or a closed terminal must still stop the demo's processes (the guard covers SIGKILL).
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+            signal.signal(signal.SIGHUP, lambda *_: _hung_up(demo))
             demo.start()
             link: Link = LocalLink(demo.socket_path, demo.token_path)
         else:

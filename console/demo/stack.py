@@ -2,7 +2,9 @@
 
 The agent deliberately leaves its engine running when it exits (an agent restart must not restart
 SGLang), so the demo asks it to stop *with* its engine first; then both processes' groups are
-terminated, waited for and killed if need be, and the engine's group too. Nothing is left running.
+terminated, waited for and killed if need be, and the engine's group too. Nothing is left running,
+even if the console itself is killed: the agent runs under ``console.demo.guard``, which does the
+same the moment the console's process is gone.
 The demo works on copies of the shipped profiles, so saving one never writes into the checkout.
 """
 
@@ -75,8 +77,13 @@ class DemoStack:
         return proc
 
     def start(self) -> None:
+        guard = [
+            sys.executable, "-m", "console.demo.guard", "--parent", str(os.getpid()),
+            "--socket", str(self.socket_path), "--token-file", str(self.token_path), "--",
+        ]  # fmt: skip
         agent = self._spawn(
             [
+                *guard,
                 sys.executable,
                 "-m",
                 "agent.cli.main",
