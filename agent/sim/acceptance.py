@@ -44,3 +44,15 @@ def expected_accepted_drafts(probs: tuple[float, ...]) -> float:
         reach *= p
         total += reach
     return total
+
+
+def mean_accept_length(acc: Acceptance, steps: int, topk: int, samples: int = 400) -> float:
+    """Expected tokens per verify (accepted drafts + the bonus token), averaged over requests."""
+    if steps <= 0:
+        return 1.0
+    width = acc.first_accept_max - acc.first_accept_min
+    total = 0.0
+    for i in range(samples):
+        first = acc.first_accept_min + width * (i + 0.5) / samples
+        total += expected_accepted_drafts(position_probabilities(acc, first, steps, topk))
+    return 1.0 + total / samples

@@ -165,3 +165,13 @@ ANCHOR_PROFILE_BASELINE = "profiles/kimi-k25-baseline.toml"
 
 ZERO_STEP_TAX_RANGE = (0.02, 0.22)
 """A 0-step round inside a speculative server costs this much more than a plain decode step."""
+
+CROSSOVER_CONTEXT = 1024 + 256 // 2
+"""Mean context of a request of the anchor workload over its decode: where the crossover is read.
+
+``agent.sim.costmodel.crossover_batch`` at this context gives the speculation threshold the model
+recommends; for steps 3 / topk 1 / 4 draft tokens it is the ``threshold`` of
+``profiles/kimi-k25-eagle3.toml`` and ``profiles/local-sim.toml`` (a test keeps them equal). It
+falls as contexts grow (attention over each verify token's KV), so long-context traffic wants a
+lower threshold.
+"""

@@ -76,3 +76,24 @@ def prefill_step_s(cal: Calibration, new_tokens: int, attention_pairs: int, spec
     if speculative:
         seconds += cal.prefill_draft_factor * draft_pass_s(cal, new_tokens)
     return seconds
+
+
+def crossover_batch(
+    cal: Calibration, steps: int, topk: int, draft_tokens: int, context: int, max_batch: int = 4096
+) -> int | None:
+    """The smallest running batch at which a speculative round delivers fewer tokens per second than a
+    0-step round of the same server, at ``context`` tokens per request; None if it never does.
+
+    This is the speculation threshold the model recommends for that configuration: at or above it
+    the server should decode without drafting.
+    """
+    from agent.sim.acceptance import mean_accept_length
+
+    accept = mean_accept_length(cal.acceptance, steps, topk)
+    for batch in range(1, max_batch + 1):
+        kv_tokens = batch * context
+        speculating = batch * accept / spec_step_s(cal, batch, kv_tokens, steps, topk, draft_tokens)
+        plain = batch / spec_step_s(cal, batch, kv_tokens, 0, 1, 1)
+        if speculating < plain:
+            return batch
+    return None

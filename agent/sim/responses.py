@@ -90,17 +90,18 @@ def usage(req: SimRequest) -> dict[str, Any]:
 
 
 def spec_tokens_details(req: SimRequest, startup_draft_tokens: int) -> dict[str, Any]:
+    """``SpecTokensDetails`` (``openai/protocol.py``): zeros where a statistic does not apply."""
     fields = spec_fields(req, startup_draft_tokens)
     return {
-        "spec_accept_rate": fields.get("spec_accept_rate"),
-        "spec_accept_length": fields.get("spec_accept_length"),
-        "spec_cap_length": None,
-        "spec_block_accept_length": None,
-        "spec_num_correct_drafts": fields.get("spec_num_correct_drafts"),
-        "spec_num_proposed_drafts": fields.get("spec_num_proposed_drafts"),
-        "spec_verify_ct": fields.get("spec_verify_ct"),
-        "spec_correct_drafts_histogram": fields.get("spec_correct_drafts_histogram"),
-        "spec_cap_lens_histogram": None,
+        "spec_accept_rate": fields.get("spec_accept_rate", 0.0),
+        "spec_accept_length": fields.get("spec_accept_length", 0.0),
+        "spec_cap_length": 0.0,
+        "spec_block_accept_length": 0.0,
+        "spec_num_correct_drafts": fields.get("spec_num_correct_drafts", 0),
+        "spec_num_proposed_drafts": fields.get("spec_num_proposed_drafts", 0),
+        "spec_verify_ct": fields.get("spec_verify_ct", 0),
+        "spec_correct_drafts_histogram": fields.get("spec_correct_drafts_histogram", []),
+        "spec_cap_lens_histogram": [],
     }
 
 

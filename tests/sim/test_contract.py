@@ -1,0 +1,249 @@
+"""What the simulated engine says exists in SGLang 0.5.23's own source (the pinned wheel).
+
+Every metric family it exports, every ``/server_info`` and ``internal_states`` field, the
+``/model_info`` and ``meta_info`` keys, the OpenAI chunk fields and the default histogram buckets
+are looked up in the wheel; the adaptive step policy and the CUDA-graph batch list are the wheel's
+own functions run side by side with ours.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sglang_source import exec_functions, field_names, subscript_keys_assigned
+
+from agent.profile.schema import Profile
+from agent.sglang import live_control
+from agent.sim import metrics, responses, stats
+from agent.sim.adaptive import StepSlot
+from agent.sim.config import decode_cuda_graph_bs, sim_config
+from agent.sim.engine import Engine, SimRequest
+from agent.sim.info import ServerInfo
+from agent.sim.protocol import GenerationRequest
+
+pytestmark = pytest.mark.contract
+
+
+def _declared_metric_names(src: Path) -> set[str]:
+    names: set[str] = set()
+    for path in (src / "srt/observability").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if (
+                        kw.arg == "name"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
+                        names.add(kw.value.value)
+    return names
+
+
+def _dict_literal_keys(path: Path, function: str) -> set[str]:
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name == function:
+            return {
+                k.value
+                for node in ast.walk(fn)
+                if isinstance(node, ast.Dict)
+                for k in node.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+    raise AssertionError(f"{path.name} has no function {function}")
+
+
+def _class_fields(path: Path, name: str) -> set[str]:
+    for cls in ast.walk(ast.parse(path.read_text())):
+        if isinstance(cls, ast.ClassDef) and cls.name == name:
+            return {
+                s.target.id
+                for s in cls.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+    raise AssertionError(f"{path.name} has no class {name}")
+
+
+def _list_assigned(path: Path, variable: str) -> list[float]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.List)
+            and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
+        ):
+            return [float(v) for v in ast.literal_eval(node.value)]
+    raise AssertionError(f"{path.name} assigns no list to {variable}")
+
+
+@pytest.fixture(scope="module")
+def busy_engine(local_sim: Profile) -> Engine:
+    """An engine that has served streamed and plain requests, so every labelled series exists."""
+    engine = Engine(sim_config(local_sim), seed=3)
+    for i in range(6):
+        engine.submit(SimRequest(rid=f"r{i}", input_len=300, max_new_tokens=40, stream=i % 2 == 0))
+    while (plan := engine.plan_step()) is not None:
+        engine.commit_step(plan)
+    return engine
+
+
+def test_every_metric_we_export_is_declared_by_sglang(sglang_src: Path, busy_engine: Engine) -> None:
+    declared = _declared_metric_names(sglang_src)
+    text = metrics.render(metrics.registry_for(busy_engine)).decode()
+    families = list(text_string_to_metric_families(text))
+    assert len(families) >= 30
+    for family in families:
+        assert {family.name, family.name + "_total"} & declared, (
+            f"{family.name} is not an SGLang 0.5.23 metric"
+        )
+
+
+def test_default_histogram_buckets_are_sglangs(sglang_src: Path) -> None:
+    collector = sglang_src / "srt/observability/metrics_collector.py"
+    assert _list_assigned(collector, "bucket_time_to_first_token") == list(stats.TTFT_BUCKETS)
+    assert _list_assigned(collector, "bucket_e2e_request_latency") == list(stats.E2E_BUCKETS)
+    assert _list_assigned(collector, "bucket_inter_token_latency") == list(stats.ITL_BUCKETS)
+
+
+def test_server_info_fields_exist_in_sglang(sglang_src: Path, busy_engine: Engine) -> None:
+    info = ServerInfo(busy_engine, port=30000, seed=3).server_info()
+    args = field_names(sglang_src)
+    http = (sglang_src / "srt/entrypoints/http_server.py").read_text()
+    common = (sglang_src / "srt/utils/common.py").read_text()
+    handshake = _dict_literal_keys(sglang_src / "srt/managers/scheduler.py", "get_init_info") | {
+        "hicache_object_layout"
+    }
+    for key in info:
+        known = key in args or key in handshake or f'"{key}":' in http or f'result["{key}"]' in common
+        assert known, f"/server_info.{key} is not in SGLang 0.5.23"
+    assert info["api_key"] is None and "launch_command" in info
+
+    state = info["internal_states"][0]
+    controller = sglang_src / "srt/managers/scheduler_components/internal_state.py"
+    written = subscript_keys_assigned(controller, "state")
+    for key in state:
+        if key == live_control.READBACK_FIELD:
+            continue  # added by k25console's patch
+        assert key in args or key in written, f"internal_states[0].{key} is not in SGLang 0.5.23"
+    memory = _dict_literal_keys(
+        sglang_src / "srt/managers/scheduler_components/memory_usage.py", "build_memory_usage"
+    )
+    assert set(state["memory_usage"]) <= memory
+    assert set(state[live_control.READBACK_FIELD]) == set(live_control.READBACK_KEYS)
+    for slot in state[live_control.READBACK_FIELD]["slots"].values():
+        assert set(slot) == {"current_steps", "candidate_steps", "ema_accept_len", "batch_count"}
+
+
+def test_model_info_keys_are_sglangs(sglang_src: Path, busy_engine: Engine) -> None:
+    keys = _dict_literal_keys(sglang_src / "srt/entrypoints/http_server.py", "model_info")
+    assert set(ServerInfo(busy_engine, 30000, 3).model_info()) <= keys
+
+
+def test_meta_info_keys_are_sglangs(sglang_src: Path, busy_engine: Engine) -> None:
+    text = (sglang_src / "srt/managers/tokenizer_manager.py").read_text()
+    req = SimRequest(rid="x", input_len=5, max_new_tokens=3)
+    req.verify_ct, req.correct_drafts, req.output_len, req.drafts_histogram = 2, 3, 3, [0, 1, 1]
+    req.finished_at, req.finish_reason = 1.0, {"type": "length", "length": 3}
+    meta = responses.meta_info(req, True, 4)
+    assert "spec_verify_ct" in meta
+    for key in meta:
+        assert f'"{key}"' in text, f"meta_info.{key} is not in SGLang 0.5.23"
+
+
+def test_openai_bodies_use_sglangs_protocol_fields(sglang_src: Path) -> None:
+    protocol = sglang_src / "srt/entrypoints/openai/protocol.py"
+    req = SimRequest(rid="x", input_len=5, max_new_tokens=3)
+    req.output_len, req.verify_ct, req.finish_reason = 3, 1, {"type": "length", "length": 3}
+    for kind, stream_cls, choice_cls, delta_cls, full_cls, full_choice in (
+        ("chat", "ChatCompletionStreamResponse", "ChatCompletionResponseStreamChoice", "DeltaMessage",
+         "ChatCompletionResponse", "ChatCompletionResponseChoice"),
+        ("completion", "CompletionStreamResponse", "CompletionResponseStreamChoice", None,
+         "CompletionResponse", "CompletionResponseChoice"),
+    ):  # fmt: skip
+        gen = GenerationRequest(
+            kind=kind,  # type: ignore[arg-type]
+            input_len=5,
+            max_new_tokens=3,
+            ignore_eos=True,
+            stream=True,
+            model="m",
+            continuous_usage=True,
+            return_spec_details=True,
+        )
+        chunks: list[dict[str, Any]] = [
+            responses.content_chunk(gen, req, 0, 0, 2),
+            responses.finish_chunk(gen, req, 0),
+            responses.usage_chunk(gen, req, 0),
+            responses.sglext_chunk(gen, req, 0, 4),
+        ]
+        for chunk in chunks:
+            assert set(chunk) <= _class_fields(protocol, stream_cls)
+            for choice in chunk["choices"]:
+                assert set(choice) <= _class_fields(protocol, choice_cls)
+                if delta_cls:
+                    assert set(choice["delta"]) <= _class_fields(protocol, delta_cls)
+            if chunk.get("usage"):
+                assert set(chunk["usage"]) <= _class_fields(protocol, "UsageInfo")
+        details = chunks[-1]["sglext"]["spec_tokens_details"]
+        assert set(details) == _class_fields(protocol, "SpecTokensDetails")
+        full = responses.openai_response(gen, req, 0, 4)
+        assert set(full) <= _class_fields(protocol, full_cls)
+        assert set(full["choices"][0]) <= _class_fields(protocol, full_choice)
+        if kind == "chat":
+            assert set(full["choices"][0]["message"]) <= _class_fields(protocol, "ChatMessage")
+
+
+def _sglang_slot_class(src: Path) -> Any:
+    namespace: dict[str, Any] = {
+        "math": math,
+        "logger": logging.getLogger("sglang-wheel"),
+        "log_info_on_rank0": lambda *_args: None,
+    }
+    path = src / "srt/speculative/adaptive_spec_params.py"
+    return exec_functions(path, ("DEFAULT_ADAPTIVE_CONFIG", "AdaptiveStepSlot"), namespace)
+
+
+def test_adaptive_policy_matches_sglangs_own_code(sglang_src: Path) -> None:
+    wheel = _sglang_slot_class(sglang_src)
+    configs = [
+        {**v, "warmup_batches": 3, "update_interval": 2} for v in wheel.DEFAULT_ADAPTIVE_CONFIG.values()
+    ]
+    configs += [
+        {"candidate_steps": [1, 2, 3]},
+        {"candidate_steps": [0, 1, 3], "ceiling_coeff": 1.5, "warmup_batches": 0, "update_interval": 1},
+        {"candidate_steps": [2, 4, 6], "ema_alpha": 0.5, "up_hysteresis": 0.3, "warmup_batches": 2},
+    ]
+    rng = random.Random(11)
+    for cfg in configs:
+        for initial in (0, 1, 3, 5):
+            theirs = wheel.AdaptiveStepSlot(initial, cfg)
+            ours = StepSlot(initial, cfg)
+            for _ in range(300):
+                cap = max(theirs.current_steps, 0)
+                drafts = [rng.randint(0, cap) for _ in range(rng.randint(1, 8))]
+                assert ours.update(drafts) == theirs.update(drafts)
+                assert ours.current_steps == theirs.current_steps
+                assert ours.ema_accept_len == pytest.approx(theirs.ema_accept_len)
+
+
+@pytest.mark.parametrize("max_bs", [8, 48, 160, 256, 512])
+@pytest.mark.parametrize("speculative", [False, True])
+def test_decode_graph_batch_sizes_match_sglangs(sglang_src: Path, max_bs: int, speculative: bool) -> None:
+    class View:
+        disable_cuda_graph_padding = False
+        speculative_algorithm = "EAGLE3" if speculative else None
+
+    namespace: dict[str, Any] = {"resolving_view": lambda _args: View(), "Any": Any}
+    hook = exec_functions(
+        sglang_src / "srt/arg_groups/cuda_graph_hook.py",
+        ("generate_decode_cuda_graph_batch_sizes",),
+        namespace,
+    )
+    assert decode_cuda_graph_bs(max_bs, speculative) == hook.generate_decode_cuda_graph_batch_sizes(
+        None, max_bs
+    )
