@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,13 +67,14 @@ def _app(state: ScriptedSglang) -> Starlette:
     return Starlette(routes=[Route("/metrics", metrics), Route("/server_info", server_info)])
 
 
-@pytest.fixture
-async def scripted_sglang() -> AsyncIterator[ScriptedSglang]:
-    state = ScriptedSglang()
+@asynccontextmanager
+async def serve_scripted(state: ScriptedSglang, port: int = 0) -> AsyncIterator[ScriptedSglang]:
+    """Serve ``state`` with uvicorn on 127.0.0.1:``port`` (0: any) until the block ends."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(_app(state), log_level="warning", lifespan="off")
+    config = uvicorn.Config(_app(state), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     async with asyncio.timeout(10):
@@ -85,3 +87,9 @@ async def scripted_sglang() -> AsyncIterator[ScriptedSglang]:
         server.should_exit = True
         await task
         sock.close()
+
+
+@pytest.fixture
+async def scripted_sglang() -> AsyncIterator[ScriptedSglang]:
+    async with serve_scripted(ScriptedSglang()) as state:
+        yield state

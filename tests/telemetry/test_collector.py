@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from agent.telemetry.collector import METRICS_RETRY_TICKS, Collector
 from agent.telemetry.nvml import FixtureSampler, NoGpuSampler
 from agent.wire import Gpus, Snapshot
 
-from .conftest import GPU, ScriptedSglang, profile
+from .conftest import GPU, ScriptedSglang, profile, serve_scripted
 
 L = 'engine_type="unified",model_name="kimi-k2.5",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
 T = 'engine_type="unified",model_name="kimi-k2.5"'
@@ -381,3 +382,30 @@ async def test_a_hanging_gpu_driver_does_not_stall_the_tick(http: httpx.AsyncCli
     sampler.release.set()
     third = await c.tick("stopped", None)
     assert third.gpus.state == "ok"
+
+
+async def test_engine_restarted_on_the_same_port(http: httpx.AsyncClient) -> None:
+    """The kept-alive /metrics connection dies with the old server; the next tick reads the new one."""
+    state = ScriptedSglang(metrics=page(decode_tokens=50_000))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    clock = Clock()
+    c = Collector(f"http://127.0.0.1:{port}", profile("local-sim"), NoGpuSampler(), http, clock)
+    async with serve_scripted(state, port):
+        assert (await c.tick("ready", 1)).metrics_source == "metrics"
+    clock.now += 1
+    down = await c.tick("ready", 1)
+    assert down.metrics_source == "none" and c.last_error is not None
+    state.metrics = page(decode_tokens=100)  # a fresh process: counters start again
+    async with serve_scripted(state, port):
+        clock.now += 1
+        back = await c.tick("ready", 1)
+        assert back.metrics_source == "metrics"
+        assert back.throughput.output_tok_s is None  # no rate across a restart
+        clock.now += 1
+        state.metrics = page(decode_tokens=400)
+        assert (await c.tick("ready", 1)).throughput.output_tok_s == 300.0
+    await c.aclose()
