@@ -11,6 +11,7 @@ every few ticks (and redacted before it is kept); when ``/metrics`` is off, it i
 from __future__ import annotations
 
 import asyncio
+import bisect
 import math
 import time
 from collections import deque
@@ -320,13 +321,11 @@ class Collector:
 
     def _base(self, now: float, window: float) -> _Point | None:
         """The oldest earlier point inside the window, else the newest earlier point."""
-        points = list(self._history)[:-1]
-        if not points:
+        earlier = len(self._history) - 1
+        if earlier < 1:
             return None
-        for point in points:
-            if now - point.time <= window:
-                return point
-        return points[-1]
+        at = bisect.bisect_left(self._history, now - window, hi=earlier, key=_time_of)
+        return self._history[min(at, earlier - 1)]
 
     def _rate(self, now: float, name: str, window: float) -> float | None:
         base = self._base(now, window)
@@ -640,6 +639,10 @@ class Collector:
             retraction_window_s=self._retraction_window,
             gpus=gpus,
         )
+
+
+def _time_of(point: _Point) -> float:
+    return point.time
 
 
 def _shape_of(profile: Profile) -> kv.SpecShape | None:
