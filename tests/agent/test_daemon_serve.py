@@ -439,3 +439,30 @@ async def test_confirmed_restart_drains_running_requests_first(make_agent: Any) 
     audit = [a for a in _audit_lines(agent) if a["action"]["action_id"] == plan["action_id"]]
     assert len(audit) == 1 and audit[0]["action"]["mode"] == "restart"
     assert audit[0]["after"]["speculation.eagle_topk"] == 4
+
+
+async def test_bench_sweep_runs_against_the_engine_and_reports_on_the_stream(shared_agent: Agent) -> None:
+    body = {"mode": "sweep", "concurrency": [1, 2], "requests_per_level": 2, "input_len": 32, "output_len": 8,
+            "warmup_requests": 0}  # fmt: skip
+    async with shared_agent.client() as c:
+        since = (await c.get("/v1/status")).json()["last_seq"]
+        bad = await c.post("/v1/bench", json={**body, "concurrency": "many"})
+        started = await c.post("/v1/bench", json=body)
+        assert started.status_code == 202, started.text
+        bench_id = started.json()["bench_id"]
+        items = await read_stream(
+            c,
+            since,
+            lambda it: any(k == "event" and d["name"] in ("bench.finished", "bench.failed") for k, d in it),
+            120,
+        )
+        stored = (await c.get(f"/v1/bench/{bench_id}")).json()
+        runs = (await c.get("/v1/bench")).json()["runs"]
+        missing = await c.get("/v1/bench/no-such-run")
+    assert bad.status_code == 422 and "concurrency" in bad.text
+    bench_events = [d for k, d in items if k == "event" and d["kind"] == "bench"]
+    names = [d["name"] for d in bench_events]
+    assert names[0] == "bench.started" and names[-1] == "bench.finished", bench_events[-1]
+    assert stored["state"] == "finished" and stored["bench_id"] == bench_id
+    assert any(r["bench_id"] == bench_id for r in runs)
+    assert missing.status_code == 404

@@ -249,7 +249,7 @@ async def test_stream_replays_after_a_cursor_then_follows() -> None:
     task = asyncio.create_task(reader())
     await asyncio.sleep(0)  # let the reader catch up before the live item
     hub.publish_snapshot(lambda seq: Snapshot(seq=seq, time=time.time()))
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 30)
     assert got == [base + 3, base + 4, base + 5]
 
 
