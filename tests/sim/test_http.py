@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -113,9 +113,7 @@ async def test_generate_stream_is_cumulative_and_ends_with_meta_info(client: htt
     chunks = events[:-1]
     counts = [c["meta_info"]["completion_tokens"] for c in chunks]
     assert counts == sorted(counts) and counts[-1] == 50
-    assert any(
-        b - a > 1 for a, b in zip(counts, counts[1:], strict=False)
-    )  # speculation: several tokens a chunk
+    assert any(b - a > 1 for a, b in itertools.pairwise(counts))  # speculation: several tokens a chunk
     last = chunks[-1]
     assert len(last["text"].split()) == len(last["output_ids"]) == 50
     meta = last["meta_info"]
@@ -314,19 +312,22 @@ async def test_bad_generation_requests_say_why(client: httpx.AsyncClient) -> Non
     assert missing.status_code == 404
 
 
-async def test_keys_guard_routes_as_sglang_does(local_sim: Profile, tmp_path: Path) -> None:
-    async with run_sim(local_sim, port=0, speedup=20, api_key="k-user", admin_api_key="k-admin") as sim:
-        async with httpx.AsyncClient(base_url=sim.url) as c:
-            assert (await c.get("/health")).status_code == 200
-            assert (await c.get("/metrics")).status_code == 200
-            denied = await c.get("/server_info")
-            assert (denied.status_code, denied.json()) == (401, {"error": "Unauthorized"})
-            user = {"Authorization": "Bearer k-user"}
-            admin = {"Authorization": "Bearer k-admin"}
-            info = (await c.get("/server_info", headers=user)).json()
-            # The real server hands its keys out here; whoever shows /server_info must redact them.
-            assert (info["api_key"], info["admin_api_key"]) == ("k-user", "k-admin")
-            body = {"server_args": {live_control.LIVE_THRESHOLD_KEY: 16}}
-            assert (await c.post("/set_internal_state", json=body, headers=user)).status_code == 401
-            assert (await c.post("/set_internal_state", json=body, headers=admin)).json() == [True]
-            assert (await c.post("/generate", json={"text": "a"}, headers=admin)).status_code == 401
+async def test_keys_guard_routes_as_sglang_does(local_sim: Profile) -> None:
+    keys = {"api_key": "k-user", "admin_api_key": "k-admin"}
+    async with (
+        run_sim(local_sim, port=0, speedup=20, **keys) as sim,
+        httpx.AsyncClient(base_url=sim.url) as c,
+    ):
+        assert (await c.get("/health")).status_code == 200
+        assert (await c.get("/metrics")).status_code == 200
+        denied = await c.get("/server_info")
+        assert (denied.status_code, denied.json()) == (401, {"error": "Unauthorized"})
+        user = {"Authorization": "Bearer k-user"}
+        admin = {"Authorization": "Bearer k-admin"}
+        info = (await c.get("/server_info", headers=user)).json()
+        # The real server hands its keys out here; whoever shows /server_info must redact them.
+        assert (info["api_key"], info["admin_api_key"]) == ("k-user", "k-admin")
+        body = {"server_args": {live_control.LIVE_THRESHOLD_KEY: 16}}
+        assert (await c.post("/set_internal_state", json=body, headers=user)).status_code == 401
+        assert (await c.post("/set_internal_state", json=body, headers=admin)).json() == [True]
+        assert (await c.post("/generate", json={"text": "a"}, headers=admin)).status_code == 401
