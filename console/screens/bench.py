@@ -79,6 +79,13 @@ class BenchScreen(LiveScreen):
                 compact=True,
             )
             yield Button("Start", id="bench-start", classes="apply", compact=True)
+        with Horizontal(classes="form-row"):
+            yield Label("requests per level")
+            yield Input("", id="bench-requests", type="integer", placeholder="default", compact=True)
+            yield Label("output tokens")
+            yield Input("256", id="bench-output", type="integer", compact=True)
+            yield Label("input tokens")
+            yield Input("1024", id="bench-input", type="integer", compact=True)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
         yield Static("", id="bench-status")
         with Horizontal(id="bench-results"):
@@ -109,9 +116,9 @@ class BenchScreen(LiveScreen):
             return
         self.available = True
         label.update(f"{len(runs)} earlier run(s) on this host.")
-        finished = [r for r in runs if r.get("bench_id") or r.get("id")]
+        finished = [r for r in runs if r.get("state") == "finished" and r.get("bench_id")]
         if finished and self.bench_id is None:
-            self.show_result(str(finished[-1].get("bench_id") or finished[-1].get("id")))
+            self.show_result(str(finished[0]["bench_id"]))  # the agent lists the newest first
 
     def paint_body(self, model: ConsoleModel) -> None:
         events = [e for e in model.events if e.kind == "bench" and e.seq > self.shown_event_seq]
@@ -124,9 +131,10 @@ class BenchScreen(LiveScreen):
         fraction = data.get("fraction")
         if isinstance(fraction, int | float):
             self.query_one(ProgressBar).update(progress=float(fraction))
-        self.query_one("#bench-status", Static).update(event.message)
+        failed = event.name in ("bench.failed", "bench.cancelled")
+        self.query_one("#bench-status", Static).update(Text(event.message, style="red" if failed else ""))
         bench_id = data.get("bench_id") or self.bench_id
-        if event.name.endswith(("finished", "done")) and bench_id:
+        if event.name == "bench.finished" and bench_id:
             self.query_one(ProgressBar).update(progress=1.0)
             self.show_result(str(bench_id))
 
@@ -146,7 +154,12 @@ class BenchScreen(LiveScreen):
             status.update(Text("concurrency must be whole numbers separated by commas", style="red"))
             return
         mode = self.query_one("#bench-mode", Select).value
-        body = {"concurrency": levels, "mode": mode}
+        body: dict[str, Any] = {"concurrency": levels, "mode": mode}
+        for key, selector in (("requests_per_level", "#bench-requests"), ("output_len", "#bench-output"),
+                              ("input_len", "#bench-input")):  # fmt: skip
+            text = self.query_one(selector, Input).value.strip()
+            if text:
+                body[key] = int(text)
         try:
             self.bench_id = await self.console.client.bench_start(body)
         except LinkError as exc:
@@ -164,9 +177,8 @@ class BenchScreen(LiveScreen):
                 Text(f"Cannot fetch run {bench_id}: {exc}", style="red")
             )
             return
-        table = Text.assemble(recommendation_text(result), "\n")
         self.query_one("#bench-table", Static).update(result_table(result))
-        self.query_one("#bench-status", Static).update(table)
+        self.query_one("#bench-status", Static).update(recommendation_text(result))
         rows = level_rows(result)
         series = []
         for arm, color in (("sweep", "cyan"), *ARMS):

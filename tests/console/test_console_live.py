@@ -130,3 +130,83 @@ async def test_readonly_greys_controls_and_refuses_the_palette_action(agent: Run
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmPlan)
     assert (await agent.live_state())["threshold"] == before["threshold"]
+
+
+async def test_a_bench_sweep_from_the_console_ends_with_a_table_and_a_recommendation(
+    agent: RunningAgent,
+) -> None:
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, BenchScreen)
+        await until(lambda: screen.available, what="the agent's bench runner")
+        screen.query_one("#bench-levels", Input).value = "1,8"
+        screen.query_one("#bench-requests", Input).value = "8"
+        screen.query_one("#bench-output", Input).value = "32"
+        screen.query_one("#bench-input", Input).value = "64"
+        await pilot.click("#bench-start")
+        await until(lambda: screen.bench_id is not None, what="the run to start")
+        table = await until(lambda: "concurrency" in text_of(app, "#bench-table") and text_of(app, "#bench-table"),
+                            timeout_s=90, what="the results table")  # fmt: skip
+        assert "on" in table and "off" in table
+        status = text_of(app, "#bench-status")
+        assert "Recommended threshold" in status or "No recommendation" in status
+
+
+async def test_profiles_diff_and_save_running_settings_as_a_new_profile(agent: RunningAgent) -> None:
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
+        await pilot.press("p")
+        screen = app.screen
+        assert isinstance(screen, ProfilesScreen)
+        table = screen.query_one("#profile-list", DataTable)
+        await until(
+            lambda: "kimi-k25-baseline" in [str(k.value) for k in table.rows], what="the profile list"
+        )
+        screen.show_profile("kimi-k25-baseline")
+        await until(lambda: screen.selected == "kimi-k25-baseline" and "kimi-k25-baseline" in
+                    screen.query_one("#profile-toml").text, what="the profile's TOML")  # type: ignore[attr-defined]  # fmt: skip
+        await pilot.click("#profile-diff")
+        diff = await until(lambda: "against what runs" in text_of(app, "#profile-result") and
+                           text_of(app, "#profile-result"), what="the diff")  # fmt: skip
+        assert "speculation.algorithm" in diff and "restart" in diff
+        screen.query_one("#profile-new-name", Input).value = "pilot-saved"
+        await pilot.click("#profile-save")
+        await until(lambda: "Saved the running settings" in text_of(app, "#profile-result"), what="the save")
+        await until(
+            lambda: "pilot-saved" in [str(k.value) for k in table.rows], what="the new profile listed"
+        )
+    saved = (agent.root / "profiles" / "pilot-saved.toml").read_text()
+    assert 'name = "pilot-saved"' in saved and "threshold = " in saved
+
+
+async def test_space_freezes_the_view_while_data_keeps_arriving(agent: RunningAgent) -> None:
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 2, what="snapshots")
+        await pilot.press("space")
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        frozen_at = screen.painted_version
+        received = len(app.model.snapshots)
+        await until(lambda: len(app.model.snapshots) >= received + 2, what="more snapshots while paused")
+        app.paint_now()
+        assert screen.painted_version == frozen_at
+        assert "PAUSED" in text_of(app, "#status")
+        await pilot.press("space")
+        await until(lambda: screen.painted_version > frozen_at, what="the view to move again")
+
+
+async def test_the_palette_lists_registry_commands_and_runs_them(agent: RunningAgent) -> None:
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"GPUs")
+        await until(lambda: "Screens: GPUs" in str(app.screen.query("CommandList").first().get_option_at_index(0).prompt),
+                    what="the GPUs command in the palette")  # fmt: skip
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, GpusScreen), what="the GPUs screen")
