@@ -69,9 +69,11 @@ def _api_key_from(profile: Profile) -> str | None:
 class Collector:
     """Builds one Snapshot per ``tick``; the caller (the daemon) owns the schedule and the ring buffer.
 
-    ``http`` is the caller's client (connection reuse matters at 4 Hz); requests carry the API key
-    (``api_key``, or the profile's ``server.api_key_file``) because ``/server_info`` needs it when the
-    server has one.
+    ``/metrics`` (every tick) is read on a kept-alive connection of the collector's own (see
+    ``_get_metrics``; ``aclose()`` closes it); ``/server_info`` (every few ticks) goes through the
+    caller's ``http`` client with the API key (``api_key``, or the profile's
+    ``server.api_key_file``), which it needs when the server has one. ``set_engine`` points the
+    collector at a restarted engine or a new profile and forgets the old history.
     """
 
     def __init__(
