@@ -1,0 +1,92 @@
+"""``agent sim`` as an operator runs it: a real process, a real port, keys from files, a clean stop."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agent.cli.main", "sim", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serves_until_terminated_with_the_key_from_its_file(tmp_path: Path) -> None:
+    key_file = tmp_path / "api.key"
+    key_file.write_text("sk-sim-test\n")
+    proc = _start(
+        "--profile",
+        "profiles/local-sim.toml",
+        "--port",
+        "0",
+        "--speedup",
+        "20",
+        "--api-key-file",
+        str(key_file),
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # printed once the socket is listening
+        match = re.search(r"on (http://127\.0\.0\.1:\d+)", banner)
+        assert match, banner
+        url = match.group(1)
+        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+        assert httpx.get(f"{url}/server_info", timeout=10).status_code == 401
+        info = httpx.get(
+            f"{url}/server_info", headers={"Authorization": "Bearer sk-sim-test"}, timeout=10
+        ).json()
+        assert info["api_key"] == "sk-sim-test"
+        reply = httpx.post(
+            f"{url}/generate",
+            json={"text": "one two", "sampling_params": {"max_new_tokens": 9, "ignore_eos": True}},
+            headers={"Authorization": "Bearer sk-sim-test"},
+            timeout=10,
+        )
+        assert reply.json()["meta_info"]["completion_tokens"] == 9
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=15)
+    assert code == 0
+
+
+def test_bad_profile_is_a_clear_error_and_nothing_listens(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text(
+        (ROOT / "profiles/local-sim.toml").read_text().replace("page_size = 1", "page_size = 0")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(broken), "--port", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "server.page_size" in done.stderr and str(broken) in done.stderr
+    assert done.stdout == ""
+
+
+def test_missing_key_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.key"
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "sim", "--profile", "profiles/local-sim.toml", "--port", "0",
+         "--api-key-file", str(missing)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert str(missing) in done.stderr and "cannot read" in done.stderr
