@@ -176,14 +176,6 @@ _Sample = tuple[str, dict[str, str], float]
 _Series = list[tuple[dict[str, str], float]]
 
 
-# A line of a family we read: prefix, name, and the rest ({labels} value [timestamp]). Finding them
-# with one regex over the page keeps the hundreds of lines we skip out of Python code entirely.
-# One regex finds every line of a family we read and splits the common shape (the one
-# prometheus_client's exposition writes: plain label values, a value, maybe a timestamp) into
-# (prefix, name, labels, value) in C; any other shape of a wanted line comes back whole in the last
-# group, for prometheus_client's own parser. The pattern starts with a literal ("\nsglang") so that
-# the engine scans for it at C speed; the page is searched with a newline in front so that its
-# first line is found too. The hundreds of lines we skip never reach Python code.
 def _trie_pattern(words: Iterable[str]) -> str:
     """A regex alternation shaped as a trie (``a(?:b|c)``), so the engine never retries a shared prefix."""
     trie: dict[str, Any] = {}
@@ -206,6 +198,12 @@ def _trie_pattern(words: Iterable[str]) -> str:
     return render(trie)
 
 
+# One regex finds every line of a family we read and splits the common shape (the one
+# prometheus_client's exposition writes: plain label values, a value, maybe a timestamp) into
+# (prefix, name, labels, value) in C; any other shape of a wanted line comes back whole in the last
+# group, for prometheus_client's own parser. The pattern starts with a literal ("\nsglang") so that
+# the engine scans for it at C speed; the page is searched with a newline in front so that its
+# first line is found too. The hundreds of lines we skip never reach Python code.
 _NAMES = _trie_pattern(WANTED)
 _WANTED_LINE = re.compile(
     r"\n(sglang[:_])(" + _NAMES + r")"
@@ -252,17 +250,17 @@ def _samples(text: str) -> tuple[dict[str, _Series], str | None, int, bool]:
             try:
                 number = float(value)
             except ValueError:
-                pass
-            else:
-                labels, nonzero = _labels(labels_text) if labels_text else _NO_LABELS
-                ranked = ranked or nonzero
-                series = by_name.get(base)
-                if series is None:
-                    series = by_name[base] = []
-                series.append((labels, number))
+                skipped += 1
                 continue
+            labels, nonzero = _labels(labels_text) if labels_text else _NO_LABELS
+            ranked = ranked or nonzero
+            series = by_name.get(base)
+            if series is None:
+                series = by_name[base] = []
+            series.append((labels, number))
+            continue
         try:
-            for name, parsed, number in parse_sample_line(f"{prefix}{base}{odd or ' ' + value}"):
+            for name, parsed, number in parse_sample_line(prefix + base + odd):
                 ranked = ranked or any(parsed.get(r, "0") != "0" for r in RANK_LABELS)
                 by_name.setdefault(_split_prefix(name)[1], []).append((parsed, number))
         except Exception:

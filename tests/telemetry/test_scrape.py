@@ -129,14 +129,15 @@ def test_odd_lines_go_through_prometheus_client_and_junk_is_skipped() -> None:
             'sglang:num_running_reqs{model_name="a \\"quoted\\" name",tp_rank="0"} 5',
             "sglang:num_queue_reqs{tp_rank=0 oops} 3",
             "sglang:gen_throughput 12.5 1700000000000",
+            'sglang:kv_used_tokens{tp_rank="0"} many',
             "not a metric line at all",
         ]
     )
     r = parse_metrics(text)
     assert r.gauge_int("running") == 5  # escaped quotes: the library's parser took it
     assert r.gauge("gen_throughput") == 12.5  # a timestamp is allowed
-    assert r.gauge("queued") is None
-    assert r.skipped_lines == 1
+    assert r.gauge("queued") is None and r.gauge("kv_used_tokens") is None
+    assert r.skipped_lines == 2
 
 
 @settings(max_examples=200, deadline=None)
