@@ -177,3 +177,12 @@ def test_make_sampler_kinds() -> None:
         make_sampler("fixture")
     with pytest.raises(ValueError, match="allowed: auto, nvml, smi, fixture, none"):
         make_sampler("cuda")
+
+
+def test_csv_capture_replays_the_nvidia_smi_path() -> None:
+    sampler = make_sampler("fixture", fixture=GPU / "h200x2-loaded" / "smi-query-loaded.csv", scale_to=8)
+    gpus = sampler.sample()
+    assert (gpus.source, gpus.state, gpus.driver_version) == ("fixture", "ok", "580.159.04")
+    assert [g.index for g in gpus.devices] == list(range(8))
+    assert gpus.devices[2].utilization_pct == 100.0 and gpus.devices[3].utilization_pct == 0.0
+    assert gpus.devices[0].memory_used_bytes == 42099 * 1024 * 1024
