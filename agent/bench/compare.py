@@ -67,7 +67,7 @@ def off_memory(info: dict[str, Any], concurrency: int) -> dict[str, Any]:
     }
 
 
-def off_note(mem: dict[str, Any]) -> str:
+def off_note(mem: dict[str, Any], live: bool = True, baseline: bool = False) -> str:
     parts = [
         f"it still reserves {mem['kv_reserve_per_request_tokens']} KV slots per running request "
         f"(a server without a drafter reserves {mem['kv_reserve_per_request_tokens_without_drafter']}: "
@@ -79,11 +79,18 @@ def off_note(mem: dict[str, Any]) -> str:
         )
     if mem.get("draft_graph_gb"):
         parts.append(f"the draft model's CUDA graphs hold {mem['draft_graph_gb']} GB")
-    return (
-        '"off" is this speculative server with its live threshold at 1, not a server without a drafter: '
-        + "; ".join(parts)
-        + ". The baseline arm (--baseline-url) measures a server launched without one."
+    if live:
+        head = (
+            '"off" is this speculative server with its live threshold at 1, not a server without a drafter: '
+        )
+    else:
+        head = "this server cannot stop speculating while it runs, and its drafter costs memory: "
+    tail = (
+        " The baseline arm measures a server launched without a drafter."
+        if baseline
+        else " Add --baseline-url (a server launched without a drafter) to measure what that costs."
     )
+    return head + "; ".join(parts) + "." + tail
 
 
 def _arm_tput(arm: dict[str, Any] | None) -> float | None:
@@ -192,7 +199,7 @@ async def run_compare(
     if _has_drafter(info):
         memory = off_memory(info, max(options.concurrency))
         result["off_memory"] = memory
-        result["off_note"] = off_note(memory)
+        result["off_note"] = off_note(memory, live=reason is None, baseline=baseline_url is not None)
     result |= _recommendation(levels)
     return result
 

@@ -139,6 +139,11 @@ async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseli
     assert result["baseline_server"]["speculative_algorithm"] in (None, "NONE", "none")
     assert "baseline_ahead_at" in result["summary"]
     assert result["recommended_threshold"] is None
+    spec = kv.spec_shape_for_profile(TREE)
+    assert result["off_memory"]["kv_reserve_per_request_tokens"] == kv.reserve_per_decode(
+        spec, TREE.server.page_size
+    )
+    assert "cannot stop speculating" in result["off_note"] and "baseline arm measures" in result["off_note"]
 
 
 async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_path: Path) -> None:
