@@ -325,7 +325,12 @@ class Supervisor:
                 try:
                     engine, spec = self._launch(self.profile)
                 except OSError as exc:
-                    self.emit("engine.start_failed", f"The engine could not be started: {exc}", {})
+                    self.emit(
+                        "engine.start_failed",
+                        f"The engine could not be started: {exc}; failure {self.failures + 1} of "
+                        f"{self.policy.crash_loop_limit}",
+                        {"failures": self.failures + 1},
+                    )
                     engine = None
                 else:
                     self.engine = engine
@@ -370,15 +375,15 @@ class Supervisor:
             else:
                 code = engine.exited()[1] if engine is not None else None
             self.failures += 1
-            pid = engine.pid if engine else None
             self._set_state("crashed")
-            how = f"exit code {code}" if code is not None else "it is gone"
-            self.emit(
-                "engine.crashed",
-                f"The engine (pid {pid}) stopped unexpectedly ({how}); failure {self.failures} of "
-                f"{self.policy.crash_loop_limit}",
-                {"pid": pid, "exit_code": code, "failures": self.failures},
-            )
+            if engine is not None:
+                how = f"exit code {code}" if code is not None else "it is gone"
+                self.emit(
+                    "engine.crashed",
+                    f"The engine (pid {engine.pid}) stopped unexpectedly ({how}); failure {self.failures} of "
+                    f"{self.policy.crash_loop_limit}",
+                    {"pid": engine.pid, "exit_code": code, "failures": self.failures},
+                )
             clear_record(self.record_path)
             self.engine = None
             engine = None
