@@ -321,40 +321,47 @@ class Collector:
         while len(self._history) > 2 and now - self._history[0].time > keep:
             self._history.popleft()
 
-    def _base(self, now: float, window: float) -> _Point | None:
-        """The oldest earlier point inside the window, else the newest earlier point."""
+    def _base(self, now: float, window: float, has: Callable[[_Point], bool] | None = None) -> _Point | None:
+        """The oldest earlier point inside the window (that ``has`` what is asked for), else the
+        newest earlier point that has it. SGLang creates a labelled series at its first use, so an
+        older point may lack a counter that the current one has."""
         earlier = len(self._history) - 1
         if earlier < 1:
             return None
-        at = bisect.bisect_left(self._history, now - window, hi=earlier, key=_time_of)
-        return self._history[min(at, earlier - 1)]
+        at = min(bisect.bisect_left(self._history, now - window, hi=earlier, key=_time_of), earlier - 1)
+        if has is None or has(self._history[at]):
+            return self._history[at]
+        for i in range(at + 1, earlier):
+            if has(self._history[i]):
+                return self._history[i]
+        for i in range(at - 1, -1, -1):
+            if has(self._history[i]):
+                return self._history[i]
+        return None
+
+    def _counter_pair(self, now: float, name: str, window: float) -> tuple[_Point, _Point] | None:
+        if not self._history or name not in self._history[-1].counters:
+            return None
+        base = self._base(now, window, lambda p: name in p.counters)
+        return None if base is None else (base, self._history[-1])
 
     def _rate(self, now: float, name: str, window: float) -> float | None:
-        base = self._base(now, window)
-        current = self._history[-1] if self._history else None
-        if base is None or current is None:
+        pair = self._counter_pair(now, name, window)
+        if pair is None:
             return None
-        a, b = base.counters.get(name), current.counters.get(name)
+        base, current = pair
         dt = current.time - base.time
-        if a is None or b is None or dt <= 0:
-            return None
-        return (b - a) / dt
+        return (current.counters[name] - base.counters[name]) / dt if dt > 0 else None
 
     def _delta(self, now: float, name: str, window: float) -> float | None:
-        base = self._base(now, window)
-        if base is None or not self._history:
-            return None
-        a, b = base.counters.get(name), self._history[-1].counters.get(name)
-        return None if a is None or b is None else b - a
+        pair = self._counter_pair(now, name, window)
+        return None if pair is None else pair[1].counters[name] - pair[0].counters[name]
 
     def _recent(self, now: float, name: str) -> Histogram | None:
         if not self._history or name not in self._history[-1].histograms:
             return None
-        current = self._history[-1].histograms[name]
-        base = self._base(now, self._latency_window)
-        if base is None or name not in base.histograms:
-            return None
-        return current.minus(base.histograms[name])
+        base = self._base(now, self._latency_window, lambda p: name in p.histograms)
+        return None if base is None else self._history[-1].histograms[name].minus(base.histograms[name])
 
     # -- building the snapshot ----------------------------------------------------------------
     def _snapshot(
@@ -404,12 +411,14 @@ class Collector:
         if r is None:
             return Throughput()
         window = self._rate_window
-        output = self._rate(now, "decode_tokens", window)
-        if output is None:
-            output = self._rate(now, "generation_tokens", window)
-        prompt = self._rate(now, "prefill_tokens", window)
-        if prompt is None:
-            prompt = self._rate(now, "prompt_tokens", window)
+        # SGLang's real-time counters when the page has them (0.5.23); the per-finished-request
+        # tokenizer counters otherwise (older versions), which move in bursts as requests end.
+        output = self._rate(
+            now, "decode_tokens" if "decode_tokens" in r.counters else "generation_tokens", window
+        )
+        prompt = self._rate(
+            now, "prefill_tokens" if "prefill_tokens" in r.counters else "prompt_tokens", window
+        )
         return Throughput(
             output_tok_s=_round(output),
             gauge_tok_s=r.gauge("gen_throughput"),

@@ -409,3 +409,17 @@ async def test_engine_restarted_on_the_same_port(http: httpx.AsyncClient) -> Non
         state.metrics = page(decode_tokens=400)
         assert (await c.tick("ready", 1)).throughput.output_tok_s == 300.0
     await c.aclose()
+
+
+async def test_a_counter_that_appears_later_gets_a_rate(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    """SGLang creates a labelled series at its first use: older points lack it, and must not block the rate."""
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.metrics = page(realtime=False)  # idle server: no decode series yet
+    await c.tick("ready", 1)
+    for tokens, expected in ((800, None), (1400, 600.0), (2400, 800.0)):
+        clock.now += 1
+        scripted_sglang.metrics = page(decode_tokens=tokens)
+        assert (await c.tick("ready", 1)).throughput.output_tok_s == expected

@@ -19,9 +19,11 @@ TICK_S = 0.1
 
 
 async def test_collector_follows_a_loaded_sim() -> None:
-    prof = profile("local-sim")
-    threshold = prof.speculation.threshold
-    assert threshold is not None
+    base = profile("local-sim")
+    threshold = 4  # low, so that a few requests cross it (the shipped profile's crossover is far higher)
+    prof = base.model_copy(
+        update={"speculation": base.speculation.model_copy(update={"threshold": threshold})}
+    )
     async with run_sim(prof, port=0, speedup=20, seed=7, api_key=API_KEY) as sim:
         headers = {"Authorization": f"Bearer {API_KEY}"}
         async with httpx.AsyncClient(timeout=60.0) as http:
