@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 
 from agent.wire import WIRE_VERSION
@@ -160,7 +160,10 @@ class ConsoleApp(App[None]):
     def paint_now(self) -> None:
         self._paint_pending = False
         self._last_paint = time.monotonic()
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:
+            return  # shutting down: a timer or a coalesced message came after the last screen went
         if not isinstance(screen, LiveScreen):
             return  # a dialog covers the screen: keep ingesting, draw nothing
         before = screen.painted_version

@@ -107,10 +107,16 @@ class ProfilesScreen(LiveScreen):
             else:
                 table.add_row(name, mark, key=name)
         if self.selected is None and profiles:
-            self.show_profile(str(profiles[0].get("name")))
+            first = self.running or str(profiles[0].get("name"))
+            self.selected = first
+            table.move_cursor(row=table.get_row_index(first))
+            self.show_profile(first)
 
     @on(DataTable.RowHighlighted, "#profile-list")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Only the operator's moves (keys or mouse, which focus the table) select a profile."""
+        if not event.data_table.has_focus:
+            return
         if event.row_key.value is not None and event.row_key.value != self.selected:
             self.show_profile(str(event.row_key.value))
 
