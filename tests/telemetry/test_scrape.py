@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agent.telemetry import scrape
@@ -210,3 +210,34 @@ def test_reading_from_server_info_when_metrics_are_off() -> None:
     assert r.gauge_int("spec_num_steps") == 3
     assert r.gauge_int("max_total_num_tokens") == 136800
     assert r.gauge("running") is None  # /server_info has no batch counts
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    info=st.dictionaries(st.text(max_size=12), _json, max_size=6),
+    key=st.sampled_from(["api_key", "admin_api_key", "hf_token", "HF_TOKEN", "client_secret", "db-password"]),
+    secret=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=8, max_size=24),
+    depth=st.integers(min_value=0, max_value=2),
+)
+def test_a_secret_never_survives_redaction(
+    info: dict[str, object], key: str, secret: str, depth: int
+) -> None:
+    """Wherever the key sits, and whatever else the answer holds, its value does not come out."""
+    assume(secret not in json.dumps(info))  # (a key that happens to spell the secret is not a leak)
+    node: dict[str, object] = dict(info)
+    root = node
+    for level in range(depth):
+        child: dict[str, object] = {}
+        node[f"level{level}"] = [child]
+        node = child
+    node[key] = secret
+    root["launch_command"] = f"python -m sglang.launch_server --api-key {secret} --port 1"
+    clean = redact_server_info(root, secrets=[secret])
+    assert secret not in json.dumps(clean)
