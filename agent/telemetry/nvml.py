@@ -90,6 +90,8 @@ class _Device:
     pcie_width_max: int | None = None
     ecc_uncorrected: int | None = None
     unsupported: set[str] = field(default_factory=set)
+    last_key: tuple[Any, ...] | None = None
+    last_gpu: Gpu | None = None
 
 
 class NvmlSampler:
@@ -242,7 +244,31 @@ class NvmlSampler:
         power = self._read(dev, "power", lib.nvmlDeviceGetPowerUsage)
         reasons = self._read(dev, "throttle", _clock_event_reasons(lib))
         procs = self._read(dev, "processes", lib.nvmlDeviceGetComputeRunningProcesses) or []
-        return Gpu(
+        temperature = self._read(dev, "temperature", lib.nvmlDeviceGetTemperature, lib.NVML_TEMPERATURE_GPU)
+        sm_clock = self._read(dev, "sm_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_SM)
+        mem_clock = self._read(dev, "mem_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_MEM)
+        pcie_gen = self._read(dev, "pcie_gen", lib.nvmlDeviceGetCurrPcieLinkGeneration)
+        pcie_width = self._read(dev, "pcie_width", lib.nvmlDeviceGetCurrPcieLinkWidth)
+        proc_key = tuple((p.pid, getattr(p, "usedGpuMemory", None)) for p in procs)
+        key = (
+            None if util is None else util.gpu,
+            None if mem is None else (mem.used, mem.total),
+            power,
+            dev.power_limit_w,
+            temperature,
+            sm_clock,
+            mem_clock,
+            pcie_gen,
+            pcie_width,
+            dev.pcie_gen_max,
+            dev.pcie_width_max,
+            reasons,
+            dev.ecc_uncorrected,
+            proc_key,
+        )
+        if key == dev.last_key and dev.last_gpu is not None:
+            return dev.last_gpu  # an idle GPU reads the same every tick: share the frozen model
+        gpu = Gpu(
             index=dev.index,
             name=dev.name,
             uuid=dev.uuid,
@@ -251,19 +277,19 @@ class NvmlSampler:
             memory_total_bytes=None if mem is None else int(mem.total),
             power_w=None if power is None else power / 1000.0,
             power_limit_w=dev.power_limit_w,
-            temperature_c=_float(
-                self._read(dev, "temperature", lib.nvmlDeviceGetTemperature, lib.NVML_TEMPERATURE_GPU)
-            ),
-            sm_clock_mhz=self._read(dev, "sm_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_SM),
-            mem_clock_mhz=self._read(dev, "mem_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_MEM),
-            pcie_gen=self._read(dev, "pcie_gen", lib.nvmlDeviceGetCurrPcieLinkGeneration),
+            temperature_c=_float(temperature),
+            sm_clock_mhz=sm_clock,
+            mem_clock_mhz=mem_clock,
+            pcie_gen=pcie_gen,
             pcie_gen_max=dev.pcie_gen_max,
-            pcie_width=self._read(dev, "pcie_width", lib.nvmlDeviceGetCurrPcieLinkWidth),
+            pcie_width=pcie_width,
             pcie_width_max=dev.pcie_width_max,
             throttle_reasons=[] if reasons is None else decode_throttle_reasons(int(reasons)),
             ecc_uncorrected=dev.ecc_uncorrected,
             processes=[self._process(p) for p in procs],
         )
+        dev.last_key, dev.last_gpu = key, gpu
+        return gpu
 
     def _process(self, proc: Any) -> GpuProcess:
         pid = int(proc.pid)

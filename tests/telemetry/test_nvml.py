@@ -186,3 +186,16 @@ def test_csv_capture_replays_the_nvidia_smi_path() -> None:
     assert [g.index for g in gpus.devices] == list(range(8))
     assert gpus.devices[2].utilization_pct == 100.0 and gpus.devices[3].utilization_pct == 0.0
     assert gpus.devices[0].memory_used_bytes == 42099 * 1024 * 1024
+
+
+def test_an_unchanged_gpu_is_shared_between_ticks_and_a_change_shows() -> None:
+    data = capture("h200x2")
+    lib = ReplayNvml(data)
+    sampler = NvmlSampler(lib, process_names=False)
+    first, second = sampler.sample(), sampler.sample()
+    assert first.devices[1] is second.devices[1]  # same frozen model: no new memory per tick
+    lib._gpus[1]["utilization"] = {"gpu": 55, "memory": 3}
+    third = sampler.sample()
+    assert third.devices[1] is not second.devices[1]
+    assert third.devices[1].utilization_pct == 55.0
+    assert third.devices[0] is second.devices[0]
