@@ -150,9 +150,11 @@ def ring_memory(snap: Snapshot, items: int, *, gpus_change: bool) -> float:
     dumped_gpus = snap.gpus.model_dump()
     for _ in range(items):
         gpus = Gpus.model_validate(dumped_gpus) if gpus_change else snap.gpus
-        ring.add(
-            lambda seq, g=gpus: Snapshot.model_validate({**base, "seq": seq, "time": time.time(), "gpus": g})
-        )
+
+        def build(seq: int, gpus: Gpus = gpus) -> Snapshot:
+            return Snapshot.model_validate({**base, "seq": seq, "time": time.time(), "gpus": gpus})
+
+        ring.add(build)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
