@@ -34,6 +34,8 @@ RANK_LABELS: Final = (m.TP_RANK_LABEL, m.PP_RANK_LABEL, "moe_ep_rank", "attn_tp_
 REALTIME_TOKENS_TOTAL: Final = "realtime_tokens_total"
 """0.5.23's per-step token counter (``mode`` = decode / prefill_compute / prefill_cache), reference §5.2;
 not in ``agent.sglang.metrics`` yet. A contract test finds it in the wheel."""
+LOADS_NUM_WAITING_REQS: Final = "num_waiting_reqs"
+"""``/v1/loads?format=prometheus`` (``sglang_`` prefix) calls the queue this (load_snapshot.py)."""
 OLD_TIME_PER_OUTPUT_TOKEN: Final = "time_per_output_token_seconds"
 """What older SGLang releases called the inter-token latency histogram (not exported by 0.5.23)."""
 
@@ -43,7 +45,7 @@ Agg = Literal["sum", "max", "mean"]
 GAUGES: Final[dict[str, tuple[tuple[str, ...], Agg]]] = {
     "gen_throughput": ((m.GEN_THROUGHPUT,), "sum"),
     "running": ((m.NUM_RUNNING_REQS,), "sum"),
-    "queued": ((m.NUM_QUEUE_REQS,), "sum"),
+    "queued": ((m.NUM_QUEUE_REQS, LOADS_NUM_WAITING_REQS), "sum"),
     "token_usage": ((m.TOKEN_USAGE,), "max"),
     "num_used_tokens": ((m.NUM_USED_TOKENS,), "sum"),
     "kv_used_tokens": ((m.KV_USED_TOKENS,), "sum"),

@@ -98,6 +98,27 @@ def test_data_parallel_ranks_add_up_and_pp_reads_the_first_stage() -> None:
     assert r.gauge("spec_accept_length") == 2.5
 
 
+def test_v1_loads_prometheus_format() -> None:
+    """``/v1/loads?format=prometheus``: sglang_ gauges per dp_rank, the queue called num_waiting_reqs."""
+    text = "\n".join(
+        [
+            "# TYPE sglang_num_running_reqs gauge",
+            'sglang_num_running_reqs{dp_rank="0"} 30',
+            "# TYPE sglang_num_waiting_reqs gauge",
+            'sglang_num_waiting_reqs{dp_rank="0"} 4',
+            "# TYPE sglang_max_total_num_tokens gauge",
+            'sglang_max_total_num_tokens{dp_rank="0"} 136800',
+        ]
+    )
+    r = parse_metrics(text)
+    assert r.prefix == "sglang_"
+    assert (r.gauge_int("running"), r.gauge_int("queued"), r.gauge_int("max_total_num_tokens")) == (
+        30,
+        4,
+        136800,
+    )
+
+
 def test_older_sglang_page_gives_what_it_has() -> None:
     """Shape of an older SGLang page (0.4-era): no rank labels, no realtime/spec counters, TPOT not ITL."""
     old = "\n".join(

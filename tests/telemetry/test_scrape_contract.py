@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.telemetry.scrape import COUNTERS, GAUGES, HISTOGRAMS, OLD_TIME_PER_OUTPUT_TOKEN
+from agent.telemetry.scrape import (
+    COUNTERS,
+    GAUGES,
+    HISTOGRAMS,
+    LOADS_NUM_WAITING_REQS,
+    OLD_TIME_PER_OUTPUT_TOKEN,
+)
 
 from .conftest import FIXTURES, PAGE_0523
 
@@ -34,12 +40,14 @@ def _declared(src: Path) -> set[str]:
 
 def test_every_name_we_read_is_declared_by_0523(sglang_src: Path) -> None:
     declared = _declared(sglang_src)
-    wanted = {n for names, _ in GAUGES.values() for n in names}
+    wanted = {n for names, _ in GAUGES.values() for n in names if n != LOADS_NUM_WAITING_REQS}
     wanted |= {sample for sample, _ in COUNTERS.values()}
     wanted |= {n for names in HISTOGRAMS.values() for n in names if n != OLD_TIME_PER_OUTPUT_TOKEN}
     missing = sorted(n for n in wanted if f"sglang:{n}" not in declared)
     assert missing == []
     assert f"sglang:{OLD_TIME_PER_OUTPUT_TOKEN}" not in declared  # really an older name
+    # /v1/loads?format=prometheus writes sglang_<field> of LoadSnapshot, which calls the queue this:
+    assert LOADS_NUM_WAITING_REQS in (sglang_src / "srt/managers/load_snapshot.py").read_text()
 
 
 def test_the_fixture_page_is_what_the_wheel_generates(sglang_wheel: Path) -> None:
