@@ -194,6 +194,7 @@ async def test_token_and_engine_key_never_leave_the_agent(shared_agent: Agent) -
     written = [p.read_text(errors="replace") for p in shared_agent.root.glob("agent-*.log")]
     written.append((shared_agent.state_dir / "audit.jsonl").read_text())
     written.append((shared_agent.state_dir / "engine.json").read_text())
+    written.append((shared_agent.state_dir / "logs" / "engine.log").read_text(errors="replace"))
     for text in served + written:
         assert token not in text
         assert ENGINE_KEY not in text
@@ -465,3 +466,22 @@ async def test_bench_sweep_runs_against_the_engine_and_reports_on_the_stream(sha
     assert stored["state"] == "finished" and stored["bench_id"] == bench_id
     assert any(r["bench_id"] == bench_id for r in runs)
     assert missing.status_code == 404
+
+
+async def test_a_plan_made_before_another_change_expires_instead_of_applying(shared_agent: Agent) -> None:
+    stamp = time.time_ns()
+    async with shared_agent.client() as c:
+        first = (
+            await c.post("/v1/actions", json={"request_id": f"old-{stamp}", "kind": "threshold", "value": 40})
+        ).json()
+        second = (
+            await c.post("/v1/actions", json={"request_id": f"new-{stamp}", "kind": "threshold", "value": 41})
+        ).json()
+        assert first["mode"] == second["mode"] == "live"
+        applied = (await c.post(f"/v1/actions/{second['action_id']}/confirm")).json()
+        stale = (await c.post(f"/v1/actions/{first['action_id']}/confirm")).json()
+        unknown = await c.post("/v1/actions/act-nope/confirm")
+    assert applied["status"] == "applied"
+    assert stale["status"] == "expired" and "plan again" in stale["message"]
+    assert _engine_info(shared_agent)["internal_states"][0][live_control.READBACK_FIELD]["threshold"] == 41
+    assert unknown.status_code == 404
