@@ -36,6 +36,8 @@ INIT_NEW_TOKEN_RATIO = 0.7
 MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
 NEW_TOKEN_RATIO_DECAY_STEPS = 600
 RETRACT_DECODE_STEPS = 20
+EOS_TOKEN_ID = 163586
+"""Kimi K2.5's ``<|im_end|>``; what ``finish_reason.matched`` reports when the modelled text ends."""
 
 FinishReason = dict[str, Any]
 
@@ -420,7 +422,3 @@ class Engine:
             return False
         self.stats.reset_spec_totals()
         return True
-
-
-EOS_TOKEN_ID = 163586
-"""Kimi K2.5's ``<|im_end|>``; what ``finish_reason.matched`` reports when the modelled text ends."""

@@ -65,10 +65,10 @@ class EngineRunner:
     # ------------------------------------------------------------------ requests
 
     def submit(self, req: SimRequest) -> None:
-        at = self.virtual_now()
-        if self._step_end is not None:
-            at = min(at, self._step_end)
-        at = max(at, self.engine.now) if self._step_end is None else at
+        # A request joins at the end of the step in flight (even when the model lags the wall clock),
+        # or now when the engine is idle.
+        now = self.virtual_now()
+        at = min(now, self._step_end) if self._step_end is not None else max(now, self.engine.now)
         self.engine.submit(req, at=at)
         self._wake.set()
 
