@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -16,6 +18,9 @@ from console.widgets.format import ms, num
 
 WINDOW_S = 300.0
 MIN_WINDOW_S = 60.0
+CHART_INTERVAL_S = 1.0
+"""plotext rebuilds a whole figure per draw (~15 ms at 120x40): charts move once a second, the
+figures above them with every snapshot."""
 
 
 def chart_window(model: ConsoleModel) -> float:
@@ -67,6 +72,14 @@ def findings_text(snap: Snapshot) -> Text:
 
 
 class OverviewScreen(LiveScreen):
+    def __init__(self) -> None:
+        super().__init__()
+        self._charts_at = -CHART_INTERVAL_S
+
+    def on_screen_resume(self) -> None:
+        self._charts_at = -CHART_INTERVAL_S  # back in view: draw the charts at once
+        super().on_screen_resume()
+
     def compose_body(self) -> ComposeResult:
         yield Static(id="badge", classes="value")
         yield Static(id="figures", classes="value")
@@ -83,6 +96,10 @@ class OverviewScreen(LiveScreen):
         self.query_one("#badge", Static).update(badge_text(snap.speculation))
         self.query_one("#figures", Static).update(figures_text(snap))
         self.query_one("#findings", Static).update(findings_text(snap))
+        now = time.monotonic()
+        if now - self._charts_at < CHART_INTERVAL_S and model.link.state == "connected":
+            return
+        self._charts_at = now
         window = chart_window(model)
         markers = tuple(model.switches_in(window))
         xs, ys = model.series(lambda s: s.throughput.output_tok_s, window)
