@@ -316,6 +316,21 @@ class Supervisor:
             await asyncio.sleep(self.poll_s)
 
     async def _lifecycle(self, adopted: RunningEngine | None) -> None:
+        try:
+            await self._supervise(adopted)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug here must not leave the engine silently unwatched
+            log.exception("engine supervision failed")
+            self._set_state("unknown")
+            self.emit(
+                "engine.supervisor_error",
+                f"The agent stopped watching the engine after an internal error ({type(exc).__name__}: {exc}); "
+                "restart the agent to reattach",
+                {},
+            )
+
+    async def _supervise(self, adopted: RunningEngine | None) -> None:
         engine = adopted
         while True:
             assert self.profile is not None

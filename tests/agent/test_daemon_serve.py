@@ -332,6 +332,18 @@ def test_killed_agent_restarts_and_reattaches_to_the_same_engine(make_agent: Any
     assert "engine.reattached" in names and "engine.starting" not in names
 
 
+def test_sigterm_stops_the_agent_cleanly_and_leaves_the_engine(make_agent: Any) -> None:
+    agent: Agent = make_agent("sim-term").start()
+    status = agent.wait_state("ready")
+    assert agent.proc is not None
+    agent.proc.send_signal(signal.SIGTERM)  # what systemd or a shutdown sends
+    assert agent.proc.wait(timeout=30) == 0
+    assert not agent.socket.exists()
+    assert pid_alive(status["engine_pid"])
+    assert agent.record() is not None and agent.record()["pid"] == status["engine_pid"]  # type: ignore[index]
+    assert "agent.stopping" in agent.log_path.read_text()
+
+
 def test_stale_record_of_a_reused_pid_is_not_signalled(make_agent: Any) -> None:
     agent: Agent = make_agent("sim-stale")
     agent.state_dir.mkdir(parents=True, mode=0o700)
