@@ -134,23 +134,42 @@ class _RunningSampler:
     samples: list[float] = field(default_factory=list)
     failures: int = 0
     all_started: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    burst: int = 4
+    burst_interval_s: float = 0.05
+
+    async def _sample(self) -> None:
+        try:
+            reading = await self.probe.metrics()
+        except EngineError:
+            self.failures += 1
+            return
+        if reading is not None and reading.num_running_reqs is not None:
+            self.samples.append(reading.num_running_reqs)
 
     async def run(self) -> None:
-        targeted = False
-        while True:
-            try:
-                reading = await self.probe.metrics()
-            except EngineError:
-                self.failures += 1
-                reading = None
-            if reading is not None and reading.num_running_reqs is not None:
-                self.samples.append(reading.num_running_reqs)
-            if targeted:
-                await asyncio.sleep(self.interval_s)
-                continue
+        # SGLang refreshes the gauge every decode-log-interval batches, so one read at the moment
+        # the level is full can be stale: read a short burst then, and periodically otherwise.
+        while not self.all_started.is_set() and not self.stop.is_set():
+            await self._sample()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.all_started.wait(), self.interval_s)
-            targeted = self.all_started.is_set()
+        for _ in range(self.burst):
+            if self.stop.is_set():
+                return
+            await self._sample()
+            await asyncio.sleep(self.burst_interval_s)
+        while not self.stop.is_set():
+            await self._sample()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.interval_s)
+
+    async def finish(self, task: asyncio.Future[None]) -> None:
+        """Let a read in flight land (a level shorter than one scrape still gets its sample)."""
+        self.stop.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(task, 2.0)
 
 
 def _delta(after: MetricsReading | None, before: MetricsReading | None, name: str) -> float | None:
@@ -249,9 +268,7 @@ class SweepSession:
         except EngineUnreachable as exc:
             raise EngineError(f"engine stopped answering during {arm} c={concurrency}: {exc}") from exc
         finally:
-            sampling.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampling
+            await sampler.finish(sampling)
         duration = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
         result = level_metrics(records, duration)

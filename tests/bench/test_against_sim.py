@@ -23,14 +23,16 @@ from agent.bench.store import BenchStore
 from agent.bench.sweep import RunTracker, SweepSession, make_client, run_sweep
 from agent.profile.store import load_profile
 from agent.sglang import kv
-from agent.sglang.live_control import READBACK_FIELD
+from agent.sglang.live_control import LIVE_THRESHOLD_KEY, READBACK_FIELD
 from agent.sim.server import run_sim
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 EAGLE3 = load_profile(PROFILES / "kimi-k25-eagle3.toml")
 TREE = load_profile(PROFILES / "kimi-k25-eagle3-tree.toml")
 BASELINE = load_profile(PROFILES / "kimi-k25-baseline.toml")
-SMALL = BenchOptions(concurrency=(1, 8), input_len=64, output_len=32, requests_per_level=8, warmup_requests=1)
+SMALL = BenchOptions(
+    concurrency=(1, 8), input_len=64, output_len=128, requests_per_level=8, warmup_requests=1
+)
 
 
 def _generated(sim: Any) -> int:
@@ -47,15 +49,15 @@ async def _threshold(url: str) -> int:
 async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> None:
     """Output tok/s measured by the client = tokens the engine generated in the window / window, ±2 %."""
     options = BenchOptions(
-        concurrency=(16,), input_len=128, output_len=64, requests_per_level=48, warmup_requests=0, chat=chat
+        concurrency=(16,), input_len=128, output_len=256, requests_per_level=32, warmup_requests=0, chat=chat
     )
     async with run_sim(EAGLE3, port=0, speedup=50, seed=5) as sim, make_client(options) as client:
-        session = SweepSession(sim.url, options, client, RunTracker(total=48))
+        session = SweepSession(sim.url, options, client, RunTracker(total=32))
         await session.prepare()
         before = _generated(sim)
         level = await session.level("sweep", 16, 0, 1)
         engine_tokens = _generated(sim) - before
-    assert level["completed"] == 48 and level["failed"] == 0
+    assert level["completed"] == 32 and level["failed"] == 0
     engine_rate = engine_tokens / level["duration"]
     assert level["output_throughput"] == pytest.approx(engine_rate, rel=0.02)
     assert level["engine_output_throughput"] == pytest.approx(engine_rate, rel=0.02)
@@ -91,11 +93,20 @@ async def test_level_fields_carry_bench_servings_names(sglang_src: Path) -> None
     assert level["max_concurrency"] == 2 and level["accept_length"] > 1.0
 
 
+async def _set_threshold(url: str, value: int) -> None:
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(
+            f"{url}/set_internal_state", json={"server_args": {LIVE_THRESHOLD_KEY: value}}
+        )
+    assert answer.json() == [True]
+
+
 async def test_compare_forces_each_mode_and_restores_the_threshold() -> None:
     async with run_sim(EAGLE3, port=0, speedup=50, seed=2) as sim:
+        await _set_threshold(sim.url, 4)  # between the two levels, whatever the profile says
         original = await _threshold(sim.url)
         result = await run_compare(sim.url, SMALL)
-        assert await _threshold(sim.url) == original
+        assert await _threshold(sim.url) == original == 4
     assert result["live_control"] == {
         "available": True,
         "reason": None,
@@ -108,9 +119,9 @@ async def test_compare_forces_each_mode_and_restores_the_threshold() -> None:
         assert off["accept_length"] == pytest.approx(1.0, abs=0.05), "threshold 1 must not"
         assert row["envelope"] == max(on["output_throughput"], off["output_throughput"])
         assert row["ratios"]["adaptive"] == pytest.approx(adaptive["output_throughput"] / row["envelope"])
-    # Below the profile's threshold (4) adaptive speculates, at 8 it does not.
+    # Below the profile's threshold (4) adaptive speculates; at 8 it does not, but for the ramp of a wave.
     assert result["levels"][0]["adaptive"]["accept_length"] > 1.5
-    assert result["levels"][1]["adaptive"]["accept_length"] == pytest.approx(1.0, abs=0.05)
+    assert result["levels"][1]["adaptive"]["accept_length"] < 1.3
     assert isinstance(result["recommended_threshold"], int)
     spec = kv.spec_shape_for_profile(EAGLE3)
     assert result["off_memory"]["kv_reserve_per_request_tokens"] == kv.reserve_per_decode(
