@@ -99,6 +99,14 @@ def _wanted_names() -> frozenset[str]:
 
 WANTED: Final = _wanted_names()
 
+_FAMILY_OF: Final = {
+    f"{name}{suffix}": name
+    for names in HISTOGRAMS.values()
+    for name in names
+    for suffix in ("_bucket", "_count", "_sum")
+}
+"""A histogram's sample names → its family name."""
+
 
 @dataclass(frozen=True)
 class Histogram:
@@ -330,10 +338,7 @@ def parse_metrics(text: str) -> MetricsReading:
                 histograms[logical] = hist
                 break
 
-    families = frozenset(
-        re.sub(r"_(bucket|count|sum)$", "", name) if name.endswith(("_bucket", "_count", "_sum")) else name
-        for name in by_name
-    )
+    families = frozenset(_FAMILY_OF.get(name, name) for name in by_name)
     return MetricsReading(
         source="metrics",
         prefix=prefix_seen,
