@@ -330,6 +330,29 @@ def test_killed_agent_restarts_and_reattaches_to_the_same_engine(make_agent: Any
     with agent.sync_client() as c:
         names = [e["name"] for e in c.get("/v1/events").json()["events"]]
     assert "engine.reattached" in names and "engine.starting" not in names
+    assert "engine.profile_differs" not in names
+
+
+def test_reattach_keeps_what_runs_when_the_profile_file_changed(make_agent: Any) -> None:
+    agent: Agent = make_agent("sim-edited").start()
+    before = agent.wait_state("ready")
+    agent.kill()
+    edited = re.sub(
+        r"(?m)^max_running_requests = \d+$", "max_running_requests = 64", agent.profile.read_text()
+    )
+    assert edited != agent.profile.read_text()
+    agent.profile.write_text(edited)
+    agent.start()
+    after = agent.wait_state("ready")
+    assert after["engine_pid"] == before["engine_pid"]  # an edited profile is not a reason to restart SGLang
+    with agent.sync_client() as c:
+        events = c.get("/v1/events").json()["events"]
+        diff = c.get("/v1/profiles/sim-edited/diff").json()
+    differs = [e for e in events if e["name"] == "engine.profile_differs"]
+    assert len(differs) == 1 and "apply the profile" in differs[0]["message"]
+    # The diff is against what really runs (the record), so the edit shows up as a pending restart.
+    assert [c["key"] for c in diff["changes"]] == ["server.max_running_requests"]
+    assert diff["plan"]["mode"] == "restart"
 
 
 def test_sigterm_stops_the_agent_cleanly_and_leaves_the_engine(make_agent: Any) -> None:
