@@ -7,12 +7,11 @@ optional EMA ceiling, and 0 steps (no speculation) as a candidate that is left p
 probe the smallest positive step. The config is read with ``agent.sglang.adaptive.slots`` (the same
 reading of SGLang's JSON the launcher writes).
 
-``LiveAdaptiveController`` adds the two live controls defined in ``agent.sglang.live_control``:
-the threshold (a running batch of at least this many requests decodes with 0 steps; ``0`` = no
-threshold) and the pinned step count (used below the threshold instead of the EMA's choice;
-``-1`` = let the EMA choose). The config's own threshold slot (a slot whose only candidate is 0,
-``agent.sglang.adaptive.threshold_of``) is the threshold's start value; from then on the live value
-replaces it, so that raising or lowering it live moves the boundary rather than adding a second one.
+``LiveAdaptiveController`` adds the two live controls defined in ``agent.sglang.live_control``,
+with the semantics of k25console's SGLang patch 01 (``LiveAdaptiveState``): the threshold (a running
+batch of at least this many requests decodes with 0 steps; ``0`` = no threshold), whose start value
+is the config's trailing ``[0]``-only slot, and the pinned step count (every speculating slot
+narrowed to it; ``-1`` = the EMA policy chooses again).
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ class StepSlot:
         return {
             "current_steps": self.current_steps,
             "candidate_steps": list(self.candidate_steps),
-            "ema_accept_len": round(self.ema_accept_len, 4),
+            "ema_accept_len": float(self.ema_accept_len),
             "batch_count": self.batch_count,
         }
 
@@ -122,94 +121,126 @@ class AdaptiveParams:
         self.cuda_graph_bs = sorted(cuda_graph_bs) if cuda_graph_bs else None
         self.candidate_steps = sorted({s for slot in self.slots.values() for s in slot.candidate_steps})
 
-    def route_key(self, batch_size: int, exclude: int | None = None) -> int:
-        padded = batch_size
-        if self.cuda_graph_bs is not None:
-            idx = bisect.bisect_left(self.cuda_graph_bs, batch_size)
-            if idx < len(self.cuda_graph_bs):
-                padded = self.cuda_graph_bs[idx]
-        keys = [k for k in self.bs_list if k != exclude] or self.bs_list
-        idx = bisect.bisect_right(keys, padded) - 1
-        return keys[max(0, idx)]
+    def pad(self, batch_size: int) -> int:
+        """``_pad_to_cuda_graph_bs``: the next captured batch size (unchanged without a list, or above it)."""
+        if self.cuda_graph_bs is None:
+            return batch_size
+        idx = bisect.bisect_left(self.cuda_graph_bs, batch_size)
+        return self.cuda_graph_bs[idx] if idx < len(self.cuda_graph_bs) else batch_size
+
+
+def threshold_slots(slots: dict[int, StepSlot]) -> list[int]:
+    """Trailing slot keys whose only candidate is 0 steps: the launch-time threshold."""
+    keys: list[int] = []
+    for bs in sorted(slots, reverse=True):
+        if slots[bs].candidate_steps != [0]:
+            break
+        keys.insert(0, bs)
+    return keys
 
 
 class LiveAdaptiveController:
-    """The adaptive worker's step choice with k25console's live threshold and pinned steps."""
+    """The adaptive worker's step choice with k25console's live threshold and pinned steps.
+
+    Mirrors ``LiveAdaptiveState`` of patch 01 (``agent/install/patches/01-live-adaptive-control``;
+    a test runs that code side by side with this one): batches at or above the threshold go to a
+    private slot fixed at 0 steps; smaller ones to the largest speculating slot key not above the
+    (padded) batch size. Pinning narrows every speculating slot's candidates to the pinned step;
+    releasing restores them.
+    """
 
     def __init__(
         self, initial_steps: int, config: dict[str, Any], cuda_graph_bs: list[int] | None = None
     ) -> None:
         self.params = AdaptiveParams(initial_steps, config, cuda_graph_bs)
-        self.config_threshold = adaptive_config.threshold_of(config)
-        self.threshold: int = (
-            self.config_threshold if self.config_threshold is not None else live_control.NO_THRESHOLD
-        )
+        slots = self.params.slots
+        markers = threshold_slots(slots)
+        self.threshold: int = markers[0] if markers else live_control.NO_THRESHOLD
         self.pinned_steps: int = live_control.RELEASE_PINNED_STEPS
-        self.active_steps = self.params.slots[self._slot_key(1)].current_steps
-        self.last_slot_key = self._slot_key(1)
+        self.speculating_keys = [bs for bs in self.params.bs_list if bs not in markers] or list(
+            self.params.bs_list
+        )
+        self.zero_slot = StepSlot(0, {"candidate_steps": [0]})
+        self._saved_candidates: dict[int, list[int]] = {}
+        self.last_slot = slots[self.speculating_keys[0]]
+        self.active_steps = (
+            initial_steps if initial_steps in self.params.candidate_steps else self.last_slot.current_steps
+        )
 
     @property
     def prebuilt_steps(self) -> list[int]:
         """Every candidate step has a runtime state built at start-up, 0 included."""
         return list(self.params.candidate_steps)
 
-    @property
-    def positive_steps(self) -> list[int]:
-        return [s for s in self.params.candidate_steps if s > 0]
-
-    def _slot_key(self, batch_size: int) -> int:
-        # The config's threshold slot stands for the live threshold; routing skips it.
-        return self.params.route_key(batch_size, exclude=self.config_threshold)
+    def route(self, batch_size: int) -> StepSlot:
+        if self.threshold > live_control.NO_THRESHOLD and batch_size >= self.threshold:
+            return self.zero_slot
+        padded = self.params.pad(batch_size)
+        below = [bs for bs in self.speculating_keys if bs <= padded]
+        slot = self.params.slots[below[-1] if below else self.speculating_keys[0]]
+        self.last_slot = slot
+        return slot
 
     def steps_for_batch(self, batch_size: int) -> int:
         """``activate_step_by_batch``: the tier the next round of this batch runs at."""
-        if self.threshold != live_control.NO_THRESHOLD and batch_size >= self.threshold:
-            self.active_steps = 0
-            return 0
-        key = self._slot_key(batch_size)
-        self.last_slot_key = key
-        if self.pinned_steps != live_control.RELEASE_PINNED_STEPS:
-            self.active_steps = self.pinned_steps
-        else:
-            self.active_steps = self.params.slots[key].current_steps
+        self.active_steps = self.route(batch_size).current_steps
         return self.active_steps
 
-    def on_verify_complete(self, accepted_drafts_per_req: list[int], batch_size: int, steps_run: int) -> None:
-        """Feed the routed slot's EMA (``on_verify_complete``); a threshold round feeds nothing."""
-        if self.threshold != live_control.NO_THRESHOLD and batch_size >= self.threshold:
-            return
-        if self.pinned_steps != live_control.RELEASE_PINNED_STEPS and steps_run == 0:
-            return
-        self.params.slots[self._slot_key(batch_size)].update(accepted_drafts_per_req)
+    def on_verify_complete(self, accepted_drafts_per_req: list[int], batch_size: int) -> None:
+        """Feed the routed slot's EMA (``AdaptiveSpeculativeParams.on_verify_complete``)."""
+        self.route(batch_size).update(accepted_drafts_per_req)
 
     # ---------------------------------------------------------------- live keys
 
-    def validate_threshold(self, value: int | float) -> str | None:
-        if isinstance(value, bool) or float(value) != int(value):
-            return f"{live_control.LIVE_THRESHOLD_KEY} must be an integer, got {value}"
-        if int(value) < 0:
-            return f"{live_control.LIVE_THRESHOLD_KEY} must be 0 (no threshold) or a batch size >= 1, got {value}"
+    def check_threshold(self, value: object) -> str | None:
+        """Why ``value`` cannot be the threshold (patch 01's rule), or None when it can."""
+        key = live_control.LIVE_THRESHOLD_KEY
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{key} must be an integer >= 0, got {value!r}"
+        if value < 0:
+            return f"{key} must be >= 0 (0 = no threshold), got {value}"
+        if value > live_control.NO_THRESHOLD and 0 not in self.prebuilt_steps:
+            return f"{key}={value} needs a pre-built 0-step state; pre-built steps are {self.prebuilt_steps}"
         return None
 
-    def validate_steps(self, value: int | float) -> str | None:
-        if isinstance(value, bool) or float(value) != int(value):
-            return f"{live_control.LIVE_STEPS_KEY} must be an integer, got {value}"
-        steps = int(value)
-        if steps != live_control.RELEASE_PINNED_STEPS and steps not in self.positive_steps:
-            return (
-                f"{live_control.LIVE_STEPS_KEY}={steps} has no pre-built runtime state; "
-                f"allowed: {self.positive_steps} or {live_control.RELEASE_PINNED_STEPS}"
-            )
+    def check_steps(self, value: object) -> str | None:
+        """Why ``value`` cannot be the pinned step (patch 01's rule), or None when it can."""
+        key = live_control.LIVE_STEPS_KEY
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{key} must be an integer, got {value!r}"
+        if value == live_control.RELEASE_PINNED_STEPS:
+            return None
+        speculating = [s for s in self.prebuilt_steps if s > 0]
+        if value not in speculating:
+            return f"{key}={value} is not a pre-built speculating state; choose one of {speculating} or -1"
         return None
+
+    def set_threshold(self, value: int) -> None:
+        self.threshold = value
+
+    def set_pinned_steps(self, value: int) -> None:
+        slots = self.params.slots
+        for bs in self.speculating_keys:
+            slot = slots[bs]
+            if value == live_control.RELEASE_PINNED_STEPS:
+                if bs not in self._saved_candidates:
+                    continue
+                slot.candidate_steps = self._saved_candidates.pop(bs)
+            else:
+                self._saved_candidates.setdefault(bs, slot.candidate_steps)
+                slot.candidate_steps = [value]
+            if slot.current_steps not in slot.candidate_steps:
+                current = slot.current_steps
+                slot.current_steps = min(slot.candidate_steps, key=lambda s: (abs(s - current), s))
+        self.pinned_steps = value
 
     def readback(self) -> dict[str, Any]:
-        """``internal_states[0][READBACK_FIELD]``, keys as ``live_control.READBACK_KEYS``."""
-        slot = self.params.slots[self.last_slot_key]
+        """``internal_states[0][READBACK_FIELD]`` as patch 02 writes it (keys: ``live_control.READBACK_KEYS``)."""
         return {
             "threshold": self.threshold,
             "pinned_steps": self.pinned_steps,
             "active_steps": self.active_steps,
             "prebuilt_steps": self.prebuilt_steps,
-            "ema_accept_len": round(slot.ema_accept_len, 4),
-            "slots": {str(bs): s.readback() for bs, s in self.params.slots.items()},
+            "ema_accept_len": float(self.last_slot.ema_accept_len),
+            "slots": {str(bs): s.readback() for bs, s in sorted(self.params.slots.items())},
         }

@@ -375,7 +375,7 @@ class Engine:
                 counted_correct += drafts
             delivered += self._emit(req, new)
         if self.controller is not None and plan.accepted_drafts:
-            self.controller.on_verify_complete(plan.accepted_drafts, len(plan.batch), plan.steps)
+            self.controller.on_verify_complete(plan.accepted_drafts, len(plan.batch))
         self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
         self.stats.on_decode_pass(self, plan, live, delivered, counted_accept, counted_correct)
 

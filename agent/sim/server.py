@@ -34,7 +34,7 @@ from urllib.parse import parse_qs
 import uvicorn
 
 from agent.profile.schema import Profile
-from agent.sglang import live_control, rules
+from agent.sglang import live_control
 from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
 from agent.sim.config import sim_config
@@ -254,9 +254,9 @@ class SimServer:
         controller = self.engine.controller
         for key, value in server_args.items():
             if key == live_control.LIVE_THRESHOLD_KEY and controller is not None:
-                controller.threshold = int(value)
+                controller.set_threshold(int(value))
             elif key == live_control.LIVE_STEPS_KEY and controller is not None:
-                controller.pinned_steps = int(value)
+                controller.set_pinned_steps(int(value))
             else:
                 if key.startswith("speculative_accept_threshold"):
                     # Acceptance statistics describe the previous threshold: start over, as 0.5.23 does.
@@ -267,9 +267,12 @@ class SimServer:
     def reject_reason(self, key: str, value: int | float) -> str | None:
         """Why ``/set_internal_state`` refuses ``key=value`` (SGLang's rules and the live keys'); None if it accepts."""
         if key in live_control.LIVE_KEYS:
-            if self.engine.controller is None:
-                return "adaptive speculation is not running"
-            return rules.validate_live_value(self.config.profile, key, value)
+            controller = self.engine.controller
+            if controller is None:
+                return f"{key} needs adaptive speculative decoding (--speculative-adaptive, still enabled after resolution)."
+            if key == live_control.LIVE_THRESHOLD_KEY:
+                return controller.check_threshold(value)
+            return controller.check_steps(value)
         if key not in SGLANG_SET_INTERNAL_STATE_KEYS:
             return f"Updating {key} is not supported."
         if key == "pp_max_micro_batch_size":

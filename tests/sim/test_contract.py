@@ -247,3 +247,89 @@ def test_decode_graph_batch_sizes_match_sglangs(sglang_src: Path, max_bs: int, s
     assert decode_cuda_graph_bs(max_bs, speculative) == hook.generate_decode_cuda_graph_batch_sizes(
         None, max_bs
     )
+
+
+PATCH_01 = Path(__file__).resolve().parents[2] / "agent/install/patches/01-live-adaptive-control/patch.diff"
+
+
+def _new_file_from_diff(diff: str, path: str) -> str:
+    """The text of a file a unified diff creates (its ``+`` lines after ``+++ b/<path>``)."""
+    lines = diff.splitlines()
+    start = lines.index(f"+++ b/{path}") + 2  # skip the "@@ -0,0 +1,N @@" line
+    body: list[str] = []
+    for line in lines[start:]:
+        if not line.startswith("+"):
+            break
+        body.append(line[1:])
+    return "\n".join(body) + "\n"
+
+
+class _WheelParams:
+    """The attributes of ``AdaptiveSpeculativeParams`` that the patch's ``LiveAdaptiveState`` reads."""
+
+    def __init__(self, slot_cls: Any, config: dict[str, Any], initial: int) -> None:
+        entries = {
+            int(k): {**{g: v for g, v in config.items() if not g.isdigit()}, **v}
+            for k, v in config.items()
+            if k.isdigit()
+        }
+        self._bs_list = sorted(entries)
+        self._slots = {bs: slot_cls(initial, entries[bs]) for bs in self._bs_list}
+
+    def _pad_to_cuda_graph_bs(self, batch_size: int) -> int:
+        return batch_size
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"1": {"candidate_steps": [1, 2, 3]}, "125": {"candidate_steps": [0]}},  # the shipped profiles
+        {"warmup_batches": 2, "update_interval": 1, "1": {"candidate_steps": [1, 3, 5]}, "8": {"candidate_steps": [0, 1, 3]},
+         "32": {"candidate_steps": [0]}, "64": {"candidate_steps": [0]}},
+        {"1": {"candidate_steps": [2, 3]}},  # no threshold at launch
+    ],
+    ids=["shipped", "default-like", "no-threshold"],
+)  # fmt: skip
+def test_live_control_matches_the_patch(sglang_src: Path, config: dict[str, Any]) -> None:
+    """Routing, EMA feeding, threshold and pinning behave as patch 01's own ``LiveAdaptiveState``."""
+    from agent.sim.adaptive import LiveAdaptiveController
+
+    wheel = _sglang_slot_class(sglang_src)
+    namespace: dict[str, Any] = {"__name__": "adaptive_live_control"}
+    source = _new_file_from_diff(PATCH_01.read_text(), "sglang/srt/speculative/adaptive_live_control.py")
+    exec(compile(source, str(PATCH_01), "exec"), namespace)
+    params = _WheelParams(wheel.AdaptiveStepSlot, config, 3)
+    theirs = namespace["LiveAdaptiveState"](params)
+    ours = LiveAdaptiveController(3, config)
+    prebuilt = ours.prebuilt_steps
+    assert ours.threshold == theirs.threshold
+    rng = random.Random(5)
+    for _ in range(600):
+        roll = rng.random()
+        if roll < 0.04:
+            value: Any = rng.choice([0, 2, 4, 8, 16, 40, 125, -1, 3.5])
+            reason = namespace["LiveAdaptiveState"].check_threshold(value, prebuilt)
+            assert (ours.check_threshold(value) is None) == (reason is None), value
+            if reason is None:
+                theirs.set_threshold(value)
+                ours.set_threshold(value)
+        elif roll < 0.08:
+            value = rng.choice([-1, 0, 1, 2, 3, 5, 7])
+            reason = namespace["LiveAdaptiveState"].check_steps(value, prebuilt)
+            assert (ours.check_steps(value) is None) == (reason is None), value
+            if reason is None:
+                theirs.set_pinned_steps(value)
+                ours.set_pinned_steps(value)
+        batch = rng.choice([1, 2, 3, 5, 8, 9, 16, 31, 33, 64, 100, 130, 200])
+        slot = theirs.route(batch)
+        assert ours.steps_for_batch(batch) == slot.current_steps
+        drafts = [rng.randint(0, max(slot.current_steps, 0)) for _ in range(min(batch, 6))]
+        theirs.route(batch).update(drafts)
+        ours.on_verify_complete(drafts, batch)
+        mine = ours.readback()
+        assert (mine["threshold"], mine["pinned_steps"]) == (theirs.threshold, theirs.pinned_steps)
+        assert mine["ema_accept_len"] == pytest.approx(theirs.last_slot.ema_accept_len)
+        for bs, wheel_slot in params._slots.items():
+            assert mine["slots"][str(bs)]["current_steps"] == wheel_slot.current_steps
+            assert mine["slots"][str(bs)]["candidate_steps"] == wheel_slot.candidate_steps
+            assert mine["slots"][str(bs)]["batch_count"] == wheel_slot._batch_count
