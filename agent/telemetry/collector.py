@@ -539,6 +539,10 @@ class Collector:
         self, live: Mapping[str, Any], running: int | None, info: Mapping[str, Any]
     ) -> tuple[SpecOffReason, str]:
         threshold = _int(live.get("threshold"))
+        if threshold is None and self._profile.speculation.adaptive and self._adaptive_reason is None:
+            # No live read-back (SGLang without our patch): the launch config's 0-step slot still
+            # holds batches at or above the profile's threshold.
+            threshold = self._profile.speculation.threshold
         if (
             threshold is not None
             and threshold != NO_THRESHOLD

@@ -423,3 +423,22 @@ async def test_a_counter_that_appears_later_gets_a_rate(
         clock.now += 1
         scripted_sglang.metrics = page(decode_tokens=tokens)
         assert (await c.tick("ready", 1)).throughput.output_tok_s == expected
+
+
+async def test_without_the_patch_the_profiles_threshold_explains_speculation_off(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    """Unpatched SGLang has no live read-back, but the launch-time 0-step slot still applies."""
+    info = server_info()
+    del info["internal_states"][0][READBACK_FIELD]
+    scripted_sglang.server_info = info
+    threshold = profile("kimi-k25-eagle3").speculation.threshold
+    assert threshold is not None
+    c = collector(scripted_sglang, http, Clock())
+    scripted_sglang.metrics = page(running=threshold + 5, steps=0)
+    spec = (await c.tick("ready", 1)).speculation
+    assert spec.threshold is None and spec.threshold_available is False  # nothing live to show
+    assert spec.off_reason == "above_threshold"
+    assert f"at or above the threshold of {threshold}" in (spec.off_detail or "")
+    scripted_sglang.metrics = page(running=threshold - 5, steps=0)
+    assert (await c.tick("ready", 1)).speculation.off_reason == "adaptive_chose_zero"
