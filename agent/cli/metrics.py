@@ -32,8 +32,20 @@ def register(subparsers: Any) -> None:
         "source", metavar="FILE|URL", help="a saved page, '-' for stdin, or http(s)://host:port[/metrics]"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a URL (default 10)")
+    parser.add_argument(
+        "--timeout", type=_seconds, default=10.0, help="seconds to wait for a URL (default 10)"
+    )
     parser.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0 < seconds <= 600")
+    return value
 
 
 def _read(source: str, timeout: float) -> str:

@@ -62,3 +62,10 @@ def test_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other.write_text("node_cpu_seconds_total 5\n")
     assert main(["metrics", str(other)]) == 1
     assert "no SGLang metrics" in capsys.readouterr().out
+
+
+def test_timeout_must_be_a_sensible_number(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["metrics", str(PAGE_0523), "--timeout", "-1"])
+    assert exit_info.value.code == 2
+    assert "outside 0 < seconds <= 600" in capsys.readouterr().err
