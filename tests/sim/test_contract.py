@@ -92,15 +92,48 @@ def busy_engine(local_sim: Profile) -> Engine:
     return engine
 
 
+def _declared_metrics(src: Path) -> dict[str, tuple[str, set[str]]]:
+    """name → (constructor: Gauge/Counter/Histogram, the label names it adds to the common ones)."""
+    declared: dict[str, tuple[str, set[str]]] = {}
+    for path in (src / "srt/observability").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            kwargs = {kw.arg: kw.value for kw in node.keywords}
+            name = kwargs.get("name")
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                continue
+            ctor = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            labels = kwargs.get("labelnames")
+            extra = (
+                {
+                    c.value
+                    for c in ast.walk(labels)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                }
+                if labels is not None
+                else set()
+            )
+            declared[name.value] = (ctor, extra)
+    return declared
+
+
+COMMON_LABELS = {"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
+
+
 def test_every_metric_we_export_is_declared_by_sglang(sglang_src: Path, busy_engine: Engine) -> None:
-    declared = _declared_metric_names(sglang_src)
+    declared = _declared_metrics(sglang_src)
+    assert len(declared) > 100
     text = metrics.render(metrics.registry_for(busy_engine)).decode()
     families = list(text_string_to_metric_families(text))
     assert len(families) >= 30
     for family in families:
-        assert {family.name, family.name + "_total"} & declared, (
-            f"{family.name} is not an SGLang 0.5.23 metric"
-        )
+        name = family.name + "_total" if family.type == "counter" else family.name
+        assert name in declared, f"{name} is not an SGLang 0.5.23 metric"
+        ctor, extra = declared[name]
+        assert ctor.lower() == family.type, f"{name}: SGLang declares a {ctor}, we export a {family.type}"
+        for sample in family.samples:
+            assert set(sample.labels) - {"le"} - COMMON_LABELS == extra, (name, sample.labels, extra)
 
 
 def test_default_histogram_buckets_are_sglangs(sglang_src: Path) -> None:
