@@ -44,6 +44,9 @@ _RETRY_INIT_S = 30.0
 """A driver can be loaded after the agent started (e.g. after an install); try again this often."""
 _SLOW_FIELDS_EVERY = 30
 """Ticks between re-reads of values that change rarely (power limit, max PCIe link, ECC counters)."""
+_MEDIUM_FIELDS_EVERY = 5
+"""Ticks between re-reads of values an operator does not watch second by second (processes, PCIe
+link state, memory clock): each NVML call is a driver ioctl, and 8 GPUs multiply it."""
 
 
 class GpuSampler(Protocol):
@@ -90,6 +93,10 @@ class _Device:
     pcie_width_max: int | None = None
     ecc_uncorrected: int | None = None
     unsupported: set[str] = field(default_factory=set)
+    procs: list[Any] = field(default_factory=list)
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    mem_clock: int | None = None
     last_key: tuple[Any, ...] | None = None
     last_gpu: Gpu | None = None
 
@@ -214,8 +221,9 @@ class NvmlSampler:
                 cuda_driver_version=self._cuda_driver,
             )
         slow = self._ticks % _SLOW_FIELDS_EVERY == 0
+        medium = self._ticks % _MEDIUM_FIELDS_EVERY == 0
         self._ticks += 1
-        devices = [self._sample_device(dev, slow) for dev in self._devices]
+        devices = [self._sample_device(dev, slow, medium) for dev in self._devices]
         return Gpus(
             source=self.source,
             state="ok",
@@ -224,7 +232,7 @@ class NvmlSampler:
             devices=devices,
         )
 
-    def _sample_device(self, dev: _Device, slow: bool) -> Gpu:
+    def _sample_device(self, dev: _Device, slow: bool, medium: bool) -> Gpu:
         lib = self._nvml
         assert lib is not None
         mem = self._read(dev, "memory", lib.nvmlDeviceGetMemoryInfo)
@@ -243,12 +251,14 @@ class NvmlSampler:
             )
         power = self._read(dev, "power", lib.nvmlDeviceGetPowerUsage)
         reasons = self._read(dev, "throttle", _clock_event_reasons(lib))
-        procs = self._read(dev, "processes", lib.nvmlDeviceGetComputeRunningProcesses) or []
+        if medium:
+            dev.procs = self._read(dev, "processes", lib.nvmlDeviceGetComputeRunningProcesses) or []
+            dev.mem_clock = self._read(dev, "mem_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_MEM)
+            dev.pcie_gen = self._read(dev, "pcie_gen", lib.nvmlDeviceGetCurrPcieLinkGeneration)
+            dev.pcie_width = self._read(dev, "pcie_width", lib.nvmlDeviceGetCurrPcieLinkWidth)
+        procs, mem_clock, pcie_gen, pcie_width = dev.procs, dev.mem_clock, dev.pcie_gen, dev.pcie_width
         temperature = self._read(dev, "temperature", lib.nvmlDeviceGetTemperature, lib.NVML_TEMPERATURE_GPU)
         sm_clock = self._read(dev, "sm_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_SM)
-        mem_clock = self._read(dev, "mem_clock", lib.nvmlDeviceGetClockInfo, lib.NVML_CLOCK_MEM)
-        pcie_gen = self._read(dev, "pcie_gen", lib.nvmlDeviceGetCurrPcieLinkGeneration)
-        pcie_width = self._read(dev, "pcie_width", lib.nvmlDeviceGetCurrPcieLinkWidth)
         proc_key = tuple((p.pid, getattr(p, "usedGpuMemory", None)) for p in procs)
         key = (
             None if util is None else util.gpu,

@@ -99,7 +99,11 @@ def test_init_once_handles_cached_and_not_supported_not_asked_again() -> None:
     assert lib.calls["nvmlInit"] == 1
     assert lib.calls["nvmlDeviceGetHandleByIndex"] == 1
     assert lib.calls["nvmlDeviceGetTemperature"] == 1
-    assert lib.calls["nvmlDeviceGetUtilizationRates"] == 5
+    assert lib.calls["nvmlDeviceGetUtilizationRates"] == 5  # every tick
+    assert lib.calls["nvmlDeviceGetComputeRunningProcesses"] == 1  # every 5th tick
+    assert lib.calls["nvmlDeviceGetEnforcedPowerLimit"] == 1  # every 30th tick
+    sampler.sample()
+    assert lib.calls["nvmlDeviceGetComputeRunningProcesses"] == 2
 
 
 def test_no_driver_through_the_real_pynvml(monkeypatch: pytest.MonkeyPatch) -> None:
