@@ -120,8 +120,23 @@ class Acceptance:
 
 @dataclass(frozen=True)
 class Memory:
+    """Memory figures of one rank, as ``/server_info`` → ``memory_usage`` reports them (GiB)."""
+
     draft_weight_bytes_per_rank: int
     """EAGLE-3 draft weights on one rank (one layer, its share of the LM head), taken from the KV budget."""
+    target_weight_gb: float = 69.3
+    """Kimi K2.5 INT4 weights on one of 8 ranks (~555 GB in all)."""
+    startup_available_gb: float = 93.7
+    """Free memory of an RTX PRO 6000 when SGLang starts."""
+    graph_gb: tuple[tuple[str, float], ...] = (
+        ("prefill", 1.5),
+        ("decode", 0.9),
+        ("target_verify", 1.1),
+        ("draft_prefill", 0.0),
+        ("draft_decode", 0.3),
+        ("draft_extend", 0.3),
+    )
+    """CUDA-graph memory per phase (target and draft merged, as SGLang reports it)."""
     default_chunked_prefill_size: int = 8192
     """SGLang's default for 90-160 GiB cards (reference §3.3)."""
     default_graph_max_bs: int = 512

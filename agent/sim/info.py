@@ -17,17 +17,6 @@ from agent.sim.engine import Engine
 SGLANG_VERSION = "0.5.23"
 KIMI_ARCHITECTURE = "KimiK25ForConditionalGeneration"
 KIMI_MODEL_TYPE = "kimi_k25"
-WEIGHT_GB_PER_RANK = 69.3
-"""Kimi K2.5 INT4 weights on one of 8 ranks (~555 GB in all)."""
-GRAPH_GB = {
-    "prefill": 1.5,
-    "decode": 0.9,
-    "target_verify": 1.1,
-    "draft_prefill": 0.0,
-    "draft_decode": 0.3,
-    "draft_extend": 0.3,
-}
-STARTUP_AVAILABLE_GB = 93.7
 
 
 def launch_argv(engine: Engine) -> list[str]:
@@ -113,13 +102,18 @@ class ServerInfo:
     def memory_usage(self) -> dict[str, Any]:
         cfg = self.engine.config
         cell = kv.mla_cell_bytes(cfg.profile.server.kv_cache_dtype, cfg.speculative)
-        graph = dict(GRAPH_GB)
+        memory = cfg.calibration.memory
+        graph = dict(memory.graph_gb)
         if not cfg.speculative:
             graph.update(target_verify=0.0, draft_decode=0.0, draft_extend=0.0)
         return {
-            "weight": round(WEIGHT_GB_PER_RANK + (0.7 if cfg.speculative else 0.0), 3),
+            "weight": round(
+                memory.target_weight_gb
+                + (memory.draft_weight_bytes_per_rank / 1024**3 if cfg.speculative else 0.0),
+                3,
+            ),
             "kvcache": round(cfg.pool_tokens * cell / 1024**3, 3),
-            "startup_available": STARTUP_AVAILABLE_GB,
+            "startup_available": memory.startup_available_gb,
             "token_capacity": cfg.pool_tokens,
             "token_capacity_swa": None,
             "graph": graph,
