@@ -252,7 +252,7 @@ class ActionBook:
             maybe = self.on_profile_applied(draft.new_profile)
             if maybe is not None:
                 await maybe
-            await self.engine.wait_for_state({"ready", "crash_loop", "stopped"})
+            await self.engine.wait_for_state({"ready", "crash_loop", "stopped", "unknown"})
         except Exception as exc:  # reported as the action's result, not lost in a task
             self._finish(entry, "failed", f"restart failed: {type(exc).__name__}: {exc}")
             return

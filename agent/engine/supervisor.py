@@ -117,7 +117,7 @@ class Supervisor:
         self.restarts = 0
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._state_changed = asyncio.Condition()
+        self._state_changed = asyncio.Event()
 
     # ---- what the rest of the agent reads -------------------------------------------------------
 
@@ -199,23 +199,21 @@ class Supervisor:
         if state != self.state:
             log.info("engine state %s -> %s", self.state, state)
         self.state = state
-        asyncio.get_running_loop().create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._state_changed:
-            self._state_changed.notify_all()
+        changed, self._state_changed = self._state_changed, asyncio.Event()
+        changed.set()
 
     async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool:
         """Wait until the engine is in one of ``states``; False on timeout."""
-
-        async def reached() -> None:
-            async with self._state_changed:
-                await self._state_changed.wait_for(lambda: self.state in states)
-
-        try:
-            await asyncio.wait_for(reached(), timeout_s)
-        except TimeoutError:
-            return False
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self.state not in states:
+            changed = self._state_changed
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return False
         return True
 
     def _adopt(self) -> tuple[RunningEngine, Profile] | None:
