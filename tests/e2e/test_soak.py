@@ -1,0 +1,47 @@
+"""A short soak (about a minute): console and agent under the demo traffic keep memory bounded and log
+no errors. ``bench/soak.py`` runs the full ten minutes and prints the figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+
+GROWTH_BOUND_MIB = {"agent": 24.0, "engine (sim)": 24.0, "console": 40.0}
+"""Generous: RSS may grow by allocator noise and buffers filling, not by a leak that scales with time.
+Over a minute the agent's ring buffer adds ~60 snapshots and the console's model as many."""
+
+
+def _load_soak() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("k25_bench_soak", SOAK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_a_short_soak_keeps_memory_bounded_and_logs_no_errors() -> None:
+    soak = _load_soak()
+    result = soak.soak(minutes=1.0, speedup=10.0, peak=32, period_s=60.0, sample_every_s=2.0)
+    soak.print_report(result)
+    by_name = {p["name"]: p for p in result["processes"]}
+    for name, bound in GROWTH_BOUND_MIB.items():
+        process = by_name[name]
+        assert process["alive_at_end"], f"{name} was not running at the end"
+        assert process["samples"] >= 10, process
+        assert process["peak_growth_after_warmup_mib"] < bound, f"{name} grew: {process}"
+    assert result["agent_error_lines"] == 0, result["agent_error_examples"]
+    assert result["engine_error_lines"] == 0, result["engine_error_examples"]
+    assert result["console_error_lines"] == 0, result["console_error_examples"]
+    assert result["engine_restarts"] == 0
+    console = result["console"]
+    assert console["final"] and console["link"] == "connected" and console["drops"] == 0, console
+    # It really streamed the whole time: about one snapshot a second reached the console.
+    assert console["snapshots_held"] >= 0.7 * result["seconds_run"], console
