@@ -294,3 +294,43 @@ async def test_every_route_in_the_schema_wants_the_token(tmp_path: Path) -> None
     assert checked >= 18
     assert daemon.supervisor.state == "stopped"  # nothing ran
     await daemon.http.aclose()
+
+
+def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_line(tmp_path: Path) -> None:
+    from agent.engine.spec import sglang_spec
+    from agent.profile import parse_profile
+
+    key_file = tmp_path / "api.key"
+    key_file.write_text("sk-real-engine-key-123456\n")
+    text = (PROFILES / "kimi-k25-eagle3.toml").read_text()
+    text = text.replace('venv = "~/.local/share/k25console/stack"', f'venv = "{tmp_path / "stack"}"')
+    text = text.replace("[server]\n", f'[server]\napi_key_file = "{key_file}"\n', 1)
+    profile = parse_profile(text)
+    spec = sglang_spec(profile, tmp_path / "run")
+    assert spec.kind == "sglang"
+    assert spec.argv[0] == str(tmp_path / "stack" / "bin" / "python")
+    assert spec.argv[1:3] == ["-m", "sglang.launch_server"]
+    assert (
+        spec.argv[spec.argv.index("--port") + 1] == str(profile.server.port)
+        and spec.port == profile.server.port
+    )
+    assert not any("sk-real-engine-key" in a for a in spec.argv)
+    config = Path(spec.argv[spec.argv.index("--config") + 1])
+    assert "sk-real-engine-key-123456" in config.read_text()
+    assert os.stat(config).st_mode & 0o777 == 0o600
+    adaptive = Path(spec.argv[spec.argv.index("--speculative-adaptive-config") + 1])
+    assert adaptive.exists()
+    assert spec.env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"
+
+
+def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> None:
+    import socket as socketlib
+
+    from agent.engine.supervisor import port_in_use
+
+    with socketlib.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        assert port_in_use("127.0.0.1", port)
+    assert not port_in_use("127.0.0.1", port)
