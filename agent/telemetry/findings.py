@@ -209,6 +209,22 @@ def retractions(i: HealthInputs) -> Finding | None:
 
 def gpu_health(i: HealthInputs) -> list[Finding]:
     found: list[Finding] = []
+    if i.gpus.state == "error" and i.gpus.devices:
+        found.append(
+            Finding(
+                code="gpu_not_answering",
+                severity="critical",
+                title="A GPU stopped answering the driver",
+                explanation=(
+                    f"NVML reports: {i.gpus.detail or 'a device error'}. A GPU that fell off the bus or "
+                    "needs a reset stalls every tensor-parallel step; SGLang will hang or crash."
+                ),
+                action=(
+                    "Drain and stop the server, check dmesg for Xid errors, reset the GPU "
+                    "(nvidia-smi -r -i N) or reboot the host, then start the server again."
+                ),
+            )
+        )
     hot = [(g.index, [r for r in g.throttle_reasons if r in HARMFUL]) for g in i.gpus.devices]
     hot = [(idx, reasons) for idx, reasons in hot if reasons]
     if hot:

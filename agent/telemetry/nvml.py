@@ -40,6 +40,7 @@ __all__ = [
 _NO_DRIVER_ERRORS = frozenset(
     {"NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded", "NVMLError_FunctionNotFound"}
 )
+_DEVICE_GONE_ERRORS = frozenset({"NVMLError_GpuIsLost", "NVMLError_ResetRequired"})
 _RETRY_INIT_S = 30.0
 """A driver can be loaded after the agent started (e.g. after an install); try again this often."""
 _SLOW_FIELDS_EVERY = 30
@@ -99,6 +100,8 @@ class _Device:
     mem_clock: int | None = None
     last_key: tuple[Any, ...] | None = None
     last_gpu: Gpu | None = None
+    gone: str | None = None
+    """The NVML error that says this GPU stopped answering (fell off the bus, needs a reset)."""
 
 
 class NvmlSampler:
@@ -198,8 +201,11 @@ class NvmlSampler:
         try:
             return fn(dev.handle, *args)
         except Exception as exc:
-            if _error_name(exc) == "NVMLError_NotSupported":
+            name = _error_name(exc)
+            if name == "NVMLError_NotSupported":
                 dev.unsupported.add(key)
+            elif name in _DEVICE_GONE_ERRORS:
+                dev.gone = name
             return None
 
     def sample(self) -> Gpus:
@@ -224,9 +230,13 @@ class NvmlSampler:
         medium = self._ticks % _MEDIUM_FIELDS_EVERY == 0
         self._ticks += 1
         devices = [self._sample_device(dev, slow, medium) for dev in self._devices]
+        gone = [f"GPU {dev.index}: {dev.gone}" for dev in self._devices if dev.gone]
+        for dev in self._devices:
+            dev.gone = None
         return Gpus(
             source=self.source,
-            state="ok",
+            state="error" if gone else "ok",
+            detail=f"GPU(s) not answering, reset or reboot needed ({'; '.join(gone)})" if gone else None,
             driver_version=self._driver,
             cuda_driver_version=self._cuda_driver,
             devices=devices,

@@ -140,3 +140,13 @@ def test_every_finding_has_words_for_the_operator() -> None:
     assert len({f.code for f in found}) == len(found) == 10
     for f in found:
         assert len(f.explanation) > 80 and len(f.action) > 30, f.code
+
+
+def test_a_gpu_that_stopped_answering_is_critical() -> None:
+    lost = Gpus(
+        state="error", detail="GPU(s) not answering (GPU 5: NVMLError_GpuIsLost)", devices=[Gpu(index=5)]
+    )
+    (f,) = evaluate(HealthInputs(gpus=lost))
+    assert (f.code, f.severity) == ("gpu_not_answering", "critical") and "GPU 5" in f.explanation
+    no_driver_yet = Gpus(state="error", detail="NVML would not start")  # the sampler, not a GPU
+    assert evaluate(HealthInputs(gpus=no_driver_yet)) == []

@@ -203,3 +203,12 @@ def test_an_unchanged_gpu_is_shared_between_ticks_and_a_change_shows() -> None:
     assert third.devices[1] is not second.devices[1]
     assert third.devices[1].utilization_pct == 55.0
     assert third.devices[0] is second.devices[0]
+
+
+def test_a_gpu_that_fell_off_the_bus_is_an_error_state() -> None:
+    data = capture("h200x2")
+    data["gpus"][1]["utilization"] = {"error": "NVMLError_GpuIsLost", "msg": "GPU is lost"}
+    gpus = NvmlSampler(ReplayNvml(data), process_names=False).sample()
+    assert gpus.state == "error"
+    assert "GPU 1: NVMLError_GpuIsLost" in (gpus.detail or "")
+    assert gpus.devices[1].utilization_pct is None and gpus.devices[0].utilization_pct == 100.0
