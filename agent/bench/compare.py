@@ -158,30 +158,44 @@ async def run_compare(
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
 ) -> dict[str, Any]:
+    """Every arm at one level before the next level, in alternating order (ABC, CBA, ...).
+
+    Measuring the arms of a level back to back, with the order balanced across levels, keeps slow
+    drifts of the host (other load, thermal state) out of the on/off comparison at each level.
+    """
     started = time.time()
     async with make_client(options) as client:
         tracker = RunTracker(total=0, callback=progress)
         session = SweepSession(url, options, client, tracker, cancel)
         info = await session.prepare()
         reason = live_unavailable_reason(info)
-        measured_arms = (len(LIVE_ARMS) if reason is None else 1) + (1 if baseline_url else 0)
-        tracker.total = planned_requests(options, measured_arms)
-        arms: dict[str, list[dict[str, Any]] | str] = {}
-        live: dict[str, Any] = {"available": reason is None, "reason": reason}
-        if reason is None:
-            await _live_arms(session, arms, live)
-        else:
-            static = "on" if _has_drafter(info) else "off"
-            arms[static] = await session.sweep(static)
-            live["measured_as_configured"] = static
-            for name in LIVE_ARMS:
-                arms.setdefault(name, reason)
+        base_session: SweepSession | None = None
         baseline_info: dict[str, Any] | None = None
         if baseline_url:
             base_session = SweepSession(baseline_url, options, client, tracker, cancel)
             baseline_info = await base_session.prepare()
-            arms["baseline"] = await base_session.sweep("baseline")
-
+        live: dict[str, Any] = {"available": reason is None, "reason": reason}
+        plan: dict[str, tuple[SweepSession, int | None]] = {}
+        if reason is None:
+            original = await _original_threshold(session)
+            live |= {"original_threshold": original, "restored": False}
+            plan = {
+                "adaptive": (session, original),
+                "on": (session, NO_THRESHOLD),
+                "off": (session, NEVER_SPECULATE),
+            }
+        else:
+            static = "on" if _has_drafter(info) else "off"
+            live["measured_as_configured"] = static
+            plan = {static: (session, None)}
+        if base_session is not None:
+            plan["baseline"] = (base_session, None)
+        tracker.total = planned_requests(options, len(plan))
+        measured = await _measure(plan, options, live, session)
+    arms: dict[str, list[dict[str, Any]] | str] = dict(measured)
+    if reason is not None:
+        for name in LIVE_ARMS:
+            arms.setdefault(name, reason)
     levels = assemble_levels(options.concurrency, arms)
     result: dict[str, Any] = {
         "kind": "compare",
@@ -204,39 +218,58 @@ async def run_compare(
     return result
 
 
-async def _live_arms(
-    session: SweepSession, arms: dict[str, list[dict[str, Any]] | str], live: dict[str, Any]
-) -> None:
+async def _original_threshold(session: SweepSession) -> int:
     state = await session.probe.live_state()
     if state is None or not isinstance(state.get("threshold"), int):
         raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state!r}")
-    original: int = state["threshold"]
-    live["original_threshold"] = original
-    live["restored"] = False
+    value: int = state["threshold"]
+    return value
+
+
+async def _measure(
+    plan: dict[str, tuple[SweepSession, int | None]],
+    options: BenchOptions,
+    live: dict[str, Any],
+    live_session: SweepSession,
+) -> dict[str, list[dict[str, Any]]]:
+    """Run the plan level by level; the live threshold is written back afterwards whatever happened."""
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in plan}
+    names = list(plan)
+    levels = options.concurrency
+    current = live.get("original_threshold")
     failure: BaseException | None = None
     try:
-        arms["adaptive"] = await session.sweep("adaptive")
-        await session.probe.set_threshold(NO_THRESHOLD)
-        arms["on"] = await session.sweep("on")
-        await session.probe.set_threshold(NEVER_SPECULATE)
-        arms["off"] = await session.sweep("off")
+        for index, concurrency in enumerate(levels):
+            for name in names if index % 2 == 0 else reversed(names):
+                session, threshold = plan[name]
+                if threshold is not None and threshold != current:
+                    await session.probe.set_threshold(threshold)
+                    current = threshold
+                results[name].append(await session.level(name, concurrency, index, len(levels)))
     except BaseException as exc:
         failure = exc
         raise
     finally:
-        # Written back even when the run failed or was cancelled; shielded so a second cancel
-        # cannot leave the server stuck at a forced setting.
-        restore = asyncio.ensure_future(session.probe.set_threshold(original))
-        with contextlib.suppress(asyncio.CancelledError, EngineError):
-            await asyncio.shield(restore)
-        error = restore.exception() if restore.done() and not restore.cancelled() else None
-        live["restored"] = restore.done() and not restore.cancelled() and error is None
-        if not live["restored"]:
-            live["restore_error"] = str(error) if error else "restore did not finish"
-            message = f"could not restore the live threshold to {original}: {live['restore_error']}"
-            if failure is None:
-                raise EngineError(message)
-            failure.add_note(message)
+        if "original_threshold" in live:
+            await _restore(live_session, live, failure)
+    return results
+
+
+async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:
+    """Write the original threshold back; shielded so a second cancel cannot leave it forced."""
+    original = live["original_threshold"]
+    restore = asyncio.ensure_future(session.probe.set_threshold(original))
+    with contextlib.suppress(asyncio.CancelledError, EngineError):
+        await asyncio.shield(restore)
+    error = restore.exception() if restore.done() and not restore.cancelled() else None
+    live["restored"] = restore.done() and not restore.cancelled() and error is None
+    if live["restored"]:
+        return
+    live["restore_error"] = str(error) if error else "restore did not finish"
+    message = f"could not restore the live threshold to {original}: {live['restore_error']}"
+    if failure is None:
+        raise EngineError(message)
+    failure.add_note(message)
 
 
 def _recommendation(levels: list[dict[str, Any]]) -> dict[str, Any]:
