@@ -334,3 +334,16 @@ def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> N
         port = holder.getsockname()[1]
         assert port_in_use("127.0.0.1", port)
     assert not port_in_use("127.0.0.1", port)
+
+
+def test_version_reports_the_installed_stack_manifest_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    from agent.profile import parse_profile
+    from agent.serve.daemon import STACK_MANIFEST, stack_manifest_hash
+
+    text = (PROFILES / "local-sim.toml").read_text() + f'\n[stack]\nvenv = "{tmp_path}"\n'
+    profile = parse_profile(text)
+    assert stack_manifest_hash(profile) is None  # not installed yet
+    (tmp_path / STACK_MANIFEST).write_text('{"schema_version": 1}')
+    assert stack_manifest_hash(profile) == hashlib.sha256(b'{"schema_version": 1}').hexdigest()
