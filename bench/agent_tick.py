@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import resource
 import socket
@@ -125,6 +126,36 @@ def per_call_cpu_us(fn: Callable[[], object], n: int) -> float:
     return (time.process_time() - start) / n * 1e6
 
 
+async def idle_ring_bytes(url: str, items: int) -> float:
+    """Bytes per snapshot that real collector ticks add to the ring when nothing changes (the page
+    and the GPU capture are static here): the collector shares the unchanged frozen parts."""
+    profile = load_profile(PROFILE)
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        collector = Collector(url, profile, FixtureSampler(CAPTURE, scale_to=8), http)
+        for _ in range(20):
+            await collector.tick("ready", 1)
+        ring: RingBuffer[Snapshot] = RingBuffer(max_items=items + 1)
+        tracemalloc.start()
+        for _ in range(items):
+            snap = await collector.tick("ready", 1)
+
+            def numbered(seq: int, snap: Snapshot = snap) -> Snapshot:
+                return snap.model_copy(update={"seq": seq})
+
+            ring.add(numbered)
+        await collector.aclose()
+        # What the ring alone keeps alive: the memory freed when it goes (parts it shares with the
+        # collector's last tick stay, and are not counted).
+        assert len(ring) == items
+        gc.collect()
+        held = tracemalloc.take_snapshot()
+        del ring
+        gc.collect()
+        freed = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    return -sum(stat.size_diff for stat in freed.compare_to(held, "filename")) / items
+
+
 async def tick_cpu(url: str, ticks: int, threaded_gpus: bool) -> tuple[float, float, float, Snapshot]:
     profile = load_profile(PROFILE)
     gpus = FixtureSampler(CAPTURE, scale_to=8)
@@ -196,6 +227,7 @@ def main() -> int:
                     time.sleep(0.05)
             cpu_thread, sys_thread, wall_thread, snap = asyncio.run(tick_cpu(url, args.ticks, True))
             cpu_inline, sys_inline, wall_inline, _ = asyncio.run(tick_cpu(url, args.ticks, False))
+            idle_bytes = asyncio.run(idle_ring_bytes(url, 1000))
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -219,6 +251,7 @@ def main() -> int:
         "snapshot_json_bytes": len(snap.model_dump_json()),
         "ring_bytes_per_snapshot": round(ring_memory(snap, 2000, gpus_change=True)),
         "ring_bytes_per_snapshot_idle_gpus": round(ring_memory(snap, 2000, gpus_change=False)),
+        "ring_bytes_per_snapshot_idle_server": round(idle_bytes),
         "target_tick_cpu_ms": 1.0,
     }
     start = time.process_time()
@@ -246,7 +279,8 @@ def main() -> int:
     )
     print(
         f"  ring buffer                           {figures['ring_bytes_per_snapshot']} bytes/snapshot "
-        f"({figures['ring_bytes_per_snapshot_idle_gpus']} with idle GPUs), "
+        f"({figures['ring_bytes_per_snapshot_idle_gpus']} with idle GPUs, "
+        f"{figures['ring_bytes_per_snapshot_idle_server']} when nothing changes), "
         f"{figures['ring_mib_per_hour_at_1hz']} MiB per hour at 1 Hz"
     )
     print(

@@ -18,9 +18,10 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import httpx
+from pydantic import BaseModel
 
 from agent.profile.schema import Profile
 from agent.sglang import kv
@@ -45,6 +46,8 @@ SCRAPED_STATES: Final = frozenset({"ready", "draining", "unknown", "starting", "
 METRICS_RETRY_TICKS: Final = 30
 """After a 404 from /metrics (server started without --enable-metrics), look again this often."""
 ACCEPT_HISTORY: Final = 30
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class Collector:
         self._accept: deque[float] = deque(maxlen=ACCEPT_HISTORY)
         self._last_reading: MetricsReading | None = None
         self._last_error: str | None = None
+        self._previous: dict[str, BaseModel] = {}
         self.set_engine(engine_url, profile)
 
     # -- configuration ------------------------------------------------------------------------
@@ -398,14 +402,23 @@ class Collector:
             engine_state=engine_state,
             engine_pid=engine_pid,
             metrics_source=reading.source if reading is not None else "none",
-            throughput=throughput,
-            load=load,
-            latency=latency,
-            speculation=spec,
-            kv=kv_view,
-            gpus=gpus,
-            findings=findings,
+            throughput=self._same("throughput", throughput),
+            load=self._same("load", load),
+            latency=self._same("latency", latency),
+            speculation=self._same("speculation", spec),
+            kv=self._same("kv", kv_view),
+            gpus=self._same("gpus", gpus),
+            findings=[self._same(f"finding:{f.code}", f) for f in findings],
         )
+
+    def _same(self, key: str, part: _M) -> _M:
+        """The previous tick's part when it is equal to this one: the wire models are frozen, so
+        consecutive snapshots in the ring buffer share what did not change (most of an idle tick)."""
+        previous = self._previous.get(key)
+        if previous is not None and type(previous) is type(part) and previous == part:
+            return previous
+        self._previous[key] = part
+        return part
 
     def _throughput(self, now: float, r: MetricsReading | None) -> Throughput:
         if r is None:

@@ -442,3 +442,24 @@ async def test_without_the_patch_the_profiles_threshold_explains_speculation_off
     assert f"at or above the threshold of {threshold}" in (spec.off_detail or "")
     scripted_sglang.metrics = page(running=threshold - 5, steps=0)
     assert (await c.tick("ready", 1)).speculation.off_reason == "adaptive_chose_zero"
+
+
+async def test_an_idle_tick_shares_what_did_not_change(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    """Frozen parts equal to the last tick's are the same objects: an hour of idle ticks costs little."""
+    clock = Clock()
+    c = collector(scripted_sglang, http, clock)
+    scripted_sglang.server_info = server_info()
+    scripted_sglang.metrics = page()
+    a = await c.tick("ready", 1)
+    clock.now += 1
+    b = await c.tick("ready", 1)
+    clock.now += 1
+    d = await c.tick("ready", 1)
+    assert b.kv is d.kv and b.speculation is d.speculation and b.gpus is d.gpus and b.load is d.load
+    assert a.seq == b.seq == 0 and b.time != d.time  # the snapshots themselves are distinct
+    clock.now += 1
+    scripted_sglang.metrics = page(running=9)
+    e = await c.tick("ready", 1)
+    assert e.load is not d.load and e.load.running == 9
