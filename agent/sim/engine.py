@@ -136,15 +136,27 @@ class Engine:
         req.prefill_target = req.input_len
         self.waiting.append(req)
 
-    def abort(self, req: SimRequest) -> None:
-        """The client went away: drop the request wherever it is and free its KV."""
+    def _refuse(self, req: SimRequest) -> None:
+        need = (
+            req.prefill_target + min(req.remaining_new, CLIP_MAX_NEW_TOKENS) + self.config.reserve_per_decode
+        )
+        message = (
+            f"The request needs about {need} KV cache slots (input plus output budget), more than the "
+            f"{self.config.pool_tokens} the pool holds (max_total_num_tokens)."
+        )
+        self.abort(req, message=message, status_code=400)
+        if req.notify is not None:
+            req.notify(req)
+
+    def abort(self, req: SimRequest, message: str = "client disconnected", status_code: int = 499) -> None:
+        """Drop the request wherever it is and free its KV (the client went away, or it can never run)."""
         if req.finished:
             return
         req.aborted = True
         req.finish_reason = {
             "type": "abort",
-            "message": "client disconnected",
-            "status_code": 499,
+            "message": message,
+            "status_code": status_code,
             "err_type": None,
         }
         req.finished_at = self.now
@@ -169,12 +181,16 @@ class Engine:
 
     def plan_step(self) -> StepPlan | None:
         """Choose and cost the next forward pass; None when there is nothing to do."""
-        plan = self._plan_prefill()
-        if plan is not None:
-            return plan
-        if self.running:
-            return self._plan_decode()
-        return None
+        while True:
+            plan = self._plan_prefill()
+            if plan is not None:
+                return plan
+            if self.running:
+                return self._plan_decode()
+            if not self.waiting:
+                return None
+            # Nothing runs and the head of the queue still does not fit: it never will.
+            self._refuse(self.waiting[0])
 
     def commit_step(self, plan: StepPlan) -> None:
         """The pass ends: advance the clock, deliver its tokens, finish and free requests."""

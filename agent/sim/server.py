@@ -346,6 +346,9 @@ class SimServer:
                 await wake.wait()
                 wake.clear()
             if req.aborted:
+                reason = req.finish_reason or {}
+                status = int(reason.get("status_code", 500))
+                await request.respond_json({"error": {"message": reason.get("message")}}, status)
                 return
             draft = self.config.draft_tokens
             if gen.kind == "generate":
@@ -418,8 +421,14 @@ class SimServer:
             if final:
                 break
         if req.aborted:
+            reason = req.finish_reason or {}
             error = {
-                "error": {"message": "The request was aborted.", "type": "invalid_request_error", "code": 499}
+                "error": {
+                    "message": reason.get("message", "The request was aborted."),
+                    "type": "invalid_request_error",
+                    "code": reason.get("status_code", 500),
+                    "retryable": False,
+                }
             }
             await write(_sse(responses.dumps(error)))
         elif openai:

@@ -127,3 +127,15 @@ def test_same_seed_same_run(local_sim: Profile) -> None:
 
     assert run(9) == run(9)
     assert run(9) != run(10)
+
+
+def test_a_request_larger_than_the_pool_is_refused_not_left_waiting(baseline_profile: Profile) -> None:
+    engine = Engine(sim_config(_with_server(baseline_profile, max_total_tokens=2000)), seed=1)
+    huge = SimRequest(rid="huge", input_len=1900, max_new_tokens=500, ignore_eos=True)
+    small = SimRequest(rid="small", input_len=100, max_new_tokens=10, ignore_eos=True)
+    engine.submit(huge)
+    engine.submit(small)
+    _run(engine)
+    assert huge.finish_reason is not None and huge.finish_reason["type"] == "abort"
+    assert huge.finish_reason["status_code"] == 400 and "2000" in huge.finish_reason["message"]
+    assert small.output_len == 10 and engine.idle

@@ -331,3 +331,22 @@ async def test_keys_guard_routes_as_sglang_does(local_sim: Profile) -> None:
         assert (await c.post("/set_internal_state", json=body, headers=user)).status_code == 401
         assert (await c.post("/set_internal_state", json=body, headers=admin)).json() == [True]
         assert (await c.post("/generate", json={"text": "a"}, headers=admin)).status_code == 401
+
+
+async def test_a_request_the_pool_can_never_hold_gets_an_error(local_sim: Profile) -> None:
+    small = local_sim.model_copy(
+        update={"server": local_sim.server.model_copy(update={"max_total_tokens": 3000})}
+    )
+    async with (
+        run_sim(small, port=0, speedup=20) as sim,
+        httpx.AsyncClient(base_url=sim.url, timeout=30) as c,
+    ):
+        body = {"text": _words(2500), "sampling_params": {"max_new_tokens": 1000, "ignore_eos": True}}
+        refused = await c.post("/generate", json=body)
+        assert refused.status_code == 400 and "3000" in refused.json()["error"]["message"]
+        async with c.stream("POST", "/generate", json={**body, "stream": True}) as response:
+            lines = [line async for line in response.aiter_lines() if line.startswith("data: ")]
+        assert "KV cache" in json.loads(lines[0][6:])["error"]["message"]
+        assert lines[-1] == "data: [DONE]"
+        fits = await c.post("/generate", json={"text": "a b", "sampling_params": {"max_new_tokens": 4}})
+        assert fits.json()["meta_info"]["completion_tokens"] == 4
