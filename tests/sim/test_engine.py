@@ -139,3 +139,24 @@ def test_a_request_larger_than_the_pool_is_refused_not_left_waiting(baseline_pro
     assert huge.finish_reason is not None and huge.finish_reason["type"] == "abort"
     assert huge.finish_reason["status_code"] == 400 and "2000" in huge.finish_reason["message"]
     assert small.output_len == 10 and engine.idle
+
+
+def test_kv_is_taken_in_whole_pages(local_sim: Profile) -> None:
+    engine = Engine(sim_config(_with_server(local_sim, page_size=16)), seed=2)
+    assert engine.config.pool_tokens % 16 == 0
+    assert engine.config.reserve_per_decode == 8
+    reqs = [SimRequest(rid=str(i), input_len=37 + i, max_new_tokens=60) for i in range(3)]
+    for req in reqs:
+        engine.submit(req)
+    while (plan := engine.plan_step()) is not None:
+        engine.commit_step(plan)
+        for req in engine.running:
+            assert req.kv_allocated % 16 == 0
+            assert req.kv_allocated >= req.committed
+    assert all(r.output_len == 60 for r in reqs) and engine.kv_used == 0
+
+
+def test_speculation_without_max_running_requests_gets_sglangs_48(local_sim: Profile) -> None:
+    config = sim_config(_with_server(local_sim, max_running_requests=None))
+    assert config.max_running_requests == 48
+    assert any("reset to 48" in note for note in config.notes)
