@@ -142,6 +142,12 @@ class Sshd:
             self.stop()
             raise SshdUnavailable(f"{exc}\n{self.log_text()}") from exc
 
+    def restart(self) -> None:
+        """Stop the listener and every session, then start again on the same port with the same keys
+        (what a host reboot or ``systemctl restart ssh`` looks like from the console)."""
+        self.stop()
+        self.start()
+
     def stop(self) -> None:
         """Stop the listener and every session it forked (they share its process group)."""
         if self.proc is None:

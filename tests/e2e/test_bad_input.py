@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -26,14 +27,25 @@ def _with(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
+def _set(text: str, key: str, value: str) -> str:
+    """Replace the value of the one top-level-in-its-section line ``key = ...`` (whatever it holds now)."""
+    changed, count = re.subn(rf"(?m)^{re.escape(key)} = .*$", lambda _: f"{key} = {value}", text)
+    assert count == 1, f"{key} appears {count} times"
+    return changed
+
+
 HOSTILE_PROFILES: dict[str, tuple[str, str, str]] = {
     # case: (toml, key the error must name ("" = the file), words the rule must contain)
     "huge": (LOCAL_SIM + "#" * (300 * 1024), "", ""),
     "not_toml": ("[server\ntp_size = 8", "", "not valid TOML"),
-    "wrong_type": (_with(LOCAL_SIM, "tp_size = 8", 'tp_size = "eight"'), "server.tp_size", "integer"),
-    "unknown_key": (_with(LOCAL_SIM, "tp_size = 8", "tp_sise = 8"), "server.tp_sise", "unknown key"),
+    "wrong_type": (_set(LOCAL_SIM, "tp_size", '"eight"'), "server.tp_size", "integer"),
+    "unknown_key": (
+        _with(_set(LOCAL_SIM, "tp_size", "8"), "tp_size = 8", "tp_sise = 8"),
+        "server.tp_sise",
+        "unknown key",
+    ),
     "dotdot_model_path": (
-        _with(LOCAL_SIM, '"/models/Kimi-K2.5-INT4"', '"/models/../../etc/shadow"'),
+        _set(LOCAL_SIM, "path", '"/models/../../etc/shadow"'),
         "model.path",
         "'..'",
     ),
@@ -43,7 +55,7 @@ HOSTILE_PROFILES: dict[str, tuple[str, str, str]] = {
         "'..'",
     ),
     "option_as_model_path": (
-        _with(LOCAL_SIM, '"/models/Kimi-K2.5-INT4"', '"--help"'),
+        _set(LOCAL_SIM, "path", '"--help"'),
         "model.path",
         "'-'",
     ),
@@ -57,8 +69,8 @@ HOSTILE_PROFILES: dict[str, tuple[str, str, str]] = {
         "server.extra_flags",
         "api_key_file",
     ),
-    "nul_in_path": (_with(LOCAL_SIM, '"/models/Kimi-K2.5-INT4"', '"/models/a\\u0000b"'), "model.path", "NUL"),
-    "negative_threshold": (_with(LOCAL_SIM, "threshold = 4", "threshold = -4"), "speculation.threshold", "1"),
+    "nul_in_path": (_set(LOCAL_SIM, "path", '"/models/a\\u0000b"'), "model.path", "NUL"),
+    "negative_threshold": (_set(LOCAL_SIM, "threshold", "-4"), "speculation.threshold", "1"),
     "env_name_injection": (
         LOCAL_SIM + '\n[server.env]\n"LD_PRELOAD=/tmp/x.so; echo" = "1"\n',
         "server.env",
@@ -136,7 +148,7 @@ def test_shell_metacharacters_in_model_path_and_extra_flags_reach_argv_as_single
     flags = ["--chat-template", f"; touch {canary}5 #", "--tokenizer-path", f"$(touch {canary}6)"]
 
     def hostile(text: str) -> str:
-        text = _with(text, '"/models/Kimi-K2.5-INT4"', json.dumps(model_path))
+        text = _set(text, "path", json.dumps(model_path))
         text = _with(text, "[server]\n", f"[server]\nextra_flags = {json.dumps(flags)}\n")
         return _with(text, "[stack.gpus]", f'[stack]\nvenv = "{root / "venv"}"\n\n[stack.gpus]')
 

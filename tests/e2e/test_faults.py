@@ -55,6 +55,28 @@ async def test_ssh_connection_dropped_mid_stream_console_reconnects_with_no_gap_
     assert worst < 3 * tick, f"chart history has a {worst:.1f} s hole around the drop"
 
 
+async def test_sshd_restarted_while_the_console_follows_it_reconnects_when_sshd_is_back(
+    sshd: Sshd, shared_agent: AgentProc
+) -> None:
+    app = ssh_console(sshd, shared_agent)
+    async with app.run_test(size=(110, 32)):
+        await until(lambda: app.model.link.state == "connected", what="the SSH link")
+        await until(lambda: len(app.model.snapshots) >= 2, what="two snapshots")
+        sshd.stop()
+        await until(lambda: app.model.link.state == "reconnecting", what="the console to notice")
+        # While sshd is down the console keeps trying (connection refused is worth retrying).
+        await until(lambda: app.model.link.attempt >= 2, what="a second attempt against a closed port")
+        sshd.start()
+        back_at = time.time()
+        await until(lambda: app.model.link.state == "connected", what="the console to reconnect")
+        await until(
+            lambda: app.model.latest is not None and app.model.latest.time > back_at,
+            what="live snapshots after sshd came back",
+        )
+        seqs = sorted([s.seq for s in app.model.snapshots] + [e.seq for e in app.model.events])
+    assert _contiguous(seqs), f"the console's history has a gap: {seqs}"
+
+
 def _sim_engines(state_dir: Path) -> list[psutil.Process]:
     """Every simulated engine launched from this agent's state directory, wherever it is parented."""
     found = []
