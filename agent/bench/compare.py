@@ -172,7 +172,9 @@ async def run_compare(
         base_session: SweepSession | None = None
         baseline_info: dict[str, Any] | None = None
         if baseline_url:
-            base_session = SweepSession(baseline_url, options, client, tracker, cancel)
+            # The engine's API key is for the engine only: a baseline URL comes from the request body
+            # and may be any server, so it never receives the key.
+            base_session = SweepSession(baseline_url, options.with_api_key(None), client, tracker, cancel)
             baseline_info = await base_session.prepare()
         live: dict[str, Any] = {"available": reason is None, "reason": reason}
         plan: dict[str, tuple[SweepSession, int | None]] = {}
