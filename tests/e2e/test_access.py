@@ -163,11 +163,6 @@ async def _server_info(agent: AgentProc) -> dict[str, Any]:
     return info
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: agent/bench/compare.py run_compare builds the baseline SweepSession with the "
-    "engine's options (api_key included), so POST /v1/bench {baseline_url} sends the admin key to any URL",
-)
 def test_bench_never_sends_the_engine_key_to_a_baseline_url_it_was_given(
     keyed_agent: AgentProc, stranger: tuple[str, list[str]]
 ) -> None:
