@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from .agent_proc import AgentProc, prepare_profiles, running_agent, short_root
+from .agent_proc import REPO, AgentProc, prepare_profiles, running_agent, short_root
 from .console_kit import engine_live_state
 from .waiting import wait_until
 
@@ -113,6 +114,20 @@ def test_profile_name_that_is_a_path_is_refused_and_nothing_is_written(
     assert response.status_code in (404, 405, 422), response.text
     assert sorted(p.name for p in shared_agent.root.rglob("*")) == before
     assert not list(Path("/tmp").glob("escape*"))
+
+
+@pytest.mark.parametrize("case", ["huge", "unknown_key", "dotdot_model_path"])
+def test_agent_serve_refuses_to_start_on_a_hostile_profile_naming_the_key(tmp_path: Path, case: str) -> None:
+    text, key, words = HOSTILE_PROFILES[case]
+    profile = tmp_path / "hostile.toml"
+    profile.write_text(text)
+    argv = [sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim", "--profile", str(profile)]
+    argv += ["--state-dir", str(tmp_path / "state"), "--gpus", "none"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 2, done.stderr
+    assert str(profile) in done.stderr
+    assert key in done.stderr and words in done.stderr if key else "262144" in done.stderr, done.stderr
+    assert not (tmp_path / "state" / "engine.json").exists(), "an engine was started anyway"
 
 
 # -- shell metacharacters reach the engine's argv as single items, never a shell -------------------

@@ -60,6 +60,8 @@ async def test_console_over_ssh_reads_snapshots_and_changes_the_threshold_live(
     assert len(applied) == 1
     assert applied[0]["operator"] == "e2e" and applied[0]["result"]["status"] == "applied"
     assert applied[0]["after"] == {"speculation.threshold": new}
+    # The console read the agent's token over an SSH exec channel; sshd logged none of it.
+    assert shared_agent.token() not in sshd.log_text()
 
 
 async def _threshold_is(agent: AgentProc, value: int) -> dict[str, object] | None:
