@@ -37,6 +37,10 @@ class BenchOptions:
     output_len: int = 256
     chat: bool = False
     warmup_requests: int = 1
+    min_level_seconds: float = 2.0
+    """A level keeps starting requests until this long has passed (and at least
+    ``requests_at(C)`` were sent): short levels are dominated by ramp-up, ramp-down and the host's
+    jitter. A real server's levels last longer than this anyway."""
     request_timeout_s: float = 600.0
     sample_interval_s: float = 0.25
     """How often the engine's /metrics is read during a level (SGLang builds it from every process's
@@ -92,7 +96,9 @@ def _int_in(data: Mapping[str, Any], key: str, low: int, high: int, default: int
 
 def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     """Options from a JSON body (the daemon's POST /v1/bench); unknown keys are refused by name."""
-    allowed = {"concurrency", "requests_per_level", "input_len", "output_len", "chat", "warmup_requests"}
+    allowed = {
+        "concurrency", "requests_per_level", "input_len", "output_len", "chat", "warmup_requests", "min_level_seconds",
+    }  # fmt: skip
     unknown = sorted(set(data) - allowed - {"mode", "baseline_url"})
     if unknown:
         raise BenchOptionError(unknown[0], f"unknown field; allowed: {', '.join(sorted(allowed))}")
@@ -102,8 +108,18 @@ def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     chat = data.get("chat", False)
     if not isinstance(chat, bool):
         raise BenchOptionError("chat", f"{chat!r}: must be true or false")
+    min_seconds = data.get("min_level_seconds", 2.0)
+    if (
+        not isinstance(min_seconds, int | float)
+        or isinstance(min_seconds, bool)
+        or not 0 <= min_seconds <= 3600
+    ):
+        raise BenchOptionError(
+            "min_level_seconds", f"{min_seconds!r}: must be a number of seconds from 0 to 3600"
+        )
     return BenchOptions(
         concurrency=validate_concurrency(concurrency),
+        min_level_seconds=float(min_seconds),
         requests_per_level=_int_in(data, "requests_per_level", 1, 100_000, None),
         input_len=_int_in(data, "input_len", 1, 1_000_000, 1024) or 1024,
         output_len=_int_in(data, "output_len", 2, 1_000_000, 256) or 256,

@@ -99,16 +99,21 @@ async def _closed_loop(
     count: int,
     send: Callable[[StreamConnection], Awaitable[RequestRecord]],
     on_done: Callable[[], None],
+    min_seconds: float = 0.0,
 ) -> list[RequestRecord]:
-    """Run ``count`` requests with ``concurrency`` in flight, each worker on its own keep-alive
-    connection; the first refused connection stops all."""
+    """Run at least ``count`` requests, and keep starting new ones until ``min_seconds`` have
+    passed, with ``concurrency`` in flight, each worker on its own keep-alive connection; the first
+    refused connection stops all."""
     records: list[RequestRecord] = []
-    indices = iter(range(count))
+    issued = 0
+    deadline = time.perf_counter() + min_seconds
 
     async def worker() -> None:
+        nonlocal issued
         conn = StreamConnection(target)
         try:
-            for _ in indices:
+            while issued < count or time.perf_counter() < deadline:
+                issued += 1
                 records.append(await send(conn))
                 on_done()
         finally:
@@ -241,7 +246,7 @@ class SweepSession:
             nonlocal completed
             completed += 1
             self.tracker.done += 1
-            self.tracker.report(arm, concurrency, index, levels, completed, count)
+            self.tracker.report(arm, concurrency, index, levels, completed, max(count, completed))
 
         sampler = _RunningSampler(self.probe, opts.sample_interval_s)
         first_tokens = 0
@@ -262,6 +267,7 @@ class SweepSession:
                     count,
                     lambda conn: self._send(conn, opts.output_len, on_first_token),
                     on_done,
+                    opts.min_level_seconds,
                 ),
                 self.cancel,
             )
@@ -282,7 +288,7 @@ class SweepSession:
             )
         after = await self.probe.metrics()
         info = await self.probe.server_info()
-        result = {"max_concurrency": concurrency, "requests": count, **result}
+        result = {"max_concurrency": concurrency, "requests": len(records), **result}
         result |= self._engine_fields(result, before, after, info, sampler, flush_problem)
         result["client_cpu_fraction"] = cpu / max(duration, 1e-9)
         return result

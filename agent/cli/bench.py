@@ -29,6 +29,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup-requests", type=int, default=1, help="unmeasured requests before each level"
     )
+    parser.add_argument(
+        "--min-level-seconds",
+        type=float,
+        default=2.0,
+        help="keep starting requests at a level until this long has passed (default 2)",
+    )
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
     parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
 
@@ -50,6 +56,8 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise BenchOptionError(name.replace("_", "-"), f"{value}: must be at least 1")
+    if not 0 <= args.min_level_seconds <= 3600:
+        raise BenchOptionError("min-level-seconds", f"{args.min_level_seconds}: must be from 0 to 3600")
     if args.warmup_requests < 0:
         raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
     api_key = None
@@ -69,6 +77,7 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         output_len=args.output_len,
         chat=args.chat,
         warmup_requests=args.warmup_requests,
+        min_level_seconds=args.min_level_seconds,
         api_key=api_key,
     )
 

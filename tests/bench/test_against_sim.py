@@ -31,7 +31,12 @@ EAGLE3 = load_profile(PROFILES / "kimi-k25-eagle3.toml")
 TREE = load_profile(PROFILES / "kimi-k25-eagle3-tree.toml")
 BASELINE = load_profile(PROFILES / "kimi-k25-baseline.toml")
 SMALL = BenchOptions(
-    concurrency=(1, 8), input_len=64, output_len=128, requests_per_level=8, warmup_requests=1
+    concurrency=(1, 8),
+    input_len=64,
+    output_len=128,
+    requests_per_level=8,
+    warmup_requests=1,
+    min_level_seconds=0,
 )
 
 
@@ -49,7 +54,13 @@ async def _threshold(url: str) -> int:
 async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> None:
     """Output tok/s measured by the client = tokens the engine generated in the window / window, ±2 %."""
     options = BenchOptions(
-        concurrency=(16,), input_len=128, output_len=256, requests_per_level=32, warmup_requests=0, chat=chat
+        concurrency=(16,),
+        input_len=128,
+        output_len=256,
+        requests_per_level=32,
+        warmup_requests=0,
+        chat=chat,
+        min_level_seconds=0,
     )
     async with run_sim(EAGLE3, port=0, speedup=50, seed=5) as sim, make_client(options) as client:
         session = SweepSession(sim.url, options, client, RunTracker(total=32))
@@ -86,7 +97,10 @@ async def test_level_fields_carry_bench_servings_names(sglang_src: Path) -> None
     assert "mean_ttft_ms" in names and "accept_length" in names
     async with run_sim(EAGLE3, port=0, speedup=50, seed=1) as sim:
         result = await run_sweep(
-            sim.url, BenchOptions(concurrency=(2,), input_len=32, output_len=8, requests_per_level=2)
+            sim.url,
+            BenchOptions(
+                concurrency=(2,), input_len=32, output_len=8, requests_per_level=2, min_level_seconds=0
+            ),
         )
     level = result["levels"][0]
     assert sorted(names - not_measured - set(level)) == []
@@ -173,6 +187,7 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
         "input_len": 64,
         "output_len": 64,
         "requests_per_level": 16,
+        "min_level_seconds": 0,
     }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=4) as sim:
         bench_id = runs.start(sim.url, body)
@@ -188,7 +203,13 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
 
 async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
     runs = BenchRuns(BenchStore(tmp_path))
-    body = {"concurrency": [2, 4, 8], "input_len": 64, "output_len": 64, "requests_per_level": 24}
+    body = {
+        "concurrency": [2, 4, 8],
+        "input_len": 64,
+        "output_len": 64,
+        "requests_per_level": 24,
+        "min_level_seconds": 0,
+    }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=6) as sim:
         original = await _threshold(sim.url)
         bench_id = runs.start(sim.url, body)
@@ -207,7 +228,7 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
 
 async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> None:
     runs = BenchRuns(BenchStore(tmp_path))
-    bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1]})
+    bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0})
     record = await runs.wait(bench_id)
     assert record["state"] == "failed" and "the engine is not up" in record["error"]
 
@@ -226,6 +247,7 @@ async def test_cli_sweep_writes_json_and_uses_the_api_key(tmp_path: Path) -> Non
     key_file.write_text("s3cret\n")
     out = tmp_path / "sweep.json"
     shape = ["--concurrency", "1,2", "--requests-per-level", "2", "--input-len", "32", "--output-len", "8"]
+    shape += ["--min-level-seconds", "0"]
     async with run_sim(EAGLE3, port=0, speedup=50, seed=7, api_key="s3cret") as sim:
         rc, stdout, stderr = await _agent(
             "sweep", "--url", sim.url, *shape, "--json", str(out), "--api-key-file", str(key_file)
@@ -245,3 +267,14 @@ async def test_cli_refuses_bad_options_before_sending_anything() -> None:
     assert rc == 2 and "--concurrency" in err and "from 1 to 4096" in err
     rc, _, err = await _agent("compare", "--url", "http://127.0.0.1:9", "--api-key-file", "/nonexistent/key")
     assert rc == 2 and "--api-key-file" in err
+
+
+async def test_a_level_keeps_loading_until_its_minimum_duration() -> None:
+    options = BenchOptions(
+        concurrency=(2,), input_len=32, output_len=16, requests_per_level=2, min_level_seconds=0.6
+    )
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=8) as sim:
+        result = await run_sweep(sim.url, options)
+    level = result["levels"][0]
+    assert level["duration"] >= 0.6
+    assert level["requests"] == level["completed"] > 2

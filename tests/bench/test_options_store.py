@@ -34,6 +34,7 @@ def test_body_options_refuse_unknown_and_bad_fields_by_name() -> None:
         ({"requests_per_level": "ten"}, "requests_per_level"),
         ({"chat": "yes"}, "chat"),
         ({"concurrency": 4}, "concurrency"),
+        ({"min_level_seconds": -1}, "min_level_seconds"),
     ):
         with pytest.raises(BenchOptionError) as info:
             options_from_mapping(body)
