@@ -106,10 +106,17 @@ def _sglang_adaptive_reason(info: dict[str, Any]) -> str | None:
 class EngineProbe:
     """The engine's control and telemetry endpoints, as the benchmark uses them."""
 
-    def __init__(self, client: httpx.AsyncClient, base_url: str, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        headers: dict[str, str],
+        admin_headers: dict[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.base_url = base_url.rstrip("/")
         self.headers = headers
+        self.admin_headers = admin_headers if admin_headers else headers
 
     async def _get(self, path: str) -> httpx.Response:
         try:
@@ -156,7 +163,10 @@ class EngineProbe:
         for _ in range(attempts):
             try:
                 response = await self.client.post(
-                    f"{self.base_url}/flush_cache", params={"timeout": 5}, headers=self.headers, timeout=30.0
+                    f"{self.base_url}/flush_cache",
+                    params={"timeout": 5},
+                    headers=self.admin_headers,
+                    timeout=30.0,
                 )
             except httpx.HTTPError as exc:
                 raise EngineError(f"/flush_cache: {type(exc).__name__}: {exc}") from exc
@@ -179,7 +189,7 @@ class EngineProbe:
             response = await self.client.post(
                 f"{self.base_url}/set_internal_state",
                 json={"server_args": {LIVE_THRESHOLD_KEY: threshold}},
-                headers=self.headers,
+                headers=self.admin_headers,
                 timeout=30.0,
             )
         except httpx.HTTPError as exc:

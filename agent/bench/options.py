@@ -46,6 +46,9 @@ class BenchOptions:
     """How often the engine's /metrics is read during a level (SGLang builds it from every process's
     files on each scrape, so it is not free)."""
     api_key: str | None = field(default=None, repr=False)
+    admin_api_key: str | None = field(default=None, repr=False)
+    """For SGLang's ADMIN_OPTIONAL routes (/set_internal_state, /flush_cache) when the server has an
+    admin key: then those routes refuse the plain API key (sglang-0.5.23.md §4.1)."""
     seed: int = 1
 
     def requests_at(self, concurrency: int) -> int:
@@ -57,11 +60,12 @@ class BenchOptions:
         """The options as recorded in a result (no API key)."""
         data = asdict(self)
         data.pop("api_key")
+        data.pop("admin_api_key")
         data["concurrency"] = list(self.concurrency)
         return data
 
-    def with_api_key(self, api_key: str | None) -> BenchOptions:
-        return replace(self, api_key=api_key)
+    def with_api_key(self, api_key: str | None, admin_api_key: str | None = None) -> BenchOptions:
+        return replace(self, api_key=api_key, admin_api_key=admin_api_key)
 
 
 def parse_concurrency(text: str) -> tuple[int, ...]:

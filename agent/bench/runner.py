@@ -4,7 +4,8 @@ Kept free of FastAPI: the daemon's routes call :class:`BenchRuns` and turn :clas
 wire ``Event(kind="bench", name=..., message=..., data=...)`` on its stream.
 
     runs = BenchRuns(BenchStore(state_dir), publish=lambda e: ring.append_event("bench", e.name, e.message, e.data))
-    bench_id = runs.start(engine_url, body, api_key=key)      # POST /v1/bench (BenchOptionError -> 422, BenchBusy -> 409)
+    bench_id = runs.start(engine_url, body, api_key=key, admin_api_key=admin_key)
+                                                 # POST /v1/bench (BenchOptionError -> 422, BenchBusy -> 409)
     runs.list()                                                # GET /v1/bench -> {"runs": runs.list()}
     runs.get(bench_id)                                         # GET /v1/bench/{id} (UnknownBench -> 404)
     runs.cancel(bench_id)                                      # optional DELETE/POST cancel
@@ -65,12 +66,13 @@ class BenchRuns:
         *,
         api_key: str | None = None,
         baseline_url: str | None = None,
+        admin_api_key: str | None = None,
     ) -> str:
         """Validate, record and launch a run; returns its id at once (needs a running event loop)."""
         mode = body.get("mode", "compare")
         if mode not in ("sweep", "compare"):
             raise BenchOptionError("mode", f"{mode!r}: must be 'sweep' or 'compare'")
-        options = options_from_mapping(body).with_api_key(api_key)
+        options = options_from_mapping(body).with_api_key(api_key, admin_api_key)
         if baseline_url is None and body.get("baseline_url") is not None:
             baseline_url = body["baseline_url"]
             if not isinstance(baseline_url, str) or not baseline_url.startswith(("http://", "https://")):

@@ -199,7 +199,7 @@ class SweepSession:
         self.options = options
         self.client = client
         self.headers = auth_headers(options.api_key)
-        self.probe = EngineProbe(client, self.url, self.headers)
+        self.probe = EngineProbe(client, self.url, self.headers, auth_headers(options.admin_api_key))
         self.target = Target.parse(self.url)
         self.tracker = tracker
         self.cancel = cancel

@@ -37,6 +37,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
     parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
+    parser.add_argument(
+        "--admin-api-key-file",
+        type=Path,
+        default=None,
+        help="file holding the server's admin API key (for /set_internal_state and /flush_cache)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -60,16 +66,8 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         raise BenchOptionError("min-level-seconds", f"{args.min_level_seconds}: must be from 0 to 3600")
     if args.warmup_requests < 0:
         raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
-    api_key = None
-    if args.api_key_file is not None:
-        try:
-            api_key = args.api_key_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise BenchOptionError(
-                "api-key-file", f"{args.api_key_file}: cannot read it ({exc.strerror})"
-            ) from None
-        if not api_key:
-            raise BenchOptionError("api-key-file", f"{args.api_key_file}: the file is empty")
+    api_key = _read_key(args.api_key_file, "api-key-file")
+    admin_api_key = _read_key(args.admin_api_key_file, "admin-api-key-file")
     return BenchOptions(
         concurrency=parse_concurrency(args.concurrency),
         requests_per_level=args.requests_per_level,
@@ -79,7 +77,20 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         warmup_requests=args.warmup_requests,
         min_level_seconds=args.min_level_seconds,
         api_key=api_key,
+        admin_api_key=admin_api_key,
     )
+
+
+def _read_key(path: Path | None, flag: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise BenchOptionError(flag, f"{path}: cannot read it ({exc.strerror})") from None
+    if not key:
+        raise BenchOptionError(flag, f"{path}: the file is empty")
+    return key
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import ast
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from agent.bench.compare import run_compare
+from agent.bench.engine import EngineError
 from agent.bench.options import BenchOptions
 from agent.bench.runner import BenchEvent, BenchRuns
 from agent.bench.store import BenchStore
@@ -278,3 +280,18 @@ async def test_a_level_keeps_loading_until_its_minimum_duration() -> None:
     level = result["levels"][0]
     assert level["duration"] >= 0.6
     assert level["requests"] == level["completed"] > 2
+
+
+async def test_control_routes_use_the_admin_key_when_the_server_has_one() -> None:
+    keyed = replace(
+        SMALL, concurrency=(1,), requests_per_level=2, api_key="user-key", admin_api_key="admin-key"
+    )
+    async with run_sim(
+        EAGLE3, port=0, speedup=50, seed=9, api_key="user-key", admin_api_key="admin-key"
+    ) as sim:
+        result = await run_compare(sim.url, keyed)
+        assert result["live_control"]["restored"] is True
+        assert "flush_cache_problem" not in result["levels"][0]["on"]
+        with pytest.raises(EngineError, match="/set_internal_state answered HTTP 401") as info:
+            await run_compare(sim.url, replace(keyed, admin_api_key=None))
+    assert "could not restore the live threshold" in " ".join(info.value.__notes__)
