@@ -38,6 +38,11 @@ def sweep_table(levels: list[dict[str, Any]]) -> str:
     notes = [lv["concurrency_note"] for lv in levels if lv.get("concurrency_note")]
     if notes:
         rows.append("* the engine never reached the asked concurrency: " + "; ".join(notes))
+    busy = [lv["max_concurrency"] for lv in levels if lv.get("client_cpu_fraction", 0) > 0.8]
+    if busy:
+        rows.append(
+            f"the load generator used over 80% of a core at c={busy}: it may have been the bottleneck"
+        )
     sources = {lv.get("accept_length_source") for lv in levels if lv.get("accept_length") is not None}
     if sources:
         rows.append("accept length from " + " / ".join(sorted(str(s) for s in sources)))
@@ -65,6 +70,18 @@ def compare_table(result: dict[str, Any]) -> str:
         ratios = [f"{_num(lv['ratios'].get(a), 3):>9}" for a in arms]
         rows.append(
             f"{lv['concurrency']:>5} " + " ".join(cells) + f" {_num(lv['envelope']):>9} " + " ".join(ratios)
+        )
+    busy = sorted(
+        {
+            lv["concurrency"]
+            for lv in result["levels"]
+            for arm in arms
+            if (lv.get(arm) or {}).get("client_cpu_fraction", 0) > 0.8
+        }
+    )
+    if busy:
+        rows.append(
+            f"the load generator used over 80% of a core at c={busy}: it may have been the bottleneck"
         )
     live = result.get("live_control") or {}
     if not live.get("available"):

@@ -245,7 +245,8 @@ class SweepSession:
         def on_done() -> None:
             nonlocal completed
             completed += 1
-            self.tracker.done += 1
+            if completed <= count:  # requests beyond the plan (min_level_seconds) do not move the bar
+                self.tracker.done += 1
             self.tracker.report(arm, concurrency, index, levels, completed, max(count, completed))
 
         sampler = _RunningSampler(self.probe, opts.sample_interval_s)
