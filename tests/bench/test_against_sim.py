@@ -20,6 +20,7 @@ import pytest
 from agent.bench.compare import run_compare
 from agent.bench.engine import EngineError
 from agent.bench.options import BenchOptions
+from agent.bench.report import compare_table
 from agent.bench.runner import BenchEvent, BenchRuns
 from agent.bench.store import BenchStore
 from agent.bench.sweep import RunTracker, SweepSession, make_client, run_sweep
@@ -171,6 +172,9 @@ async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseli
         spec, TREE.server.page_size
     )
     assert "cannot stop speculating" in result["off_note"] and "baseline arm measures" in result["off_note"]
+    table = compare_table(result)
+    assert "baseline tok/s" in table and "n/a" in table
+    assert f"live arms unavailable: {live['reason']}" in table
 
 
 async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_path: Path) -> None:
