@@ -35,6 +35,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--admin-api-key-file", help="file holding the admin API key")
     parser.set_defaults(handler=run)
 
+    whatif = subparsers.add_parser(
+        "sim-whatif",
+        help="what the modelled deployment delivers at given concurrencies (no server, no GPU)",
+        description=(
+            "Run the simulated engine's model on its virtual clock: a closed loop of clients per "
+            "concurrency, as bench_serving measures it. Answers questions like 'what does threshold 16 "
+            "do at concurrency 64?' in seconds."
+        ),
+    )
+    whatif.add_argument("--profile", required=True, help="profile TOML file")
+    whatif.add_argument("--concurrency", required=True, help="comma-separated levels, e.g. 1,8,64")
+    whatif.add_argument(
+        "--threshold", type=int, help="live threshold to apply (0 = none; adaptive profiles only)"
+    )
+    whatif.add_argument("--input-len", type=int, default=1024)
+    whatif.add_argument("--output-len", type=int, default=256)
+    whatif.add_argument(
+        "--requests", type=int, help="requests per level (default 4 x concurrency, at least 32)"
+    )
+    whatif.add_argument("--seed", type=int, default=0)
+    whatif.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    whatif.set_defaults(handler=run_whatif)
+
 
 def run(args: argparse.Namespace) -> int:
     from agent.sim.server import run_sim
@@ -92,3 +115,64 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(serve())
+
+
+def run_whatif(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from agent.sim.config import sim_config
+    from agent.sim.engine import Engine
+    from agent.sim.loadmodel import run_closed_loop
+
+    try:
+        levels = [int(v) for v in args.concurrency.split(",") if v.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(c < 1 or c > 10_000 for c in levels):
+        print(
+            f"agent sim-whatif: --concurrency must list levels between 1 and 10000, got {args.concurrency!r}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.input_len < 1 or args.output_len < 1:
+        print("agent sim-whatif: --input-len and --output-len must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        print(f"agent sim-whatif: {exc}", file=sys.stderr)
+        return 2
+    config = sim_config(profile)
+    rows = []
+    for level in levels:
+        engine = Engine(config, seed=args.seed)
+        if args.threshold is not None:
+            if engine.controller is None:
+                print(
+                    "agent sim-whatif: --threshold needs a profile with adaptive speculation", file=sys.stderr
+                )
+                return 2
+            reason = engine.controller.check_threshold(args.threshold)
+            if reason is not None:
+                print(f"agent sim-whatif: --threshold: {reason}", file=sys.stderr)
+                return 2
+            engine.controller.set_threshold(args.threshold)
+        result = run_closed_loop(
+            config, level, args.input_len, args.output_len, num_requests=args.requests, engine=engine
+        )
+        rows.append(asdict(result))
+    if args.json:
+        print(json.dumps({"profile": profile.identity.name, "threshold": args.threshold, "levels": rows}))
+        return 0
+    print(f"{profile.identity.name}: {args.input_len} in / {args.output_len} out, modelled")
+    print(
+        f"{'concurrency':>11} {'output tok/s':>12} {'mean running':>12} {'accept len':>10} {'retracted':>9}"
+    )
+    for row in rows:
+        accept = f"{row['accept_length']:.2f}" if row["accept_length"] is not None else "-"
+        print(
+            f"{row['concurrency']:>11} {row['output_tok_s']:>12.1f} {row['mean_running']:>12.1f} "
+            f"{accept:>10} {row['retractions']:>9}"
+        )
+    return 0

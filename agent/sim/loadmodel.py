@@ -73,7 +73,7 @@ def run_closed_loop(
             raise RuntimeError("the engine stalled with requests outstanding")
         if plan.kind == "decode":
             decode_steps += 1
-            running_area += len(plan.batch) * plan.duration
+        running_area += len(eng.running) * plan.duration  # what sglang:num_running_reqs shows meanwhile
         eng.commit_step(plan)
     for req in done:
         verify_tokens += req.output_len - 1

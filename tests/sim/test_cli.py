@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -90,3 +91,27 @@ def test_missing_key_file_is_a_clear_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert str(missing) in done.stderr and "cannot read" in done.stderr
+
+
+def test_whatif_answers_what_a_threshold_does_at_a_concurrency() -> None:
+    def run(*extra: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "agent.cli.main", "sim-whatif", "--profile", "profiles/kimi-k25-eagle3.toml",
+             "--concurrency", "64", "--input-len", "512", "--output-len", "64", "--json", *extra],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return json.loads(done.stdout)["levels"][0]
+
+    speculating, never = run(), run("--threshold", "16")
+    assert speculating["accept_length"] > 2 and never["accept_length"] == 1.0
+    assert speculating["concurrency"] == never["concurrency"] == 64
+    assert speculating["output_tok_s"] != never["output_tok_s"]
+
+
+def test_whatif_refuses_a_threshold_on_a_static_profile() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "sim-whatif", "--profile", "profiles/kimi-k25-eagle3-tree.toml",
+         "--concurrency", "8", "--threshold", "16"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "adaptive" in done.stderr
