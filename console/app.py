@@ -48,7 +48,7 @@ STATUS_INTERVAL_S = 1.0
 
 class ConsoleApp(App[None]):
     TITLE = "k25console"
-    CSS_PATH = "styles/app.tcss"
+    CSS_PATH = Path(__file__).parent / "styles" / "app.tcss"  # absolute: subclasses elsewhere find it too
     COMMANDS: ClassVar = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [*bindings()]
     MODES: ClassVar = {
@@ -121,18 +121,22 @@ class ConsoleApp(App[None]):
                     if self.model.ingest(item):
                         self._arrival = time.perf_counter()
                         self.post_message(ModelUpdated(self.model.version))
-            except LinkError as exc:
+            except Exception as exc:
+                # Anything unexpected is reported and retried like a drop: the stream must never die
+                # silently and leave the operator looking at a frozen screen.
+                if not isinstance(exc, LinkError):
+                    exc = LinkError(f"unexpected error while following the agent: {exc!r}")
                 if not exc.retryable:
                     ended = not self.link.writable
                     self.model.set_link(LinkStatus("ended" if ended else "failed", str(exc), attempt))
                     if not ended:
                         self.notify(str(exc), title="Cannot connect", severity="error", timeout=30)
-                    self.paint_now()
+                    self.call_later(self.paint_now)
                     return
                 attempt += 1
                 delay = self.backoff.delay(attempt)
                 self.model.set_link(LinkStatus("reconnecting", str(exc), attempt, retry_in_s=delay))
-                self.paint_now()
+                self.call_later(self.paint_now)  # in the app's loop: a paint error never ends the stream
                 await asyncio.sleep(delay)
 
     async def _check_agent(self) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.containers import Container
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -49,14 +50,18 @@ class LiveScreen(Screen[None]):
 
     def paint(self, model: ConsoleModel, *, frozen: bool) -> None:
         app = self.console
-        self.query_one(StatusLine).show(
-            model, app.link.describe(), paused=frozen, readonly=app.readonly, unseen=app.unseen
-        )
+        status = self.query_one_optional(StatusLine)
+        if status is None:
+            return  # not composed yet (a paint can come before the first frame)
+        status.show(model, app.link.describe(), paused=frozen, readonly=app.readonly, unseen=app.unseen)
         self.set_class(model.stale, "-stale")
         if frozen or model.version == self.painted_version:
             return
+        try:
+            self.paint_body(model)
+        except NoMatches:
+            return  # still composing: painted on the next cadence, as painted_version did not move
         self.painted_version = model.version
-        self.paint_body(model)
 
     def paint_body(self, model: ConsoleModel) -> None:
         raise NotImplementedError

@@ -31,6 +31,8 @@ def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool
             f"  ◌ {label} (attempt {link.attempt}{retry}); data {age(model.data_age_s())}",
             style="bold yellow",
         )
+        if link.message:
+            text.append(f" — {link.message}", style="yellow")
     elif link.state == "ended":
         text.append(f"  ■ {link.message}", style="yellow")
     else:

@@ -33,7 +33,13 @@ READY_TIMEOUT_S = 40.0
 T = TypeVar("T")
 
 
-async def until(condition: Callable[[], T], *, timeout_s: float = 20.0, what: str) -> T:
+async def until(
+    condition: Callable[[], T],
+    *,
+    timeout_s: float = 20.0,
+    what: str,
+    explain: Callable[[], str] | None = None,
+) -> T:
     """Poll a condition that has no event to await (another process's state, a painted widget)."""
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
@@ -45,7 +51,10 @@ async def until(condition: Callable[[], T], *, timeout_s: float = 20.0, what: st
         except Exception as exc:  # the thing polled may still be starting
             last = exc
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what} (last error: {last!r})")
+            detail = f"; {explain()}" if explain is not None else ""
+            raise TimeoutError(
+                f"timed out after {timeout_s} s waiting for {what} (last error: {last!r}){detail}"
+            )
         await asyncio.sleep(0.05)
 
 

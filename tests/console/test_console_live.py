@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from console_testkit import RunningAgent, text_of, until
 from textual.widgets import DataTable, Input, RichLog
 
 from agent.wire import WIRE_VERSION
 from console.app import ConsoleApp
+from console.link.backoff import Backoff
 from console.link.local import LocalLink
 from console.screens.bench import BenchScreen
 from console.screens.confirm import ConfirmPlan
@@ -149,7 +152,8 @@ async def test_a_bench_sweep_from_the_console_ends_with_a_table_and_a_recommenda
         await pilot.click("#bench-start")
         await until(lambda: screen.bench_id is not None, what="the run to start")
         table = await until(lambda: "concurrency" in text_of(app, "#bench-table") and text_of(app, "#bench-table"),
-                            timeout_s=90, what="the results table")  # fmt: skip
+                            timeout_s=120, what="the results table",
+                            explain=lambda: text_of(app, "#bench-status"))  # fmt: skip
         assert "on" in table and "off" in table
         status = text_of(app, "#bench-status")
         assert "Recommended threshold" in status or "No recommendation" in status
@@ -210,3 +214,13 @@ async def test_the_palette_lists_registry_commands_and_runs_them(agent: RunningA
                     what="the GPUs command in the palette")  # fmt: skip
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, GpusScreen), what="the GPUs screen")
+
+
+async def test_with_no_agent_the_console_keeps_retrying_and_says_why(tmp_path: Path) -> None:
+    app = ConsoleApp(LocalLink(tmp_path / "run" / "agent.sock"), operator="pilot", backoff=Backoff(0.05, 0.2))
+    async with app.run_test(size=(100, 30)):
+        await until(lambda: app.model.link.attempt >= 3, what="several reconnect attempts")
+        await until(
+            lambda: "Is `agent serve` running" in text_of(app, "#status"), what="the reason on screen"
+        )
+        assert app.model.link.state == "reconnecting" and app.is_running
