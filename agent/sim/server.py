@@ -29,7 +29,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
-from urllib.parse import parse_qs
 
 import uvicorn
 
@@ -73,10 +72,6 @@ class HttpRequest:
             if k == key:
                 return bytes(v).decode("latin-1")
         return ""
-
-    def query(self, name: str) -> str | None:
-        values = parse_qs(bytes(self.scope.get("query_string", b"")).decode()).get(name)
-        return values[0] if values else None
 
     async def body(self) -> bytes:
         chunks = []
