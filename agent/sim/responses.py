@@ -21,10 +21,6 @@ from agent.sim.engine import SimRequest
 from agent.sim.protocol import GenerationRequest
 
 
-def finish_reason(req: SimRequest) -> dict[str, Any] | None:
-    return req.finish_reason
-
-
 def openai_finish(req: SimRequest) -> tuple[str | None, int | str | None]:
     reason = req.finish_reason
     if reason is None:
