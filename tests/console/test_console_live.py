@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from console_testkit import RunningAgent, text_of, until
-from textual.widgets import DataTable, Input, RichLog
+from textual.widgets import DataTable, Input, RichLog, Select
 
 from agent.wire import WIRE_VERSION
 from console.app import ConsoleApp
@@ -224,3 +224,22 @@ async def test_with_no_agent_the_console_keeps_retrying_and_says_why(tmp_path: P
             lambda: "Is `agent serve` running" in text_of(app, "#status"), what="the reason on screen"
         )
         assert app.model.link.state == "reconnecting" and app.is_running
+
+
+async def test_turning_adaptive_off_plans_a_restart_and_cancel_keeps_the_engine(agent: RunningAgent) -> None:
+    pid_before = (await agent.status())["engine_pid"]
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
+        await pilot.press("c")
+        app.screen.query_one("#in-adaptive", Select).value = False
+        await app.run_action("apply('adaptive')")  # from the palette's action; adaptive is start-up state
+        dialog = await until(lambda: isinstance(app.screen, ConfirmPlan) and app.screen, what="the plan",
+                             explain=lambda: text_of(app, "#control-result"))  # fmt: skip
+        assert dialog.plan.mode == "restart"
+        shown = text_of(app, "#confirm-plan")
+        assert "RESTART" in shown and "drain" in shown and "downtime" in shown
+        assert "speculation.adaptive" in shown and "True → False" in shown
+        await pilot.press("escape")
+        await until(lambda: "Cancelled" in text_of(app, "#control-result"), what="the cancel")
+    assert (await agent.status())["engine_pid"] == pid_before
