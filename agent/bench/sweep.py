@@ -205,6 +205,7 @@ class SweepSession:
         self.cancel = cancel
         self.chat_model: str | None = None
         self._seed = itertools.count(options.seed * 1_000_000)
+        self._warmed = False
 
     async def prepare(self) -> dict[str, Any]:
         """Check the engine answers and return its /server_info (the caller keeps what it needs)."""
@@ -295,10 +296,16 @@ class SweepSession:
         return result
 
     async def _warm_up(self, concurrency: int) -> None:
+        """Short requests before each level; before the run's first level, full-length ones, so an
+        adaptive engine's acceptance EMA has settled before anything is measured (the first arm
+        measured would otherwise pay for it)."""
         n = min(self.options.warmup_requests, concurrency)
         if n <= 0:
             return
-        output_len = min(WARMUP_OUTPUT_LEN, self.options.output_len)
+        output_len = (
+            self.options.output_len if not self._warmed else min(WARMUP_OUTPUT_LEN, self.options.output_len)
+        )
+        self._warmed = True
         try:
             records = await _until_cancelled(
                 _closed_loop(self.target, n, n, lambda conn: self._send(conn, output_len), lambda: None),
