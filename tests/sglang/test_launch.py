@@ -22,7 +22,8 @@ def _value(argv: list[str], flag: str) -> str:
 
 
 def test_eagle3_argv(tmp_path: Path) -> None:
-    spec = launch.render_launch(load_profile(PROFILES / "kimi-k25-eagle3.toml"), run_dir=tmp_path)
+    profile = load_profile(PROFILES / "kimi-k25-eagle3.toml")
+    spec = launch.render_launch(profile, run_dir=tmp_path)
     argv = spec.argv
     assert argv[:2] == ["-m", "sglang.launch_server"]
     assert all(isinstance(a, str) for a in argv)
@@ -37,7 +38,8 @@ def test_eagle3_argv(tmp_path: Path) -> None:
     assert _value(argv, "--speculative-num-draft-tokens") == "4"
     assert "--speculative-adaptive" in argv
     assert _value(argv, "--speculative-adaptive-config") == str(tmp_path / "kimi-k25-eagle3.adaptive.json")
-    assert spec.adaptive_config == {"1": {"candidate_steps": [1, 2, 3]}, "4": {"candidate_steps": [0]}}
+    threshold = str(profile.speculation.threshold)
+    assert spec.adaptive_config == {"1": {"candidate_steps": [1, 2, 3]}, threshold: {"candidate_steps": [0]}}
     assert spec.env == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
     assert "--config" not in argv  # no key files in this profile
 
