@@ -122,7 +122,9 @@ def main() -> int:
     snaps = len(app.model.snapshots)
     print(f"console CPU at {rate:.0f} snapshots/s, {args.cols}x{args.rows} pty, Overview: "
           f"{cpu:.1f}% of one core over {args.seconds:.0f} s (target < 10%)")  # fmt: skip
-    print(f"in-process run: {snaps} snapshots received in {args.seconds:.0f} s")
+    print(
+        f"in-process run: {snaps} snapshots held after {args.seconds:.0f} s (the ring buffer's catch-up included)"
+    )
     print(f"snapshot arrival -> on screen: {describe(list(app.paint_latencies))}")
     print(f"agent tick -> on screen:       {describe(list(app.tick_latencies))}")
     print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}; {Path(sys.executable)}")
