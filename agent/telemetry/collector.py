@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import json
 import math
 import time
 from collections import deque
@@ -29,12 +30,13 @@ from agent.sglang import server_info as si
 from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
 from agent.sglang.rules import adaptive_unsupported_reason
 from agent.telemetry.findings import HealthInputs, evaluate
+from agent.telemetry.keepalive import KeptAliveGet
 from agent.telemetry.nvml import GpuSampler
 from agent.telemetry.scrape import (
     Histogram,
+    MetricsParser,
     MetricsReading,
     internal_state,
-    parse_metrics,
     reading_from_server_info,
     redact_server_info,
 )
@@ -72,11 +74,12 @@ def _api_key_from(profile: Profile) -> str | None:
 class Collector:
     """Builds one Snapshot per ``tick``; the caller (the daemon) owns the schedule and the ring buffer.
 
-    ``/metrics`` (every tick) is read on a kept-alive connection of the collector's own (see
-    ``_get_metrics``; ``aclose()`` closes it); ``/server_info`` (every few ticks) goes through the
-    caller's ``http`` client with the API key (``api_key``, or the profile's
-    ``server.api_key_file``), which it needs when the server has one. ``set_engine`` points the
-    collector at a restarted engine or a new profile and forgets the old history.
+    ``/metrics`` (every tick) and ``/server_info`` (every few ticks) are read on kept-alive
+    connections of the collector's own (see ``_get``; ``aclose()`` closes them), with the API key
+    (``api_key``, or the profile's ``server.api_key_file``) that ``/server_info`` needs when the
+    server has one; an ``https`` engine is read through the caller's ``http`` client instead.
+    ``set_engine`` points the collector at a restarted engine or a new profile and forgets the old
+    history.
     """
 
     def __init__(
@@ -98,9 +101,7 @@ class Collector:
     ) -> None:
         self._gpus = gpus
         self._http = http
-        self._metrics_transport: httpx.AsyncHTTPTransport | None = None
-        self._metrics_request: httpx.Request | None = None
-        self._retired: list[httpx.AsyncHTTPTransport] = []
+        self._getters: dict[str, KeptAliveGet] = {}
         self._clock = clock
         self._engine_kind = engine_kind
         self._rate_window = rate_window_s
@@ -129,10 +130,8 @@ class Collector:
     def set_engine(self, engine_url: str | None, profile: Profile | None = None) -> None:
         """Point at a (re)started engine: history from the old process means nothing for the new one."""
         self._engine_url = engine_url.rstrip("/") if engine_url else None
-        if self._metrics_transport is not None:
-            self._retired.append(self._metrics_transport)
-        self._metrics_transport = None
-        self._metrics_request = None
+        self._close_getters()
+        self._parser = MetricsParser()
         if profile is not None:
             self._profile = profile
         self._api_key = self._explicit_key or _api_key_from(self._profile)
@@ -169,8 +168,6 @@ class Collector:
         self, engine_state: EngineState = "unknown", engine_pid: int | None = None, seq: int = 0
     ) -> Snapshot:
         now = self._clock()
-        if self._retired:
-            await self._close_retired()
         if self._gpu_thread and self._gpu_pending is None:
             self._gpu_pending = asyncio.ensure_future(asyncio.to_thread(self._gpus.sample))
         reading: MetricsReading | None = None
@@ -211,60 +208,48 @@ class Collector:
 
     async def aclose(self) -> None:
         """Close the connection the collector keeps to ``/metrics`` (the caller's client is the caller's)."""
-        if self._metrics_transport is not None:
-            self._retired.append(self._metrics_transport)
-        self._metrics_transport = None
-        self._metrics_request = None
-        await self._close_retired()
+        self._close_getters()
 
-    async def _close_retired(self) -> None:
-        while self._retired:
-            transport = self._retired.pop()
-            try:
-                await transport.aclose()
-            except Exception:
-                continue
+    def _close_getters(self) -> None:
+        for getter in self._getters.values():
+            getter.close()
+        self._getters.clear()
 
-    async def _get_metrics(self) -> tuple[int, str] | None:
-        """GET /metrics on a connection of the collector's own.
+    def _getter(self, path: str) -> KeptAliveGet | None:
+        """The kept-alive connection for ``path`` (one each for /metrics and /server_info, so that
+        the two can be in flight together); None for an https engine, read through ``http``."""
+        if self._engine_url is None or not self._engine_url.startswith("http://"):
+            return None
+        getter = self._getters.get(path)
+        if getter is None:
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+            if path == "/metrics":
+                timeout = self._timeout if self._timeout is not None else 5.0
+            else:
+                timeout = self._timeout if self._timeout is not None else (self._http.timeout.read or 10.0)
+            getter = self._getters[path] = KeptAliveGet(self._engine_url, headers=headers, timeout_s=timeout)
+        return getter
 
-        This is the one request of every tick, so it skips the client layer (URL merging, cookies,
-        auth, event hooks) and reuses one prepared request on a kept-alive connection: that halves
-        the CPU of a scrape (bench/agent_tick.py). It asks for an uncompressed page, which also
-        spares SGLang from gzipping 100 kB four times a second.
+    async def _get(self, path: str) -> tuple[int, bytes] | None:
+        """GET ``path`` from the engine: ``(status, body)``, or None with ``last_error`` set.
+
+        These are the requests of every tick, so they skip the client layer (URL merging, cookies,
+        auth hooks, anyio streams) and go over a connection of the collector's own
+        (``keepalive.KeptAliveGet``): that halves the CPU of a tick (bench/agent_tick.py).
         """
         assert self._engine_url is not None
-        if self._metrics_transport is None or self._metrics_request is None:
-            self._metrics_transport = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            )
-            timeout = self._timeout if self._timeout is not None else 5.0
-            self._metrics_request = httpx.Request(
-                "GET",
-                self._engine_url + "/metrics",
-                headers={"Accept-Encoding": "identity", "Accept": "text/plain"},
-                extensions={
-                    "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
-                },
-            )
         try:
-            response = await self._metrics_transport.handle_async_request(self._metrics_request)
-            try:
-                body = await response.aread()
-            finally:
-                await response.aclose()
-        except httpx.HTTPError as exc:
-            self._last_error = f"GET /metrics: {type(exc).__name__}: {exc}"
-            return None
-        return response.status_code, body.decode("utf-8", "replace")
-
-    async def _get(self, path: str) -> httpx.Response | None:
-        assert self._engine_url is not None
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
-        try:
+            getter = self._getter(path)
+            if getter is not None:
+                return await getter.get(path)
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
             if self._timeout is None:
-                return await self._http.get(self._engine_url + path, headers=headers)
-            return await self._http.get(self._engine_url + path, headers=headers, timeout=self._timeout)
+                response = await self._http.get(self._engine_url + path, headers=headers)
+            else:
+                response = await self._http.get(
+                    self._engine_url + path, headers=headers, timeout=self._timeout
+                )
+            return response.status_code, response.content
         except httpx.HTTPError as exc:
             self._last_error = f"GET {path}: {type(exc).__name__}: {exc}"
             return None
@@ -277,36 +262,36 @@ class Collector:
         )
         want_info = self._info_due or metrics_off or self._ticks % profile_every == 0
         self._last_error = None
-        metrics_resp: tuple[int, str] | None = None
-        info_resp: httpx.Response | None = None
+        metrics_resp: tuple[int, bytes] | None = None
+        info_resp: tuple[int, bytes] | None = None
         if want_metrics and want_info:
-            metrics_resp, info_resp = await asyncio.gather(self._get_metrics(), self._get("/server_info"))
+            metrics_resp, info_resp = await asyncio.gather(self._get("/metrics"), self._get("/server_info"))
         elif want_metrics:  # most ticks: no task set-up for one request
-            metrics_resp = await self._get_metrics()
+            metrics_resp = await self._get("/metrics")
         elif want_info:
             info_resp = await self._get("/server_info")
         if info_resp is not None:
-            self._take_server_info(info_resp)
+            self._take_server_info(*info_resp)
         if metrics_resp is not None:
-            status, text = metrics_resp
+            status, body = metrics_resp
             if status == 200:
                 self._metrics_off_since = None
-                return parse_metrics(text)
+                return self._parser.parse(body)
             if status == 404:
                 if self._metrics_off_since is None:
                     self._metrics_off_since = self._ticks
             else:
                 self._last_error = f"GET /metrics: HTTP {status}"
-        if self._metrics_off_since is not None and info_resp is not None and info_resp.status_code == 200:
+        if self._metrics_off_since is not None and info_resp is not None and info_resp[0] == 200:
             return reading_from_server_info(self._server_info or {})
         return None
 
-    def _take_server_info(self, resp: httpx.Response) -> None:
-        if resp.status_code != 200:
-            self._last_error = f"GET /server_info: HTTP {resp.status_code}"
+    def _take_server_info(self, status: int, body: bytes) -> None:
+        if status != 200:
+            self._last_error = f"GET /server_info: HTTP {status}"
             return
         try:
-            data = resp.json()
+            data = json.loads(body)
         except ValueError:
             self._last_error = "GET /server_info: not JSON"
             return
