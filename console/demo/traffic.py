@@ -16,12 +16,20 @@ import sys
 
 import httpx
 
+CLIMB_FRACTION = 0.12
+"""Share of a period spent climbing to the peak. The climb is quick so that a fresh demo crosses the
+speculation threshold within seconds; the long geometric descent then gives every concurrency, the
+low ones where speculation pays included, its share of the time."""
+
 
 def target_concurrency(elapsed_s: float, period_s: float, peak: int) -> int:
-    """1 at the start of each period, ``peak`` in the middle, climbing geometrically (1, 2, 4, ... like
-    a benchmark sweep), so the low concurrencies where speculation pays get their share of the time."""
+    """1 at the start of each period, ``peak`` after the climb, both ways geometric (1, 2, 4, ... like
+    a benchmark sweep)."""
     phase = (elapsed_s % period_s) / period_s
-    level = 1.0 - abs(2.0 * phase - 1.0)
+    if phase < CLIMB_FRACTION:
+        level = phase / CLIMB_FRACTION
+    else:
+        level = 1.0 - (phase - CLIMB_FRACTION) / (1.0 - CLIMB_FRACTION)
     return max(1, round(math.pow(peak, level)))
 
 
