@@ -447,10 +447,21 @@ class RunningSim:
     url: str
     port: int
     server: SimServer
+    http: uvicorn.Server
 
     @property
     def engine(self) -> Engine:
         return self.server.engine
+
+    def connection_sockets(self) -> list[socket.socket]:
+        """The server's ends of its open client connections (to check their socket options)."""
+        found = []
+        for protocol in self.http.server_state.connections:
+            transport = getattr(protocol, "transport", None)
+            sock = transport.get_extra_info("socket") if transport is not None else None
+            if sock is not None:
+                found.append(sock)
+        return found
 
     @property
     def runner(self) -> EngineRunner:
@@ -478,7 +489,11 @@ async def run_sim(
 ) -> AsyncIterator[RunningSim]:
     """Serve a simulated engine for ``profile`` on ``host:port`` (0 = any free port) until the block exits."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle off (TCP_NODELAY) only on accepted sockets
+    # whose proto says TCP, and uvicorn writes a response's head and body in two sends. With Nagle on,
+    # the body waits for the client's delayed ACK of the head: ~40 ms per JSON answer on a kept-alive
+    # connection (issue 3).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -509,7 +524,7 @@ async def run_sim(
     server.runner.start()
     url_host = f"[{host}]" if ":" in host else host
     try:
-        yield RunningSim(url=f"http://{url_host}:{actual_port}", port=actual_port, server=server)
+        yield RunningSim(url=f"http://{url_host}:{actual_port}", port=actual_port, server=server, http=uv)
     finally:
         await server.runner.stop()
         server.abort_all()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -96,6 +97,17 @@ async def test_every_endpoint_answers_in_sglangs_shapes(sim: RunningSim, client:
     assert flushed.status_code == 200 and flushed.text.startswith("Cache flushed.")
     state = (await client.get("/server_info")).json()["internal_states"][0]
     assert "avg_spec_accept_length" not in state  # /flush_cache restarts the accept-length totals
+
+
+async def test_accepted_connections_have_nagle_off(sim: RunningSim, client: httpx.AsyncClient) -> None:
+    """uvicorn writes a response's head and body in two sends; with Nagle on, the body waits for the
+    client's delayed ACK (~40 ms per JSON answer on a kept-alive connection). The server's end of each
+    connection must have TCP_NODELAY set."""
+    assert (await client.get("/server_info")).status_code == 200
+    sockets = sim.connection_sockets()
+    assert sockets, "the kept-alive connection is not among the server's connections"
+    for sock in sockets:
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
 async def test_flush_cache_refuses_while_busy(sim: RunningSim, client: httpx.AsyncClient) -> None:
