@@ -167,9 +167,13 @@ class Sshd:
         self.proc = None
 
 
-def write_config(root: Path, port: int, host_key: Path, authorized_keys: Path, path_env: str) -> Path:
+def write_config(
+    root: Path, port: int, host_key: Path, authorized_keys: Path, path_env: str, overrides: dict[str, str]
+) -> Path:
+    """sshd takes the first value it reads for a keyword, so ``overrides`` go first."""
     config = root / "sshd_config"
     lines = [
+        *(f"{key} {value}" for key, value in overrides.items()),
         f"Port {port}",
         f"ListenAddress {HOST}",
         f"HostKey {host_key}",
@@ -196,7 +200,7 @@ def write_config(root: Path, port: int, host_key: Path, authorized_keys: Path, p
 
 
 @contextlib.contextmanager
-def running_sshd(root: Path, *, attempts: int = 3) -> Iterator[Sshd]:
+def running_sshd(root: Path, *, attempts: int = 3, overrides: dict[str, str] | None = None) -> Iterator[Sshd]:
     """Start sshd in ``root``; yield it; stop it. Retries on a lost free-port race."""
     if not SSHD.exists():
         raise SshdUnavailable(f"{SSHD} is missing: apt-get install -y openssh-server")
@@ -217,7 +221,7 @@ def running_sshd(root: Path, *, attempts: int = 3) -> Iterator[Sshd]:
     last_error: Exception | None = None
     for _ in range(attempts):
         port = free_port()
-        config = write_config(root, port, host_key, authorized_keys, path_env)
+        config = write_config(root, port, host_key, authorized_keys, path_env, overrides or {})
         check = subprocess.run([str(SSHD), "-t", "-f", str(config)], capture_output=True, text=True)
         if check.returncode != 0:
             raise SshdUnavailable(f"sshd -t rejected {config}: {check.stderr.strip()}")
