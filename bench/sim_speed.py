@@ -101,10 +101,10 @@ class Client:
     even when the run's deadline cuts it off (closing the connection aborts it on the server).
     """
 
-    def __init__(self, port: int, body: bytes) -> None:
+    def __init__(self, port: int, body: bytes, path: str = "/v1/chat/completions") -> None:
         self.port = port
         self.request = (
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
@@ -164,9 +164,22 @@ def chat_body(input_len: int, output_len: int) -> bytes:
     ).encode()
 
 
-async def closed_loop(port: int, concurrency: int, seconds: float, body: bytes) -> tuple[int, int]:
+def generate_body(input_len: int, output_len: int) -> bytes:
+    """A streaming native ``/generate`` request (cumulative chunks with ``meta_info``, as the bench sends)."""
+    return json.dumps(
+        {
+            "text": " ".join(["word"] * input_len),
+            "sampling_params": {"max_new_tokens": output_len, "ignore_eos": True},
+            "stream": True,
+        }
+    ).encode()
+
+
+async def closed_loop(
+    port: int, concurrency: int, seconds: float, body: bytes, path: str = "/v1/chat/completions"
+) -> tuple[int, int]:
     """``concurrency`` clients, each sending its next request as soon as one ends, cut off after ``seconds``."""
-    clients = [Client(port, body) for _ in range(concurrency)]
+    clients = [Client(port, body, path) for _ in range(concurrency)]
     tasks = [asyncio.create_task(c.run()) for c in clients]
     done, _ = await asyncio.wait(tasks, timeout=seconds)
     for task in done:
@@ -254,12 +267,58 @@ def part_b(profile: str, modelled_s: float) -> None:
     print(f"    median level wall {statistics.median(r[2] for r in rows):.1f} s")
 
 
+def _measure_api(
+    profile: str, path: str, body: bytes, concurrency: int, seconds: float, warmup: float
+) -> tuple[float, int, int, list[float]]:
+    """One simulator at speedup 20 under ``concurrency`` clients of one API: (CPU share, tokens, chunks, step delays ms)."""
+    sim = start_sim(profile, speedup=20.0, core=0)
+    os.sched_setaffinity(0, {1})
+    proc = psutil.Process(sim.process.pid)
+    marks: dict[str, Any] = {}
+
+    async def measure() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        load = asyncio.create_task(closed_loop(sim.port, concurrency, warmup + seconds, body, path))
+        await asyncio.sleep(warmup)  # fill the batch before measuring
+        await loop.run_in_executor(None, sim.call, "reset")
+        marks["cpu"], marks["t"] = proc.cpu_times(), time.perf_counter()
+        return await load
+
+    try:
+        tokens, chunks = asyncio.run(measure())
+        wall = time.perf_counter() - marks["t"]
+        cpu1 = proc.cpu_times()
+        late = [x * 1000 for x in sim.call("stats")]
+    finally:
+        sim.stop()
+    cpu = (cpu1.user + cpu1.system - marks["cpu"].user - marks["cpu"].system) / wall
+    return cpu, tokens, chunks, late
+
+
+def part_c(profile: str, seconds: float, concurrency: int = 64, warmup: float = 10.0) -> None:
+    """The simulator's CPU per streamed API at speedup 20: native ``/generate`` against chat."""
+    speedup = 20.0
+    print(f"(c) speedup 20, {concurrency} streaming clients (1024 in / 256 out), simulator on one core, "
+          f"{seconds:.0f} s measured after {warmup:.0f} s warm-up, per API")  # fmt: skip
+    apis = (
+        ("chat", "/v1/chat/completions", chat_body(1024, 256)),
+        ("native", "/generate", generate_body(1024, 256)),
+    )
+    for name, path, body in apis:
+        cpu, tokens, chunks, late = _measure_api(profile, path, body, concurrency, seconds, warmup)
+        total = warmup + seconds
+        print(f"    {name:<6s} simulator CPU {cpu:.2f} of a core; {tokens / total / speedup:.0f} tok/s modelled in "
+              f"{chunks / total:.0f} SSE chunks/s; step delay p99 {_pct(late, 0.99):.2f} ms, "
+              f"max {max(late):.1f} ms wall")  # fmt: skip
+    print(f"    host load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--profile", default="profiles/local-sim.toml")
-    parser.add_argument("--part", choices=["a", "b", "both"], default="both")
+    parser.add_argument("--part", choices=["a", "b", "c", "both"], default="both")
     parser.add_argument("--seconds", type=float, default=60.0, help="(a) measured seconds after warm-up")
     parser.add_argument("--modelled", type=float, default=600.0, help="(b) modelled seconds of the sweep")
     parser.add_argument(
@@ -272,6 +331,8 @@ def main() -> None:
         part_a(args.profile, args.seconds, args.realtime)
     if args.part in ("b", "both"):
         part_b(args.profile, args.modelled)
+    if args.part == "c":
+        part_c(args.profile, args.seconds)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,7 @@ def dumps(obj: Any) -> bytes:
 
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_encode_str_utf8: Callable[[str], str] = json.encoder.encode_basestring
 _SLOT = re.compile(r'"\\u0000(\w+)\\u0000"')
 
 
@@ -258,3 +259,43 @@ def content_chunk_template(gen: GenerationRequest, req: SimRequest, created: int
         chunk["usage"]["completion_tokens"] = slot("completion")
         chunk["usage"]["total_tokens"] = slot("total")
     return Template(chunk)
+
+
+class GenerateStream:
+    """The cumulative ``/generate`` stream of one request, encoded incrementally.
+
+    Each chunk repeats the whole text and ``output_ids`` so far (SGLang's default), so encoding the
+    dict anew per chunk costs O(length) of Python work per chunk and made the native stream 2.6x
+    as dear as chat for the simulator (issue 3). Here the text and the ids are kept already encoded
+    and only the new tokens are encoded; ``meta_info`` of a running request is a :class:`Template`.
+    The bytes are those ``dumps(generate_body(...))`` gives; the final chunk is built that way.
+    """
+
+    def __init__(self, req: SimRequest, startup_draft_tokens: int) -> None:
+        self.req = req
+        self.draft = startup_draft_tokens
+        self.sent = 0
+        self._text = bytearray()
+        self._ids = bytearray()
+        meta = meta_info(req, False, startup_draft_tokens)
+        meta["num_retractions"] = slot("retractions")
+        meta["completion_tokens"] = slot("completion")
+        self._meta = Template(meta)
+
+    def chunk(self, final: bool) -> bytes:
+        """The chunk for the request's progress now (its final chunk when ``final``)."""
+        req = self.req
+        now = req.output_len
+        if final:
+            self.sent = now
+            return dumps(generate_body(req, True, self.draft))
+        if now > self.sent:
+            self._text += _encode_str_utf8(text.words(req.rid, self.sent, now))[1:-1].encode()
+            if self._ids:
+                self._ids += b","
+            self._ids += ",".join(map(str, text.token_ids(req.rid, self.sent, now))).encode()
+            self.sent = now
+        meta = self._meta.render(retractions=req.retractions, completion=now)
+        return b"".join(
+            (b'{"text":"', self._text, b'","output_ids":[', self._ids, b'],"meta_info":', meta, b"}")
+        )

@@ -383,9 +383,8 @@ class SimServer:
         draft = self.config.draft_tokens
         openai = gen.kind != "generate"
         template = responses.content_chunk_template(gen, req, created) if openai else None
+        native = None if openai else responses.GenerateStream(req, draft)
         sent = 0
-        text_so_far = ""
-        ids_so_far: list[int] = []
 
         async def write(data: bytes) -> None:
             await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -403,15 +402,8 @@ class SimServer:
                 piece = text.words(req.rid, sent, now)
                 chunk = template.render(piece=piece, completion=now, total=req.input_len + now)
                 await write(_sse(chunk))
-            elif template is None and (now > sent or final):
-                text_so_far += text.words(req.rid, sent, now)
-                ids_so_far += text.token_ids(req.rid, sent, now)
-                body = {
-                    "text": text_so_far,
-                    "output_ids": ids_so_far,
-                    "meta_info": responses.meta_info(req, final, draft),
-                }
-                await write(_sse(responses.dumps(body)))
+            elif native is not None and (now > sent or final):
+                await write(_sse(native.chunk(final)))
             sent = now
             if final:
                 break
