@@ -155,9 +155,16 @@ def test_engine_killed_during_a_benchmark_marks_the_run_failed_and_the_engine_re
             if e["name"] == "bench.failed" and e["data"].get("bench_id") == bench_id
         ]
         assert len(failed) == 1 and failed[0]["data"]["error"] == run["error"]
-    status = fresh_agent.wait_engine_state("ready", timeout_s=60)
-    assert status["engine_pid"] != record["pid"]
+
+    def restarted() -> dict[str, Any] | None:
+        status = fresh_agent.status()
+        fresh = status["engine_state"] == "ready" and status["engine_pid"] not in (None, record["pid"])
+        return status if fresh else None
+
+    # The bench may notice the dead engine before the supervisor does: wait for a new engine.
+    status = wait_until(restarted, timeout_s=60, what="a new engine, ready")
     assert status["engine_restarts"] >= 1
+    assert not pid_alive(record["pid"])
 
 
 # -- no space left on device -------------------------------------------------------------------------
