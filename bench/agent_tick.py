@@ -1,17 +1,22 @@
 """Agent CPU per telemetry tick: 8 GPUs of data and a full SGLang 0.5.23 /metrics page.
 
-Usage: python bench/agent_tick.py [--ticks N] [--json]
+Usage: python bench/agent_tick.py [--ticks N] [--runs R] [--json]
 
-What it runs: the real ``Collector`` with a real ``httpx.AsyncClient``, scraping ``/metrics`` (the
-full page generated from the pinned wheel, tests/fixtures/metrics) and ``/server_info`` over HTTP
-from a server in *another process* (so that only the agent's own CPU is counted), and a
-``FixtureSampler`` replaying the loaded H200 capture scaled to 8 GPUs. Ticks run back to back;
-CPU is ``time.process_time()`` (user + system, all threads of this process) divided by ticks.
+What it runs: the real ``Collector`` scraping ``/metrics`` (the full TP-8 page generated from the
+pinned wheel, tests/fixtures/metrics) and ``/server_info`` over HTTP from a server in *another
+process* (so that only the agent's own CPU is counted), and a ``FixtureSampler`` replaying the
+loaded H200 capture scaled to 8 GPUs. Ticks run back to back; CPU is ``time.process_time()`` (user +
+system, all threads of this process) divided by ticks. Two servers: one answers the same page every
+time (an idle engine), the other a page in which every sample's value moved since the last one (a
+busy engine: nothing the collector remembers from the last page can be reused). Each figure is the
+median of ``--runs`` runs (the spread is printed too: the machine is shared).
 
 Then the parts on their own: parsing the page, sampling 8 GPUs, serialising the Snapshot to JSON
-(what the stream sends per tick per console), and the memory an hour of snapshots takes in the
-ring buffer. The GPU replay skips the driver: on real hardware each NVML reading costs a few µs
-more of system time (``bench/gpu_probe.py`` measures that on the device).
+(what the stream sends per tick per console), and the memory an hour of busy snapshots takes in the
+agent's stream buffer (``agent.serve.stream.StreamHub``, tracemalloc) at 1 Hz and 4 Hz, next to
+what the same snapshots took as pydantic objects. The GPU replay skips the driver: on real hardware
+each NVML reading costs a few µs more of system time (``bench/gpu_probe.py`` measures that on the
+device).
 """
 
 from __future__ import annotations
@@ -20,14 +25,16 @@ import argparse
 import asyncio
 import gc
 import json
+import random
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +44,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from agent.profile.store import load_profile  # noqa: E402
+from agent.serve.stream import StreamHub  # noqa: E402
 from agent.sglang.live_control import READBACK_FIELD  # noqa: E402
 from agent.telemetry.collector import Collector  # noqa: E402
 from agent.telemetry.nvml import FixtureSampler  # noqa: E402
-from agent.telemetry.ring import RingBuffer  # noqa: E402
-from agent.telemetry.scrape import parse_metrics  # noqa: E402
-from agent.wire import Gpus, Snapshot  # noqa: E402
+from agent.telemetry.scrape import MetricsParser, parse_metrics  # noqa: E402
+from agent.wire import Snapshot  # noqa: E402
 
 PAGE = REPO / "tests/fixtures/metrics/sglang-0.5.23-tp8-loaded.txt"
 CAPTURE = REPO / "tests/fixtures/gpu/h200x2-loaded/nvml-loaded.json"
@@ -76,10 +83,15 @@ SERVER_INFO: dict[str, Any] = {
 
 
 SERVER = """
-import gzip, http.server, socket, sys
+import gzip, http.server, itertools, re, socket, sys
 from pathlib import Path
 root = Path(sys.argv[2])
 PAGE, INFO = (root / "metrics").read_bytes(), (root / "server_info").read_bytes()
+SAMPLE = re.compile(rb"^([a-z][^ #\\n]*(?:\\{[^}\\n]*\\})?) (\\S+)$", re.M)
+def moved(step):  # every sample a little higher: counters and histograms stay cumulative
+    return SAMPLE.sub(lambda m: m.group(1) + b" " + repr(float(m.group(2)) + step).encode(), PAGE)
+PAGES = [moved(step) for step in range(1, 65)] if sys.argv[3] == "busy" else [PAGE]
+NEXT = itertools.cycle(PAGES)
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as SGLang's uvicorn does
     def setup(self):
@@ -89,9 +101,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         headers = {}
         if self.path == "/metrics":
             # prometheus_client's exposition (SGLang mounts make_asgi_app) gzips when the client accepts it
-            body, headers["Content-Type"] = PAGE, "text/plain; version=0.0.4; charset=utf-8"
+            body, headers["Content-Type"] = next(NEXT), "text/plain; version=0.0.4; charset=utf-8"
             if "gzip" in self.headers.get("Accept-Encoding", ""):
-                body, headers["Content-Encoding"] = gzip.compress(PAGE), "gzip"
+                body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
         elif self.path == "/server_info":
             body, headers["Content-Type"] = INFO, "application/json"
         else:
@@ -107,7 +119,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
-"""SGLang's HTTP surface for /metrics and /server_info, in another process so its CPU is not counted."""
+"""SGLang's HTTP surface for /metrics and /server_info, in another process so its CPU is not counted;
+argv: port, directory with the page and the /server_info JSON, ``static`` or ``busy``."""
 
 
 def free_port() -> int:
@@ -124,36 +137,6 @@ def per_call_cpu_us(fn: Callable[[], object], n: int) -> float:
     for _ in range(n):
         fn()
     return (time.process_time() - start) / n * 1e6
-
-
-async def idle_ring_bytes(url: str, items: int) -> float:
-    """Bytes per snapshot that real collector ticks add to the ring when nothing changes (the page
-    and the GPU capture are static here): the collector shares the unchanged frozen parts."""
-    profile = load_profile(PROFILE)
-    async with httpx.AsyncClient(timeout=5.0) as http:
-        collector = Collector(url, profile, FixtureSampler(CAPTURE, scale_to=8), http)
-        for _ in range(20):
-            await collector.tick("ready", 1)
-        ring: RingBuffer[Snapshot] = RingBuffer(max_items=items + 1)
-        tracemalloc.start()
-        for _ in range(items):
-            snap = await collector.tick("ready", 1)
-
-            def numbered(seq: int, snap: Snapshot = snap) -> Snapshot:
-                return snap.model_copy(update={"seq": seq})
-
-            ring.add(numbered)
-        await collector.aclose()
-        # What the ring alone keeps alive: the memory freed when it goes (parts it shares with the
-        # collector's last tick stay, and are not counted).
-        assert len(ring) == items
-        gc.collect()
-        held = tracemalloc.take_snapshot()
-        del ring
-        gc.collect()
-        freed = tracemalloc.take_snapshot()
-        tracemalloc.stop()
-    return -sum(stat.size_diff for stat in freed.compare_to(held, "filename")) / items
 
 
 async def tick_cpu(url: str, ticks: int, threaded_gpus: bool) -> tuple[float, float, float, Snapshot]:
@@ -178,117 +161,201 @@ async def tick_cpu(url: str, ticks: int, threaded_gpus: bool) -> tuple[float, fl
     return cpu / ticks * 1e3, kernel / ticks * 1e3, wall / ticks * 1e3, snap
 
 
-def ring_memory(snap: Snapshot, items: int, *, gpus_change: bool) -> float:
-    """Bytes one snapshot adds to the ring. Busy GPUs read differently every tick (a new object
-    graph per snapshot); idle ones read the same, and the sampler then shares the frozen model."""
+def busy_snapshots(snap: Snapshot, count: int, seed: int = 7) -> Iterator[Callable[[int], Snapshot]]:
+    """Builders of ``count`` snapshots of a busy engine one tick apart: every GPU reading and every
+    rate differs from the last tick's, as on a loaded server (the NVML replay reads the same)."""
+    rng = random.Random(seed)
+    base = snap.model_dump()
+    start = time.time()
+    for i in range(count):
+        data = json.loads(json.dumps(base))
+        data["time"] = start + i
+        for gpu in data["gpus"]["devices"]:
+            gpu["utilization_pct"] = float(rng.randint(85, 100))
+            gpu["power_w"] = round(rng.uniform(450.0, 700.0), 3)
+            gpu["temperature_c"] = float(rng.randint(55, 75))
+            gpu["sm_clock_mhz"] = rng.choice((1410, 1455, 1500, 1545, 1980))
+            gpu["memory_used_bytes"] = 44_788_744_192 + rng.randrange(0, 2**30, 2**21)
+        data["throughput"]["output_tok_s"] = round(rng.uniform(1000, 3000), 1)
+        data["throughput"]["prompt_tok_s"] = round(rng.uniform(0, 20000), 1)
+        data["throughput"]["requests_per_s"] = round(rng.uniform(0, 9), 3)
+        data["load"]["running"] = rng.randint(1, 256)
+        data["kv"]["used_tokens"] = rng.randint(0, 136_800)
+        data["latency"]["itl_p50_s"] = round(rng.uniform(0.01, 0.05), 4)
+
+        def build(seq: int, data: dict[str, Any] = data) -> Snapshot:
+            return Snapshot.model_validate({**data, "seq": seq})
+
+        yield build
+
+
+def stream_memory(snap: Snapshot, hz: float, seconds: float = 3600.0) -> tuple[int, int]:
+    """(items, bytes) the stream buffer holds after ``seconds`` of busy snapshots at ``hz``: the
+    memory freed when the buffer goes (tracemalloc)."""
+    items = int(seconds * hz)
+    clock = [time.time()]
+    hub = StreamHub(clock=lambda: clock[0])
+    builders = busy_snapshots(snap, items)
+    tracemalloc.start()
+    for build in builders:
+        hub.publish_snapshot(build)
+        clock[0] += 1.0 / hz
+    gc.collect()
+    held = tracemalloc.take_snapshot()
+    kept = len(hub.snapshots)
+    del hub
+    gc.collect()
+    freed = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    return kept, -sum(stat.size_diff for stat in freed.compare_to(held, "filename"))
+
+
+def object_bytes(snap: Snapshot, items: int = 1000) -> float:
+    """Bytes per busy snapshot kept as a pydantic object (what the ring held before it kept JSON)."""
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    ring: RingBuffer[Snapshot] = RingBuffer(max_items=items + 1)
-    base = snap.model_dump(exclude={"gpus"})
-    dumped_gpus = snap.gpus.model_dump()
-    for _ in range(items):
-        gpus = Gpus.model_validate(dumped_gpus) if gpus_change else snap.gpus
-
-        def build(seq: int, gpus: Gpus = gpus) -> Snapshot:
-            return Snapshot.model_validate({**base, "seq": seq, "time": time.time(), "gpus": gpus})
-
-        ring.add(build)
+    kept = [build(i) for i, build in enumerate(busy_snapshots(snap, items))]
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    return grown / items
+    assert len(kept) == items
+    return sum(stat.size_diff for stat in after.compare_to(before, "filename")) / items
+
+
+def serve(root: str, mode: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(port), root, mode],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:  # wait for the other process to listen
+        try:
+            httpx.get(url + "/metrics", timeout=1.0).raise_for_status()
+            return server, url
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                server.kill()
+                raise
+            time.sleep(0.05)
+
+
+def median_of(runs: list[tuple[float, float, float, Snapshot]]) -> tuple[float, float, float, float, float]:
+    """(median CPU, its kernel part, median wall, lowest CPU, highest CPU) over the runs, in ms."""
+    cpus = [r[0] for r in runs]
+    return (
+        statistics.median(cpus),
+        statistics.median(r[1] for r in runs),
+        statistics.median(r[2] for r in runs),
+        min(cpus),
+        max(cpus),
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
+    tick: dict[str, tuple[float, float, float, float, float]] = {}
     with tempfile.TemporaryDirectory() as root:
         (Path(root) / "metrics").write_bytes(PAGE.read_bytes())
         (Path(root) / "server_info").write_text(json.dumps(SERVER_INFO))
-        port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-c", SERVER, str(port), root],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 10
-            while True:  # wait for the other process to listen
-                try:
-                    httpx.get(url + "/metrics", timeout=1.0).raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
-            cpu_thread, sys_thread, wall_thread, snap = asyncio.run(tick_cpu(url, args.ticks, True))
-            cpu_inline, sys_inline, wall_inline, _ = asyncio.run(tick_cpu(url, args.ticks, False))
-            idle_bytes = asyncio.run(idle_ring_bytes(url, 1000))
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+        for mode in ("static", "busy"):
+            server, url = serve(root, mode)
+            try:
+                for threaded in (True, False):
+                    runs = [asyncio.run(tick_cpu(url, args.ticks, threaded)) for _ in range(args.runs)]
+                    tick[f"{mode}_{'thread' if threaded else 'inline'}"] = median_of(runs)
+                    snap = runs[-1][3]
+            finally:
+                server.terminate()
+                server.wait(timeout=10)
 
     page = PAGE.read_text()
+    page_bytes = PAGE.read_bytes()
     sampler = FixtureSampler(CAPTURE, scale_to=8)
-    figures = {
+    warm = MetricsParser()
+    warm.parse(page_bytes)
+    at_1hz = stream_memory(snap, 1.0)
+    at_4hz = stream_memory(snap, 4.0)
+    figures: dict[str, Any] = {
         "ticks": args.ticks,
+        "runs": args.runs,
         "page_lines": len(page.splitlines()),
-        "page_bytes": len(page.encode()),
+        "page_bytes": len(page_bytes),
         "gpus": 8,
-        "tick_cpu_ms": round(cpu_thread, 3),
-        "tick_cpu_ms_of_it_kernel": round(sys_thread, 3),
-        "tick_wall_ms": round(wall_thread, 3),
-        "tick_cpu_ms_gpus_inline": round(cpu_inline, 3),
-        "tick_cpu_ms_gpus_inline_of_it_kernel": round(sys_inline, 3),
-        "tick_wall_ms_gpus_inline": round(wall_inline, 3),
-        "parse_metrics_us": round(per_call_cpu_us(lambda: parse_metrics(page), 300), 1),
-        "gpu_sample_8_us": round(per_call_cpu_us(sampler.sample, 300), 1),
-        "snapshot_json_us": round(per_call_cpu_us(snap.model_dump_json, 300), 1),
-        "snapshot_json_bytes": len(snap.model_dump_json()),
-        "ring_bytes_per_snapshot": round(ring_memory(snap, 2000, gpus_change=True)),
-        "ring_bytes_per_snapshot_idle_gpus": round(ring_memory(snap, 2000, gpus_change=False)),
-        "ring_bytes_per_snapshot_idle_server": round(idle_bytes),
         "target_tick_cpu_ms": 1.0,
     }
+    for key, (cpu, kernel, wall, low, high) in tick.items():
+        figures[f"tick_cpu_ms_{key}"] = round(cpu, 3)
+        figures[f"tick_cpu_ms_{key}_of_it_kernel"] = round(kernel, 3)
+        figures[f"tick_cpu_ms_{key}_range"] = [round(low, 3), round(high, 3)]
+        figures[f"tick_wall_ms_{key}"] = round(wall, 3)
+    figures.update(
+        {
+            "parse_metrics_us": round(per_call_cpu_us(lambda: parse_metrics(page_bytes), 300), 1),
+            "parse_same_page_again_us": round(per_call_cpu_us(lambda: warm.parse(page_bytes), 300), 1),
+            "gpu_sample_8_us": round(per_call_cpu_us(sampler.sample, 300), 1),
+            "snapshot_json_us": round(per_call_cpu_us(snap.model_dump_json, 300), 1),
+            "snapshot_json_bytes": len(snap.model_dump_json()),
+            "stream_1h_1hz_items": at_1hz[0],
+            "stream_1h_1hz_mib": round(at_1hz[1] / 2**20, 1),
+            "stream_1h_4hz_items": at_4hz[0],
+            "stream_1h_4hz_mib": round(at_4hz[1] / 2**20, 1),
+            "stream_bytes_per_snapshot": round(at_4hz[1] / at_4hz[0]),
+            "object_bytes_per_snapshot": round(object_bytes(snap)),
+        }
+    )
     start = time.process_time()
     sum(range(10**6))
     figures["calibration_sum_range_1e6_ms"] = round((time.process_time() - start) * 1e3, 1)
-    figures["ring_mib_per_hour_at_1hz"] = round(figures["ring_bytes_per_snapshot"] * 3600 / 2**20, 1)
+    figures["objects_mib_1h_4hz"] = round(figures["object_bytes_per_snapshot"] * 14_400 / 2**20, 1)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print(
-        f"agent telemetry tick: {args.ticks} ticks, {figures['page_lines']} line /metrics page, 8 GPUs (fixture)"
+        f"agent telemetry tick: {args.ticks} ticks x {args.runs} runs (median, [lowest, highest]), "
+        f"{figures['page_lines']} line /metrics page ({figures['page_bytes']} bytes), 8 GPUs (fixture)"
     )
+    for mode, what in (
+        ("static", "same page every tick (idle engine)"),
+        ("busy", "every value moves (busy engine)"),
+    ):
+        print(f"  {what}:")
+        for gpus in ("thread", "inline"):
+            key = f"{mode}_{gpus}"
+            low, high = figures[f"tick_cpu_ms_{key}_range"]
+            print(
+                f"    CPU per tick, GPU sample {'in a thread' if gpus == 'thread' else 'inline     '} "
+                f"{figures[f'tick_cpu_ms_{key}']:.3f} ms [{low:.3f}, {high:.3f}] "
+                f"(kernel {figures[f'tick_cpu_ms_{key}_of_it_kernel']:.3f})   wall {figures[f'tick_wall_ms_{key}']:.3f} ms"
+            )
     print(
-        f"  CPU per tick (GPU sample in a thread) {figures['tick_cpu_ms']:.3f} ms "
-        f"(kernel {figures['tick_cpu_ms_of_it_kernel']:.3f})   wall {figures['tick_wall_ms']:.3f} ms"
+        f"  parse_metrics on the full page        {figures['parse_metrics_us']:.0f} µs "
+        f"({figures['parse_same_page_again_us']:.0f} µs for the same page again)"
     )
-    print(
-        f"  CPU per tick (GPU sample inline)      {figures['tick_cpu_ms_gpus_inline']:.3f} ms "
-        f"(kernel {figures['tick_cpu_ms_gpus_inline_of_it_kernel']:.3f})   wall {figures['tick_wall_ms_gpus_inline']:.3f} ms"
-    )
-    print(f"  parse_metrics on the full page        {figures['parse_metrics_us']:.0f} µs")
     print(f"  8-GPU sample (replayed NVML)          {figures['gpu_sample_8_us']:.0f} µs")
     print(
         f"  Snapshot → JSON                       {figures['snapshot_json_us']:.0f} µs ({figures['snapshot_json_bytes']} bytes)"
     )
     print(
-        f"  ring buffer                           {figures['ring_bytes_per_snapshot']} bytes/snapshot "
-        f"({figures['ring_bytes_per_snapshot_idle_gpus']} with idle GPUs, "
-        f"{figures['ring_bytes_per_snapshot_idle_server']} when nothing changes), "
-        f"{figures['ring_mib_per_hour_at_1hz']} MiB per hour at 1 Hz"
+        f"  stream buffer, busy 8-GPU snapshots   1 h at 1 Hz: {figures['stream_1h_1hz_mib']} MiB "
+        f"({figures['stream_1h_1hz_items']} items); 1 h at 4 Hz: {figures['stream_1h_4hz_mib']} MiB "
+        f"({figures['stream_1h_4hz_items']} items); {figures['stream_bytes_per_snapshot']} bytes/snapshot "
+        f"(as pydantic objects: {figures['object_bytes_per_snapshot']} bytes, "
+        f"{figures['objects_mib_1h_4hz']} MiB for 1 h at 4 Hz)"
     )
     print(
         f"  this machine: sum(range(10**6)) takes {figures['calibration_sum_range_1e6_ms']} ms of CPU "
         "(scale the figures above by it when comparing machines)"
     )
-    verdict = "under" if figures["tick_cpu_ms"] < 1.0 else "OVER"
-    print(f"  target < 1 ms CPU per tick: {verdict}")
+    for mode in ("static", "busy"):
+        verdict = "under" if figures[f"tick_cpu_ms_{mode}_thread"] < 1.0 else "OVER"
+        print(f"  target < 1 ms CPU per tick ({mode} page, GPU sample in a thread): {verdict}")
     return 0
 
 

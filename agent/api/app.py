@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 import agent
@@ -18,6 +18,7 @@ from agent.control.actions import RequestConflict
 from agent.control.library import UnknownProfile, issue_dict
 from agent.profile import ProfileError
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
+from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 
 
@@ -100,15 +101,16 @@ def create_app(daemon: Daemon) -> FastAPI:
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    @api.get("/snapshots")
-    async def snapshots(
-        since: int = Query(0, ge=0), limit: int = Query(3600, ge=1, le=20_000)
-    ) -> SnapshotList:
-        return SnapshotList(snapshots=daemon.hub.snapshots.since(since, limit))
+    # The ring holds each item's JSON as the stream sent it: the lists are put together from those
+    # bytes (an hour of snapshots is 3,600+ of them), not decoded into models and encoded again.
+    @api.get("/snapshots", response_model=SnapshotList)
+    async def snapshots(since: int = Query(0, ge=0), limit: int = Query(3600, ge=1, le=20_000)) -> Response:
+        items = daemon.hub.snapshots.since(since, limit)
+        return Response(json_list("snapshots", items), media_type="application/json")
 
-    @api.get("/events")
-    async def events(since: int = Query(0, ge=0)) -> EventList:
-        return EventList(events=daemon.hub.events.since(since))
+    @api.get("/events", response_model=EventList)
+    async def events(since: int = Query(0, ge=0)) -> Response:
+        return Response(json_list("events", daemon.hub.events.since(since)), media_type="application/json")
 
     @api.post("/actions")
     async def plan_action(request: ActionRequest) -> Plan:

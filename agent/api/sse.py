@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agent.serve.stream import StreamHub
-from agent.wire import Snapshot
+from agent.serve.stream import Stored, StreamHub
 
 KEEPALIVE = b": ping\n\n"
 
 
-def frame(item: object) -> bytes:
-    kind = "snapshot" if isinstance(item, Snapshot) else "event"
-    seq = getattr(item, "seq", 0)
-    data = item.model_dump_json() if hasattr(item, "model_dump_json") else str(item)
-    return f"id: {seq}\nevent: {kind}\ndata: {data}\n\n".encode()
+def frame(item: Stored) -> bytes:
+    """The item's SSE frame, from the JSON serialised once when it was published."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (item.seq, item.kind.encode(), item.json())
 
 
 async def sse_stream(hub: StreamHub, since: int, keepalive_s: float = 15.0) -> AsyncIterator[bytes]:

@@ -239,8 +239,8 @@ class Daemon:
                 collector.set_engine(self.supervisor.url, profile)
                 pointed_at = target
             try:
-                snap = await self._tick(collector, profile)
-                self.hub.publish_snapshot(_numbered(snap))
+                snap = await collector.tick(self.supervisor.state, self.supervisor.pid)
+                self.hub.publish_snapshot(self._numbered(snap, profile))
             except Exception:
                 log.exception("telemetry tick failed")
             with contextlib.suppress(OSError):
@@ -250,15 +250,18 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tick_changed.wait(), delay)
 
-    async def _tick(self, collector: Any, profile: Profile) -> Snapshot:
-        snap: Snapshot = await collector.tick(self.supervisor.state, self.supervisor.pid)
-        return snap.model_copy(
-            update={
-                "engine_kind": self.supervisor.kind,
-                "profile_name": profile.identity.name,
-                "production": profile.identity.production,
-            }
-        )
+    def _numbered(self, snap: Snapshot, profile: Profile) -> Callable[[int], Snapshot]:
+        """The collector's snapshot with its seq and what the daemon knows better (one copy)."""
+        update = {
+            "engine_kind": self.supervisor.kind,
+            "profile_name": profile.identity.name,
+            "production": profile.identity.production,
+        }
+
+        def build(seq: int) -> Snapshot:
+            return snap.model_copy(update={**update, "seq": seq})
+
+        return build
 
     # ---- reads for the API ----------------------------------------------------------------------
 
@@ -308,10 +311,3 @@ def redact_lines(lines: list[str], secrets: list[str], mask: str = "<redacted>")
     # The surface's redactor also knows the "--api-key VALUE" and "api_key='...'" shapes.
     cleaned = redact_server_info({"lines": out}, secrets)["lines"]
     return [str(x) for x in cleaned] if isinstance(cleaned, list) else out
-
-
-def _numbered(snap: Snapshot) -> Callable[[int], Snapshot]:
-    def build(seq: int) -> Snapshot:
-        return snap.model_copy(update={"seq": seq})
-
-    return build

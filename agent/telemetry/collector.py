@@ -30,6 +30,7 @@ from agent.sglang import server_info as si
 from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
 from agent.sglang.rules import adaptive_unsupported_reason
 from agent.telemetry.findings import HealthInputs, evaluate
+from agent.telemetry.gpu_worker import SampleThread
 from agent.telemetry.keepalive import KeptAliveGet
 from agent.telemetry.nvml import GpuSampler
 from agent.telemetry.scrape import (
@@ -108,6 +109,7 @@ class Collector:
         self._latency_window = latency_window_s
         self._retraction_window = retraction_window_s
         self._gpu_thread = sample_gpus_in_thread
+        self._gpu_worker: SampleThread[Gpus] | None = None
         self._gpu_timeout = gpu_timeout_s
         self._gpu_pending: asyncio.Future[Gpus] | None = None
         self._explicit_key = api_key
@@ -169,7 +171,9 @@ class Collector:
     ) -> Snapshot:
         now = self._clock()
         if self._gpu_thread and self._gpu_pending is None:
-            self._gpu_pending = asyncio.ensure_future(asyncio.to_thread(self._gpus.sample))
+            if self._gpu_worker is None:
+                self._gpu_worker = SampleThread(self._gpus.sample)
+            self._gpu_pending = self._gpu_worker.submit()
         reading: MetricsReading | None = None
         if self._engine_url is not None and engine_state in SCRAPED_STATES:
             try:
@@ -192,23 +196,27 @@ class Collector:
         while the first is stuck."""
         pending = self._gpu_pending
         assert pending is not None
-        try:
-            gpus = await asyncio.wait_for(asyncio.shield(pending), self._gpu_timeout)
-        except TimeoutError:
+        if not pending.done():  # usually done: it ran while the HTTP answers were on their way
+            await asyncio.wait((pending,), timeout=self._gpu_timeout)
+        if not pending.done():
             return Gpus(
                 source="none",
                 state="error",
                 detail=f"the GPU driver did not answer within {self._gpu_timeout:g} s (NVML call hanging)",
             )
-        except Exception as exc:
-            self._gpu_pending = None
-            return Gpus(source="none", state="error", detail=f"GPU sampling failed: {exc}")
         self._gpu_pending = None
-        return gpus
+        exc = pending.exception()
+        if exc is not None:
+            return Gpus(source="none", state="error", detail=f"GPU sampling failed: {exc}")
+        return pending.result()
 
     async def aclose(self) -> None:
-        """Close the connection the collector keeps to ``/metrics`` (the caller's client is the caller's)."""
+        """Close the connections the collector keeps to the engine (the caller's client is the
+        caller's), and let the GPU sampling thread end."""
         self._close_getters()
+        if self._gpu_worker is not None and self._gpu_pending is None:
+            self._gpu_worker.close()
+            self._gpu_worker = None
 
     def _close_getters(self) -> None:
         for getter in self._getters.values():

@@ -282,14 +282,63 @@ def _family_texts(page: bytes) -> list[tuple[bytes, bytes]]:
     return texts
 
 
-def _chunk_samples(text: str) -> _Chunk:
+_Head = tuple[str, str, dict[str, str], bool]
+"""A sample line's name and labels read once: prefix, name without it, labels, names a rank > 0."""
+_SKIP: Final[_Head] = ("", "", {}, False)
+_heads: dict[bytes, _Head] = {}
+"""Sample lines are ``<name>{<labels>} <value>``, and from one page to the next only the value
+changes: what each ``<name>{<labels>}`` means is read once (by the regex) and then looked up."""
+
+
+def _chunk_samples(text: bytes) -> _Chunk:
+    """The samples of one stretch of a page. Each line is split at its last space; a line whose
+    head was seen before costs a dictionary lookup and a ``float``, any other goes through the line
+    regex (and prometheus_client's own parser when its shape is unusual)."""
     by_name: dict[str, _Series] = {}
     prefix_seen: str | None = None
     skipped = 0
     ranked = False
-    for prefix, base, labels_text, value, odd in _WANTED_LINE.findall(text):
+    for line in text.split(b"\n"):
+        if not line or line[0] == 35:  # b"#": HELP, TYPE and comments
+            continue
+        head, _, value = line.rpartition(b" ")
+        known = _heads.get(head)
+        if known is not None:
+            if known is _SKIP:
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                known = None
+        if known is None:
+            found, line_skipped = _slow_line(line, head)
+            skipped += line_skipped
+            for prefix, base, labels, number in found:
+                prefix_seen = prefix_seen or prefix
+                ranked = ranked or any(labels.get(r, "0") != "0" for r in RANK_LABELS)
+                by_name.setdefault(base, []).append((labels, number))
+            continue
+        prefix, base, labels, nonzero = known
         if prefix_seen is None:
             prefix_seen = prefix
+        ranked = ranked or nonzero
+        series = by_name.get(base)
+        if series is None:
+            series = by_name[base] = []
+        series.append((labels, number))
+    return by_name, prefix_seen, skipped, ranked
+
+
+def _slow_line(line: bytes, head: bytes) -> tuple[list[tuple[str, str, dict[str, str], float]], int]:
+    """A line not seen before: the regex decides whether we read it and splits it (remembering its
+    head when the line has the common shape); an unusual shape goes to prometheus_client."""
+    found: list[tuple[str, str, dict[str, str], float]] = []
+    skipped = 0
+    text = line.decode("utf-8", "replace")
+    matches = _WANTED_LINE.findall("\n" + text)
+    if not matches:
+        _remember(head, _SKIP)
+    for prefix, base, labels_text, value, odd in matches:
         if not odd:
             try:
                 number = float(value)
@@ -297,19 +346,24 @@ def _chunk_samples(text: str) -> _Chunk:
                 skipped += 1
                 continue
             labels, nonzero = _labels(labels_text) if labels_text else _NO_LABELS
-            ranked = ranked or nonzero
-            series = by_name.get(base)
-            if series is None:
-                series = by_name[base] = []
-            series.append((labels, number))
+            if f"{prefix}{base}{{{labels_text}}}" == head.decode("utf-8", "replace") or (
+                not labels_text and prefix + base == head.decode("utf-8", "replace")
+            ):
+                _remember(head, (prefix, base, labels, nonzero))
+            found.append((prefix, base, labels, number))
             continue
         try:
             for name, parsed, number in parse_sample_line(prefix + base + odd):
-                ranked = ranked or any(parsed.get(r, "0") != "0" for r in RANK_LABELS)
-                by_name.setdefault(_split_prefix(name)[1], []).append((parsed, number))
+                found.append((prefix, _split_prefix(name)[1], parsed, number))
         except Exception:
             skipped += 1
-    return by_name, prefix_seen, skipped, ranked
+    return found, skipped
+
+
+def _remember(head: bytes, entry: _Head) -> None:
+    if len(_heads) > 16_384:
+        _heads.clear()
+    _heads[head] = entry
 
 
 def _merge(chunks: Iterable[_Chunk]) -> _Chunk:
@@ -330,7 +384,7 @@ def _merge(chunks: Iterable[_Chunk]) -> _Chunk:
 def _samples(page: str | bytes) -> _Chunk:
     """Samples of the families we read (see ``_Chunk``), from a whole page."""
     data = page.encode() if isinstance(page, str) else page
-    return _merge(_chunk_samples(text.decode("utf-8", "replace")) for _, text in _family_texts(data))
+    return _merge(_chunk_samples(text) for _, text in _family_texts(data))
 
 
 class MetricsParser:
@@ -355,7 +409,7 @@ class MetricsParser:
             if last is not None and last[0] == text and name not in seen:
                 chunk = last[1]
             else:
-                chunk = _chunk_samples(text.decode("utf-8", "replace"))
+                chunk = _chunk_samples(text)
                 changed = True
             chunks.append(chunk)
             seen[name] = (text, chunk)
