@@ -148,7 +148,7 @@ def test_engine_killed_during_a_benchmark_marks_the_run_failed_and_the_engine_re
 
         run = wait_until(finished, timeout_s=60, what="the benchmark to end")
         assert run["state"] == "failed", run
-        assert run["error"], "a failed run must say why"
+        assert run["error"] and "engine" in run["error"], "a failed run must say why"
         failed = [
             e
             for e in c.get("/v1/events").json()["events"]
