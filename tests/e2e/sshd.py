@@ -168,7 +168,7 @@ class Sshd:
 
 
 def write_config(
-    root: Path, port: int, host_key: Path, authorized_keys: Path, path_env: str, overrides: dict[str, str]
+    root: Path, port: int, host_key: Path, authorized_keys: Path, overrides: dict[str, str]
 ) -> Path:
     """sshd takes the first value it reads for a keyword, so ``overrides`` go first."""
     config = root / "sshd_config"
@@ -190,9 +190,6 @@ def write_config(
         "X11Forwarding no",
         "PrintMotd no",
         "LogLevel VERBOSE",
-        # Sessions get the test environment's PATH so that `agent`/`python` resolve to the venv
-        # as they would on a GPU host where the agent is installed.
-        f"SetEnv PATH={path_env}",
         "Subsystem sftp internal-sftp",
     ]
     config.write_text("\n".join(lines) + "\n")
@@ -217,11 +214,10 @@ def running_sshd(root: Path, *, attempts: int = 3, overrides: dict[str, str] | N
     authorized_keys = root / "authorized_keys"
     authorized_keys.write_text(client_pub + "\n")
     authorized_keys.chmod(0o600)
-    path_env = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
     last_error: Exception | None = None
     for _ in range(attempts):
         port = free_port()
-        config = write_config(root, port, host_key, authorized_keys, path_env, overrides or {})
+        config = write_config(root, port, host_key, authorized_keys, overrides or {})
         check = subprocess.run([str(SSHD), "-t", "-f", str(config)], capture_output=True, text=True)
         if check.returncode != 0:
             raise SshdUnavailable(f"sshd -t rejected {config}: {check.stderr.strip()}")
