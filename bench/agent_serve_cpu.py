@@ -5,7 +5,9 @@ engine supervisor's liveness polling, the telemetry loop, the ring buffer, one S
 simulated engine at 4 Hz, reads the agent's user+system time from /proc/<pid>/stat over a window,
 and divides by the snapshots it made. GPUs come from the loaded 2-GPU H200 NVML capture.
 
-    .venv/bin/python bench/agent_serve_cpu.py [--seconds 30]
+    .venv/bin/python bench/agent_serve_cpu.py [--seconds 30] [--runs 1]
+
+With several runs (a fresh agent each) it prints each one and the median: the machine is shared.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-async def main(seconds: float) -> None:
+async def main(seconds: float) -> float:
     root = Path(tempfile.mkdtemp(prefix="k25cpu-", dir="/tmp"))
     state = root / "state"
     argv = [
@@ -89,9 +92,9 @@ async def main(seconds: float) -> None:
     print(
         f"agent serve --engine sim, 4 Hz, {t1 - t0:.1f} s, {ticks} snapshots, one SSE listener, 2 fixture GPUs"
     )
-    print(
-        f"agent process CPU: {cpu * 1000 / max(ticks, 1):.2f} ms per tick ({100 * cpu / (t1 - t0):.1f}% of one core)"
-    )
+    per_tick = cpu * 1000 / max(ticks, 1)
+    print(f"agent process CPU: {per_tick:.2f} ms per tick ({100 * cpu / (t1 - t0):.1f}% of one core)")
+    return per_tick
 
 
 async def _listen(c: httpx.AsyncClient) -> None:
@@ -103,4 +106,14 @@ async def _listen(c: httpx.AsyncClient) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
-    asyncio.run(main(parser.parse_args().seconds))
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    runs = [asyncio.run(main(args.seconds)) for _ in range(args.runs)]
+    if len(runs) > 1:
+        print(
+            f"median of {len(runs)} runs: {statistics.median(runs):.2f} ms per tick "
+            f"[{min(runs):.2f}, {max(runs):.2f}]"
+        )
+    start = time.process_time()
+    sum(range(10**6))
+    print(f"this machine: sum(range(10**6)) takes {(time.process_time() - start) * 1e3:.1f} ms of CPU")

@@ -15,6 +15,7 @@ launch command (reference §4.1): ``redact_server_info`` runs before anything is
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -539,6 +540,7 @@ _SECRET_IN_TEXT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_secret_key(key: str) -> bool:
     """``api_key``, ``admin_api_key``, ``hf_token``, ``HF_TOKEN``, ``ssl_keyfile_password``: yes.
     ``max_total_num_tokens``, ``tokenizer_path``: no (a word of the key must be a secret word)."""
@@ -546,8 +548,17 @@ def _is_secret_key(key: str) -> bool:
     return key in si.SECRET_FIELDS or any(w in _SECRET_WORDS for w in words) or key.lower().endswith("apikey")
 
 
+@functools.lru_cache(maxsize=4096)
+def _scrub_flags(text: str) -> str:
+    """``--api-key VALUE``-shaped pairs redacted (cached: /server_info repeats its strings, read
+    every few ticks)."""
+    return _SECRET_IN_TEXT.sub(lambda m: m.group(1) + REDACTED, text)
+
+
 def _scrub_text(text: str, secrets: Iterable[str]) -> str:
-    text = _SECRET_IN_TEXT.sub(lambda m: m.group(1) + REDACTED, text)
+    text = (
+        _scrub_flags(text) if len(text) < 4096 else _SECRET_IN_TEXT.sub(lambda m: m.group(1) + REDACTED, text)
+    )
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
@@ -571,6 +582,11 @@ def redact_server_info(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> 
             if key == LAUNCH_COMMAND and isinstance(value, str):
                 return _scrub_text(value, known)
             return REDACTED
+        kind = type(value)
+        if kind is str:
+            return _scrub_text(value, known)
+        if kind is int or kind is float or kind is bool or value is None:  # most of the answer
+            return value
         if isinstance(value, Mapping):
             return {str(k): clean(v, str(k)) for k, v in value.items()}
         if isinstance(value, list | tuple):
