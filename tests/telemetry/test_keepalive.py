@@ -114,6 +114,45 @@ async def test_an_idle_connection_the_server_dropped_is_replaced() -> None:
     assert len(connections) == 2
 
 
+async def test_a_request_the_server_dropped_unanswered_is_sent_once_more() -> None:
+    """The race behind the case above: the server closes the idle connection just as the next
+    request arrives, so the request gets no answer at all. It goes again on a new connection."""
+    per_connection: dict[int, int] = {}
+
+    async def handler(head: bytes, writer: asyncio.StreamWriter) -> bool:
+        key = id(writer)
+        per_connection[key] = per_connection.get(key, 0) + 1
+        if per_connection[key] == 2:
+            return False  # closed without a byte of answer
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        return True
+
+    async with raw_server(handler) as (url, connections):
+        get = KeptAliveGet(url)
+        assert await get.get("/m") == (200, b"ok")
+        assert await get.get("/m") == (200, b"ok")
+        get.close()
+    assert len(connections) == 2 and sorted(per_connection.values()) == [1, 2]
+
+
+async def test_a_half_answer_is_an_error_not_a_retry() -> None:
+    """Once the server began to answer, sending the request again could repeat what it did."""
+    calls: list[int] = []
+
+    async def handler(head: bytes, writer: asyncio.StreamWriter) -> bool:
+        calls.append(1)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf")
+        await writer.drain()
+        return False
+
+    async with raw_server(handler) as (url, _):
+        get = KeptAliveGet(url)
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+            await get.get("/m")
+        get.close()
+    assert len(calls) == 1
+
+
 async def test_a_silent_server_times_out_and_the_connection_is_dropped() -> None:
     calls: list[int] = []
 
