@@ -5,6 +5,11 @@ it), then threshold 0 (speculate at every batch size), then threshold 1 (never),
 threshold is written back afterwards whatever happened. An optional baseline arm measures a second
 server launched without a drafter, because "off" inside a speculative server still pays for the
 drafter's memory and KV reserve.
+
+Before each live arm's level the step policy is put back at the launch step count (pinned, then
+released: ``EngineProbe.reset_steps``): SGLang's EMA policy remembers the arms before it and can sit
+at 2 or at 3 steps under the same load, so two arms with the same effective setting could differ by
+the history alone.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from agent.bench.progress import ProgressCallback, ignore_progress
 from agent.bench.recommend import LevelPair, recommend
 from agent.bench.sweep import RunTracker, SweepSession, make_client, planned_requests, server_summary
 from agent.sglang.kv import SpecShape, reserve_per_decode
-from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
+from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD, RELEASE_PINNED_STEPS
 
 NEVER_SPECULATE = 1
 LIVE_ARMS = ("adaptive", "on", "off")
@@ -179,8 +184,8 @@ async def run_compare(
         live: dict[str, Any] = {"available": reason is None, "reason": reason}
         plan: dict[str, tuple[SweepSession, int | None]] = {}
         if reason is None:
-            original = await _original_threshold(session)
-            live |= {"original_threshold": original, "restored": False}
+            original, reset_steps = await _original_threshold_and_reset_steps(session, info)
+            live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
             plan = {
                 "adaptive": (session, original),
                 "on": (session, NO_THRESHOLD),
@@ -220,12 +225,24 @@ async def run_compare(
     return result
 
 
-async def _original_threshold(session: SweepSession) -> int:
+async def _original_threshold_and_reset_steps(
+    session: SweepSession, info: dict[str, Any]
+) -> tuple[int, int | None]:
+    """The threshold to restore, and the step count each live arm starts from (None: no reset).
+
+    The reset is the launch step count (``speculative_num_steps``); none when the operator has
+    pinned the steps (the policy does not move then) or the launch count is not a pre-built state.
+    """
     state = await session.probe.live_state()
     if state is None or not isinstance(state.get("threshold"), int):
         raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state!r}")
     value: int = state["threshold"]
-    return value
+    launch = info.get("speculative_num_steps")
+    prebuilt = state.get("prebuilt_steps") or []
+    pinned = state.get("pinned_steps", RELEASE_PINNED_STEPS)
+    if pinned != RELEASE_PINNED_STEPS or not isinstance(launch, int) or launch <= 0 or launch not in prebuilt:
+        return value, None
+    return value, launch
 
 
 async def _measure(
@@ -239,6 +256,7 @@ async def _measure(
     names = list(plan)
     levels = options.concurrency
     current = live.get("original_threshold")
+    reset_steps = live.get("steps_reset_to")
     failure: BaseException | None = None
     try:
         for index, concurrency in enumerate(levels):
@@ -247,6 +265,8 @@ async def _measure(
                 if threshold is not None and threshold != current:
                     await session.probe.set_threshold(threshold)
                     current = threshold
+                if threshold is not None and reset_steps is not None:
+                    await session.probe.reset_steps(reset_steps)
                 results[name].append(await session.level(name, concurrency, index, len(levels)))
     except BaseException as exc:
         failure = exc
@@ -259,6 +279,11 @@ async def _measure(
 
 async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:
     """Write the original threshold back; shielded so a second cancel cannot leave it forced."""
+    if live.get("steps_reset_to") is not None:
+        # A cancel between a reset's pin and its release would leave the steps pinned.
+        release = asyncio.ensure_future(session.probe.release_steps())
+        with contextlib.suppress(asyncio.CancelledError, EngineError):
+            await asyncio.shield(release)
     original = live["original_threshold"]
     restore = asyncio.ensure_future(session.probe.set_threshold(original))
     with contextlib.suppress(asyncio.CancelledError, EngineError):

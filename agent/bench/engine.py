@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.sglang.live_control import LIVE_THRESHOLD_KEY, READBACK_FIELD
+from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_FIELD, RELEASE_PINNED_STEPS
 
 # Metric names SGLang 0.5.23 exports (sglang-0.5.23.md §5); both prefixes are seen in the wild.
 GENERATION_TOKENS = "generation_tokens"  # counter family name without the _total suffix
@@ -183,12 +183,12 @@ class EngineProbe:
         live = state.get(READBACK_FIELD)
         return live if isinstance(live, dict) else None
 
-    async def set_threshold(self, threshold: int) -> None:
-        """Set the live threshold and check the read-back; EngineError with SGLang's answer if refused."""
+    async def _set_live(self, key: str, value: int) -> dict[str, Any]:
+        """Set one live key; EngineError with SGLang's answer if refused. Returns the read-back."""
         try:
             response = await self.client.post(
                 f"{self.base_url}/set_internal_state",
-                json={"server_args": {LIVE_THRESHOLD_KEY: threshold}},
+                json={"server_args": {key: value}},
                 headers=self.admin_headers,
                 timeout=30.0,
             )
@@ -200,9 +200,34 @@ class EngineProbe:
             )
         answer = response.json()
         if not (isinstance(answer, list) and answer and all(a is True for a in answer)):
-            raise EngineError(f"/set_internal_state refused {LIVE_THRESHOLD_KEY}={threshold}: {answer!r}")
+            raise EngineError(f"/set_internal_state refused {key}={value}: {answer!r}")
         live = await self.live_state()
-        if live is None or live.get("threshold") != threshold:
+        if live is None:
+            raise EngineError(f"after setting {key}={value}, /server_info has no {READBACK_FIELD}")
+        return live
+
+    async def set_threshold(self, threshold: int) -> None:
+        """Set the live threshold and check the read-back; EngineError with SGLang's answer if refused."""
+        live = await self._set_live(LIVE_THRESHOLD_KEY, threshold)
+        if live.get("threshold") != threshold:
             raise EngineError(
                 f"after setting {LIVE_THRESHOLD_KEY}={threshold}, /server_info reads back {live!r}"
             )
+
+    async def reset_steps(self, steps: int) -> None:
+        """Put the EMA step policy back at ``steps`` (pin them, then release the pin).
+
+        SGLang's policy is history-dependent: at 2 steps a verify accepts at most 2 drafts, so its
+        EMA rarely climbs past the 1.5 that moves it to 3, while at 3 steps it stays above the 1.25
+        that moves it down. Which state a level meets depends on the arms before it, which made
+        two arms with the same effective setting differ by ~11% at c=250. Starting every live arm
+        from the launch step count makes the arms differ only by their threshold.
+        """
+        await self._set_live(LIVE_STEPS_KEY, steps)
+        await self.release_steps()
+
+    async def release_steps(self) -> None:
+        """Give the step choice back to the EMA policy (a pin left by an interrupted reset)."""
+        live = await self._set_live(LIVE_STEPS_KEY, RELEASE_PINNED_STEPS)
+        if live.get("pinned_steps") != RELEASE_PINNED_STEPS:
+            raise EngineError(f"after releasing {LIVE_STEPS_KEY}, /server_info reads back {live!r}")

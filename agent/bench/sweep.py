@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,9 +217,13 @@ class SweepSession:
         return info
 
     async def _send(
-        self, conn: StreamConnection, output_len: int, on_first_token: Callable[[], None] | None = None
+        self,
+        conn: StreamConnection,
+        output_len: int,
+        on_first_token: Callable[[], None] | None = None,
+        seeds: Iterator[int] | None = None,
     ) -> RequestRecord:
-        prompt = make_prompt(self.options.input_len, next(self._seed))
+        prompt = make_prompt(self.options.input_len, next(self._seed if seeds is None else seeds))
         return await stream_request(
             conn,
             prompt,
@@ -237,11 +241,17 @@ class SweepSession:
         if self.cancel is not None and self.cancel.is_set():
             raise BenchCancelled("cancelled by the operator")
         opts = self.options
-        await self._warm_up(concurrency)
+        level_seed = (opts.seed * 1000 + index + 1) * 1_000_000
+        await self._warm_up(concurrency, itertools.count(level_seed + 500_000))
         flush_problem = await self.probe.flush_cache()
         before = await self.probe.metrics()
         count = opts.requests_at(concurrency)
         completed = 0
+        # The prompts of a level (warm-up and measured) are the same for every arm (bench_serving's
+        # one dataset and seed): arms then differ by their setting, not by which prompts they drew.
+        # Unique within the level, and /flush_cache above keeps the prefix cache from remembering
+        # another arm's.
+        seeds = itertools.count(level_seed)
 
         def on_done() -> None:
             nonlocal completed
@@ -267,7 +277,7 @@ class SweepSession:
                     self.target,
                     concurrency,
                     count,
-                    lambda conn: self._send(conn, opts.output_len, on_first_token),
+                    lambda conn: self._send(conn, opts.output_len, on_first_token, seeds),
                     on_done,
                     opts.min_level_seconds,
                 ),
@@ -295,7 +305,7 @@ class SweepSession:
         result["client_cpu_fraction"] = cpu / max(duration, 1e-9)
         return result
 
-    async def _warm_up(self, concurrency: int) -> None:
+    async def _warm_up(self, concurrency: int, seeds: Iterator[int] | None = None) -> None:
         """Short requests before each level; before the run's first level, full-length ones, so an
         adaptive engine's acceptance EMA has settled before anything is measured (the first arm
         measured would otherwise pay for it)."""
@@ -308,7 +318,9 @@ class SweepSession:
         self._warmed = True
         try:
             records = await _until_cancelled(
-                _closed_loop(self.target, n, n, lambda conn: self._send(conn, output_len), lambda: None),
+                _closed_loop(
+                    self.target, n, n, lambda conn: self._send(conn, output_len, seeds=seeds), lambda: None
+                ),
                 self.cancel,
             )
         except EngineUnreachable as exc:

@@ -1,9 +1,10 @@
 """How many draft tokens a verify accepts, from per-position acceptance probabilities.
 
-Each request draws how predictable its text is once (``first_accept``); the probability that draft
-position ``i`` is accepted, given that the ones before it were, is ``first_accept · decay^(i-1)``;
-with ``topk`` candidates per position a miss needs every candidate to miss. All draws come from
-the engine's seeded generator, so a run is repeatable.
+Each request draws how predictable its text is once (``first_accept``, seeded by its prompt's
+digest when the server saw the prompt, so the same prompt is as predictable every time); the
+probability that draft position ``i`` is accepted, given that the ones before it were, is
+``first_accept · decay^(i-1)``; with ``topk`` candidates per position a miss needs every candidate
+to miss. All draws come from the engine's seeded generators, so a run is repeatable.
 """
 
 from __future__ import annotations

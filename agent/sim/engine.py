@@ -55,6 +55,10 @@ class SimRequest:
     """Output length at which the modelled model emits EOS (when ``ignore_eos`` is off)."""
     notify: Callable[[SimRequest], None] | None = None
     log_metrics: bool = True
+    prompt_key: int | None = None
+    """Digest of the prompt (``text.prompt_key``); None: predictability drawn from the engine's generator."""
+    rng: random.Random | None = None
+    """The request's own generator (seeded by its prompt) for its acceptance draws; None: the engine's."""
 
     arrival: float = 0.0
     first_accept: float = 0.0
@@ -107,6 +111,7 @@ class Engine:
     def __init__(self, config: SimConfig, seed: int = 0) -> None:
         self.config = config
         self.cal = config.calibration
+        self.seed = seed
         self.rng = random.Random(seed)
         self.now = 0.0
         self.waiting: deque[SimRequest] = deque()
@@ -132,7 +137,12 @@ class Engine:
     def submit(self, req: SimRequest, at: float | None = None) -> None:
         """Queue a request that arrived at virtual time ``at`` (default: now)."""
         req.arrival = self.now if at is None else at
-        req.first_accept = acceptance.draw_first_accept(self.cal.acceptance, self.rng)
+        # How predictable a request's text is, and how the drafts fare along it, belong to its prompt
+        # (greedy decoding writes the same text for the same prompt): the same prompt draws the same
+        # values, so a benchmark's arms sending the same prompts differ only by their setting.
+        if req.prompt_key is not None:
+            req.rng = random.Random(self.seed * 2**32 + req.prompt_key)
+        req.first_accept = acceptance.draw_first_accept(self.cal.acceptance, req.rng or self.rng)
         req.prefill_target = req.input_len
         self.waiting.append(req)
 
@@ -353,7 +363,7 @@ class Engine:
                         self.cal.acceptance, req.first_accept, depth, topk
                     )
                     req._probs[(depth, topk)] = probs
-                n = acceptance.draw_accepted_drafts(probs, self.rng)
+                n = acceptance.draw_accepted_drafts(probs, req.rng or self.rng)
                 accepted.append(n)
                 tokens.append(n + 1)
         return StepPlan(

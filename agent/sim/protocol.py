@@ -36,6 +36,8 @@ class GenerationRequest:
     include_usage: bool = False
     continuous_usage: bool = False
     return_spec_details: bool = False
+    prompt_key: int | None = None
+    """A digest of the prompt (``text.prompt_key``): the same prompt is as predictable every time."""
 
 
 def _int_field(data: dict[str, Any], key: str, where: str, minimum: int = 0) -> int | None:
@@ -102,6 +104,7 @@ def parse_generate(body: Any, context_length: int, model: str) -> GenerationRequ
     max_new = GENERATE_DEFAULT_MAX_NEW_TOKENS if max_new is None else max_new
     _check(input_len, max_new, context_length)
     rid = body.get("rid")
+    prompt = body["input_ids"] if body.get("input_ids") is not None else body["text"]
     return GenerationRequest(
         kind="generate",
         input_len=input_len,
@@ -110,6 +113,7 @@ def parse_generate(body: Any, context_length: int, model: str) -> GenerationRequ
         stream=_bool_field(body, "stream"),
         model=model,
         rid=rid if isinstance(rid, str) else None,
+        prompt_key=text.prompt_key(prompt),
     )
 
 
@@ -153,6 +157,7 @@ def parse_chat(body: Any, context_length: int) -> GenerationRequest:
         continuous_usage=continuous,
         return_spec_details=spec,
         rid=body.get("rid") if isinstance(body.get("rid"), str) else None,
+        prompt_key=text.prompt_key(messages),
     )
 
 
@@ -180,4 +185,5 @@ def parse_completion(body: Any, context_length: int) -> GenerationRequest:
         continuous_usage=continuous,
         return_spec_details=spec,
         rid=body.get("rid") if isinstance(body.get("rid"), str) else None,
+        prompt_key=text.prompt_key(body["prompt"]),
     )

@@ -9,18 +9,28 @@ the model is behind joins at the model's "now"). How late each step's end is obs
 Sleeping uses the loop's timer to within ~1.5 ms of the target and a short blocking sleep for the
 rest: asyncio rounds selector timeouts up to whole milliseconds, which alone would make every step
 up to 1 ms late.
+
+A host too busy for the speedup shows as lateness: each window of ``LAG_WINDOW_S`` in which a step
+ended more than ``LAG_WARN_S`` late is logged once (a warning on stderr under ``agent sim``), with
+the worst lateness in wall and modelled time, so a benchmark's odd figure can be traced to the
+simulator falling behind rather than to the modelled engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 
 from agent.sim.engine import Engine, SimRequest
 
 _TIMER_SLACK_S = 0.0015
+LAG_WINDOW_S = 10.0
+LAG_WARN_S = 0.025
+
+log = logging.getLogger(__name__)
 
 
 class EngineRunner:
@@ -37,6 +47,10 @@ class EngineRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wall0 = 0.0
         self._virt0 = 0.0
+        self.lag_warnings = 0
+        self._lag_window_start = 0.0
+        self._lag_window_max = 0.0
+        self._lag_window_late = 0
 
     # ------------------------------------------------------------------ clock
 
@@ -53,6 +67,7 @@ class EngineRunner:
         self._loop = asyncio.get_running_loop()
         self._wall0 = self._loop.time()
         self._virt0 = self.engine.now
+        self._lag_window_start = self._wall0
         self._task = asyncio.create_task(self._run(), name="sim-engine")
 
     async def stop(self) -> None:
@@ -100,7 +115,30 @@ class EngineRunner:
             remaining = target - loop.time()
             if remaining > 0:
                 time.sleep(remaining)
-            self.lateness_s.append(loop.time() - target)
+            late = loop.time() - target
+            self.lateness_s.append(late)
+            self._note_lag(late, loop.time())
             self.steps += 1
             engine.commit_step(plan)
             self._step_end = None
+
+    def _note_lag(self, late: float, now: float) -> None:
+        if late > LAG_WARN_S:
+            self._lag_window_late += 1
+            self._lag_window_max = max(self._lag_window_max, late)
+        if now - self._lag_window_start < LAG_WINDOW_S:
+            return
+        if self._lag_window_late:
+            self.lag_warnings += 1
+            log.warning(
+                "agent sim: the model fell behind the wall clock: %d steps ended more than %.0f ms late in the last "
+                "%.0f s, the worst by %.0f ms (%.2f modelled s at speedup %g); the host is too busy "
+                "for this speedup",
+                self._lag_window_late,
+                LAG_WARN_S * 1000,
+                now - self._lag_window_start,
+                self._lag_window_max * 1000,
+                self._lag_window_max * self.speedup,
+                self.speedup,
+            )
+        self._lag_window_start, self._lag_window_max, self._lag_window_late = now, 0.0, 0

@@ -323,6 +323,7 @@ class SimServer:
             stream=gen.stream,
             natural_len=natural,
             notify=lambda _req: wake.set(),
+            prompt_key=gen.prompt_key,
         )
 
     async def _serve(self, request: HttpRequest, gen: GenerationRequest) -> None:

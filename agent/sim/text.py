@@ -9,6 +9,7 @@ id and the token's position, so a response is the same whichever chunks it is st
 
 from __future__ import annotations
 
+import json
 import zlib
 from typing import Any
 
@@ -37,6 +38,11 @@ def count_message_tokens(messages: list[dict[str, Any]]) -> int:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     total += count_text_tokens(part["text"])
     return total
+
+
+def prompt_key(prompt: Any) -> int:
+    """A digest of a prompt as sent (text, ids or messages), to make its predictability its own."""
+    return zlib.crc32(json.dumps(prompt, separators=(",", ":"), sort_keys=True).encode())
 
 
 def _offset(rid: str) -> int:

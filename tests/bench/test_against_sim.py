@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from agent.bench.compare import run_compare
-from agent.bench.engine import EngineError
+from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.options import BenchOptions
 from agent.bench.report import compare_table
 from agent.bench.runner import BenchEvent, BenchRuns
@@ -26,7 +26,7 @@ from agent.bench.store import BenchStore
 from agent.bench.sweep import RunTracker, SweepSession, make_client, run_sweep
 from agent.profile.store import load_profile
 from agent.sglang import kv
-from agent.sglang.live_control import LIVE_THRESHOLD_KEY, READBACK_FIELD
+from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_FIELD, RELEASE_PINNED_STEPS
 from agent.sim.server import run_sim
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -129,6 +129,7 @@ async def test_compare_forces_each_mode_and_restores_the_threshold() -> None:
         "reason": None,
         "original_threshold": original,
         "restored": True,
+        "steps_reset_to": EAGLE3.speculation.num_steps,
     }
     for row in result["levels"]:
         on, off, adaptive = row["on"], row["off"], row["adaptive"]
@@ -299,3 +300,56 @@ async def test_control_routes_use_the_admin_key_when_the_server_has_one() -> Non
         with pytest.raises(EngineError, match="/set_internal_state answered HTTP 401") as info:
             await run_compare(sim.url, replace(keyed, admin_api_key=None))
     assert "could not restore the live threshold" in " ".join(info.value.__notes__)
+
+
+async def test_reset_steps_puts_the_policy_back_at_the_launch_steps() -> None:
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=9) as sim, httpx.AsyncClient() as http:
+        controller = sim.engine.controller
+        assert controller is not None
+        slot = controller.params.slots[1]
+        slot.current_steps = 2  # where the EMA policy can settle after a low-acceptance stretch
+        probe = EngineProbe(http, sim.url, {})
+        await probe.reset_steps(3)
+        assert slot.current_steps == 3
+        assert slot.candidate_steps == [1, 2, 3], "the pin is released: the policy chooses again"
+        live = await probe.live_state()
+        assert live is not None and live["pinned_steps"] == RELEASE_PINNED_STEPS
+
+
+async def test_compare_starts_every_live_arm_from_the_launch_steps() -> None:
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=10) as sim, httpx.AsyncClient() as http:
+        applied: list[dict[str, int | float]] = []
+        original_apply = sim.server.apply_internal_state
+
+        def logged_apply(args: dict[str, int | float]) -> bool:
+            applied.append(dict(args))
+            return original_apply(args)
+
+        sim.server.apply_internal_state = logged_apply  # type: ignore[method-assign]
+        result = await run_compare(sim.url, SMALL)
+        live = await EngineProbe(http, sim.url, {}).live_state()
+    steps_calls = [a[LIVE_STEPS_KEY] for a in applied if LIVE_STEPS_KEY in a]
+    arms_levels = len(SMALL.concurrency) * 3
+    # one pin and one release per live arm and level, and a final release when the run ends
+    assert steps_calls == [3, RELEASE_PINNED_STEPS] * arms_levels + [RELEASE_PINNED_STEPS]
+    assert result["live_control"]["steps_reset_to"] == 3
+    assert live is not None and live["pinned_steps"] == RELEASE_PINNED_STEPS
+
+
+async def test_every_arm_measures_a_level_with_the_same_prompts() -> None:
+    """The arms of a level send the same prompts (warm-up and measured), so they differ by setting."""
+    async with run_sim(EAGLE3, port=0, speedup=50, seed=11) as sim:
+        controller = sim.engine.controller
+        assert controller is not None
+        keys: dict[int, set[int]] = {}
+        original_submit = sim.server.runner.submit
+
+        def logged_submit(req: Any) -> None:
+            keys.setdefault(controller.threshold, set()).add(req.prompt_key)
+            original_submit(req)
+
+        sim.server.runner.submit = logged_submit  # type: ignore[method-assign]
+        await run_compare(sim.url, SMALL)
+    adaptive, on, off = (keys[t] for t in (EAGLE3.speculation.threshold, 0, 1))
+    assert adaptive == on == off
+    assert len(adaptive) >= sum(SMALL.requests_at(c) for c in SMALL.concurrency), "unique within a level"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.profile.schema import Profile
-from agent.sim import metrics
+from agent.sim import metrics, protocol
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine, SimRequest
 
@@ -160,3 +160,28 @@ def test_speculation_without_max_running_requests_gets_sglangs_48(local_sim: Pro
     config = sim_config(_with_server(local_sim, max_running_requests=None))
     assert config.max_running_requests == 48
     assert any("reset to 48" in note for note in config.notes)
+
+
+def test_a_prompts_predictability_is_its_own(eagle3_profile: Profile) -> None:
+    """Same prompt, same predictability (whatever was drawn before it); other prompts, their own."""
+
+    def first_accept(engine: Engine, prompt: str) -> float:
+        gen = protocol.parse_generate({"text": prompt}, 131072, "m")
+        req = SimRequest(
+            rid=engine.new_rid(), input_len=gen.input_len, max_new_tokens=8, prompt_key=gen.prompt_key
+        )
+        engine.submit(req)
+        return req.first_accept
+
+    config = sim_config(eagle3_profile)
+    engine = Engine(config, seed=3)
+    first = first_accept(engine, "the same words")
+    others = {first_accept(engine, f"prompt number {i}") for i in range(20)}
+    assert first_accept(engine, "the same words") == first
+    assert first_accept(Engine(config, seed=3), "the same words") == first
+    assert len(others) == 20, "different prompts draw different values"
+    assert first_accept(Engine(config, seed=4), "the same words") != first, "the engine's seed still counts"
+    plain = [SimRequest(rid=str(i), input_len=4, max_new_tokens=8) for i in range(2)]
+    for req in plain:
+        engine.submit(req)
+    assert plain[0].first_accept != plain[1].first_accept, "without a prompt key: the engine's generator"
