@@ -150,6 +150,7 @@ class SshLink(Link):
             token = (await self._run(conn, ["cat", "--", token_path])).strip()
             if not token:
                 raise LinkError(f"the agent's token file {token_path} on the host is empty")
+            await self._probe_agent_socket(conn, socket_path)
             self._dir = tempfile.mkdtemp(prefix="k25c-")  # mkdtemp makes it 0700
             local_path = str(Path(self._dir) / "agent.sock")
             self._listener = await asyncio.wait_for(
@@ -159,6 +160,22 @@ class SshLink(Link):
         except BaseException:
             await self.close()
             raise
+
+    async def _probe_agent_socket(self, conn: asyncssh.SSHClientConnection, socket_path: str) -> None:
+        """Open one channel to the agent's socket now: the local forward opens its channels lazily, so
+        without this a refused forward would surface later as a bare protocol error on every retry."""
+        try:
+            _, writer = await asyncio.wait_for(conn.open_unix_connection(socket_path), SSH_CALL_TIMEOUT_S)
+        except asyncssh.ChannelOpenError as exc:
+            raise LinkError(
+                f"cannot forward to the agent's socket {socket_path} over SSH ({exc.reason}): either no agent "
+                "listens there (start it on the host with `agent serve --profile ...`), or the SSH server "
+                "refuses stream-local forwarding (sshd_config: AllowStreamLocalForwarding yes, and no "
+                "DisableForwarding)"
+            ) from exc
+        except (OSError, asyncssh.Error, TimeoutError) as exc:
+            raise LinkError(f"cannot forward to the agent's socket {socket_path} over SSH: {exc}") from exc
+        writer.close()
 
     async def close(self) -> None:
         http, self._http = self._http, None

@@ -95,11 +95,6 @@ def hardened_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         yield server
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: console/link/ssh.py opens the forward lazily, so an sshd that refuses "
-    "stream-local forwarding shows only 'lost the agent: RemoteProtocolError' and retries forever",
-)
 async def test_console_says_why_when_sshd_refuses_to_forward_to_the_agent_socket(
     hardened_sshd: Sshd, shared_agent: AgentProc
 ) -> None:
