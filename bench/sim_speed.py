@@ -7,10 +7,13 @@
 (b) ``--speedup 20``: a concurrency sweep 1..250 covering 10 minutes of modelled time; prints its
     wall time (target ~30 s) and each level's modelled output throughput.
 
+(c) ``--part c``: the simulator's CPU per streamed API at speedup 20 and 64 clients, native
+    ``/generate`` (cumulative chunks) against chat; the two should cost about the same.
+
 The simulator runs in its own process on core 0; the load generator is a lean HTTP/1.1 client
 (raw asyncio streams, chunked SSE) on the other core, so that the client is not what is measured.
 
-    .venv/bin/python bench/sim_speed.py [--profile profiles/local-sim.toml] [--part a|b|both]
+    .venv/bin/python bench/sim_speed.py [--profile profiles/local-sim.toml] [--part a|b|c|both]
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ class EngineProbe:
         SGLang's policy is history-dependent: at 2 steps a verify accepts at most 2 drafts, so its
         EMA rarely climbs past the 1.5 that moves it to 3, while at 3 steps it stays above the 1.25
         that moves it down. Which state a level meets depends on the arms before it, which made
-        two arms with the same effective setting differ by ~11% at c=250. Starting every live arm
+        two arms with the same effective setting differ by 6-11% at c=250. Starting every live arm
         from the launch step count makes the arms differ only by their threshold.
         """
         await self._set_live(LIVE_STEPS_KEY, steps)
