@@ -8,9 +8,9 @@ from textual.app import ComposeResult
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from console.model import ConsoleModel
+from console.widgets.footer import ConsoleFooter
 from console.widgets.status import StatusLine
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class LiveScreen(Screen[None]):
         yield StatusLine(id="status")
         with Container(id="body"):
             yield from self.compose_body()
-        yield Footer(compact=True)
+        yield ConsoleFooter(compact=True)
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError

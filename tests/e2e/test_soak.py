@@ -61,12 +61,6 @@ def _live_widgets() -> Counter[str]:
     return Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, MessagePump))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known leak: Textual 8.2.8's Footer.compose does FooterKey(...).data_bind(compact=...), which "
-    "keeps every FooterKey ever composed alive; each screen switch recomposes the footer (~0.45 MiB "
-    "per switch in bench/soak.py). A Footer subclass that sets compact without data_bind avoids it.",
-)
 async def test_switching_screens_keeps_the_number_of_live_widgets_flat(shared_agent: AgentProc) -> None:
     """What the soak's memory figure shows, counted directly: an operator looking around the
     screens for a day must not grow the console."""
