@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
 from agent.wire import Event
 from console.link import LinkError
 from console.model import ConsoleModel
+from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.widgets.chart import ChartData, Series, TimeChart
 from console.widgets.format import num
@@ -65,6 +66,7 @@ class BenchScreen(LiveScreen):
         self.available: bool | None = None
         self.bench_id: str | None = None
         self.shown_event_seq = -1
+        self.recommended: int | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("Asking the agent whether it can run benchmarks…", id="bench-availability")
@@ -88,6 +90,9 @@ class BenchScreen(LiveScreen):
             yield Input("1024", id="bench-input", type="integer", compact=True)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
         yield Static("", id="bench-status")
+        with Horizontal(classes="form-row"):
+            yield Button("Apply recommended threshold", id="bench-apply", classes="apply", compact=True)
+            yield Static("", id="bench-apply-result")
         with Horizontal(id="bench-results"):
             yield Static("", id="bench-table")
             yield TimeChart(id="bench-chart", classes="chart")
@@ -95,6 +100,7 @@ class BenchScreen(LiveScreen):
     def on_mount(self) -> None:
         if self.console.readonly:
             self.query_one("#bench-start", Button).disabled = True
+        self.query_one("#bench-apply", Button).disabled = True
         self.check_available()
 
     @work(exclusive=True, group="bench-check")
@@ -168,6 +174,24 @@ class BenchScreen(LiveScreen):
         self.query_one(ProgressBar).update(progress=0.0)
         status.update(f"Run {self.bench_id} started; progress follows.")
 
+    @on(Button.Pressed, "#bench-apply")
+    def _apply_pressed(self) -> None:
+        self.apply_recommended()
+
+    @work(exclusive=True, group="bench-apply")
+    async def apply_recommended(self) -> None:
+        """The recommendation becomes a normal threshold action: planned, confirmed, audited."""
+        if self.console.readonly or self.recommended is None:
+            return
+        await plan_confirm_apply(
+            self,
+            self.console.client,
+            "threshold",
+            self.recommended,
+            self.console.operator,
+            self.query_one("#bench-apply-result", Static).update,
+        )
+
     @work(exclusive=True, group="bench-result")
     async def show_result(self, bench_id: str) -> None:
         try:
@@ -187,6 +211,8 @@ class BenchScreen(LiveScreen):
                 series.append(Series(arm, tuple(p[0] for p in pts), tuple(p[1] for p in pts), color))
         top = max((c for c, _ in rows), default=1)
         threshold = result.get("recommended_threshold")
+        self.recommended = threshold if isinstance(threshold, int) else None
+        self.query_one("#bench-apply", Button).disabled = self.console.readonly or self.recommended is None
         chart = self.query_one("#bench-chart", TimeChart)
         chart.add_class("-shown")
         chart.show(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Literal
 
 from rich.text import Text
@@ -11,21 +10,14 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Select, Static
 
-from agent.wire import ActionRequest, Plan
-from console.link import LinkError
 from console.model import ConsoleModel
+from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
-from console.screens.confirm import ConfirmPlan
 from console.widgets.badge import badge_text
 from console.widgets.format import DASH, clock
 
 Kind = Literal["threshold", "steps", "topk", "adaptive"]
 EVENT_LINES = 8
-
-
-def rejection_text(plan: Plan) -> Text:
-    field = f" ({plan.rejected_field})" if plan.rejected_field else ""
-    return Text.assemble(("Rejected", "bold red"), f"{field}: {plan.reason}. Nothing was changed.")
 
 
 class ControlsScreen(LiveScreen):
@@ -119,35 +111,4 @@ class ControlsScreen(LiveScreen):
         if value is None:
             self._say(Text(f"{kind} needs a whole number", style="red"))
             return
-        request = ActionRequest(
-            request_id=uuid.uuid4().hex, kind=kind, value=value, operator=self.console.operator
-        )
-        try:
-            plan = await self.console.client.plan(request)
-        except LinkError as exc:
-            self._say(Text(f"Could not ask the agent for a plan: {exc}", style="red"))
-            return
-        if plan.mode == "rejected":
-            self._say(rejection_text(plan))
-            self.notify(plan.reason, title=f"{kind} rejected", severity="error")
-            return
-        if plan.mode == "noop":
-            self._say(Text(f"Nothing to do: {plan.reason}", style="yellow"))
-            return
-        if not await self.app.push_screen_wait(ConfirmPlan(plan)):
-            self._say(Text("Cancelled; nothing was changed.", style="yellow"))
-            return
-        self._say(Text("Applying…", style="yellow"))
-        try:
-            result = await self.console.client.confirm(plan.action_id)
-        except LinkError as exc:
-            self._say(Text(f"The agent did not confirm the change: {exc}", style="red"))
-            return
-        style = (
-            "green"
-            if result.status == "applied"
-            else "red"
-            if result.status in ("failed", "rejected")
-            else "yellow"
-        )
-        self._say(Text(f"{kind}: {result.status}. {result.message}".strip(), style=style))
+        await plan_confirm_apply(self, self.console.client, kind, value, self.console.operator, self._say)

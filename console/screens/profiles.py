@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from rich.table import Table
@@ -13,11 +12,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Static, TextArea
 
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
-from agent.wire import ActionRequest, Snapshot
+from agent.wire import Snapshot
 from console.link import LinkError
 from console.model import ConsoleModel
+from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
-from console.screens.confirm import ConfirmPlan
 
 
 def issues_text(detail: Any) -> Text:
@@ -154,22 +153,9 @@ class ProfilesScreen(LiveScreen):
             if what == "diff" and self.selected:
                 self._say(diff_table(await client.profile_diff(self.selected)))
             elif what == "load" and self.selected:
-                request = ActionRequest(
-                    request_id=uuid.uuid4().hex,
-                    kind="apply_profile",
-                    value=self.selected,
-                    operator=self.console.operator,
+                await plan_confirm_apply(
+                    self, client, "apply_profile", self.selected, self.console.operator, self._say
                 )
-                plan = await client.plan(request)
-                if plan.mode in ("rejected", "noop"):
-                    style = "red" if plan.mode == "rejected" else "yellow"
-                    self._say(Text(f"{plan.mode}: {plan.reason}. Nothing was changed.", style=style))
-                    return
-                if not await self.app.push_screen_wait(ConfirmPlan(plan)):
-                    self._say(Text("Cancelled; nothing was changed.", style="yellow"))
-                    return
-                result = await client.confirm(plan.action_id)
-                self._say(f"load {self.selected}: {result.status}. {result.message}")
             elif what == "save":
                 await self._save_running()
         except LinkError as exc:
