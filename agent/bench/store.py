@@ -7,15 +7,14 @@ shows runs in progress too; a file left "running" by an agent that died is repor
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
-import os
 import re
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from agent.profile.atomic import write_atomic
 
 BENCH_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 SUMMARY_KEYS = (
@@ -42,19 +41,7 @@ def new_bench_id(now: float | None = None) -> str:
 
 def atomic_write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, sort_keys=False, default=str)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
 
 
 class BenchStore:

@@ -8,12 +8,12 @@ when its ``--profile`` file has been edited since.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.profile.atomic import write_atomic
 
 EngineKind = Literal["sglang", "sim"]
 
@@ -40,18 +40,7 @@ class EngineRecord(BaseModel):
 
 
 def write_record(path: Path, record: EngineRecord) -> None:
-    data = record.model_dump_json(indent=1).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=".engine.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, record.model_dump_json(indent=1))
 
 
 def read_record(path: Path) -> EngineRecord | None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.profile.atomic import write_atomic
 
 MANIFEST_NAME = "k25-stack-manifest.json"
 MANIFEST_SCHEMA = 1
@@ -51,16 +52,7 @@ def manifest_path(venv: Path) -> Path:
 def write_manifest(venv: Path, manifest: StackManifest) -> Path:
     """Atomic: temp file in the same folder, fsync, rename."""
     target = manifest_path(venv)
-    data = json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST_NAME}.", dir=venv)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    write_atomic(target, json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n")
     return target
 
 

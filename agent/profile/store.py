@@ -9,7 +9,6 @@ path and the rule, because an operator fixing a profile at 3 a.m. should not pla
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 import tomli_w
 from pydantic import ValidationError
 
+from agent.profile.atomic import write_atomic
 from agent.profile.schema import KeyedValueError, Profile
 
 MAX_PROFILE_BYTES = 256 * 1024
@@ -127,14 +127,6 @@ def dump_profile(profile: Profile) -> str:
     return tomli_w.dumps(profile_to_dict(profile))
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     """Write ``profile`` to ``path`` atomically, keeping the previous file as ``path.bak``.
 
@@ -145,42 +137,15 @@ def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     # Round-trip before touching the disk: what we write must load back as the same profile.
     if parse_profile(text, str(target)) != profile:
         raise ProfileError([ProfileIssue(str(target), "", "profile does not survive a TOML round trip")])
-    directory = target.parent
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
         if target.exists():
-            backup = target.with_name(target.name + ".bak")
-            _copy_backup(target, backup)
-        os.replace(tmp, target)
-        _fsync_dir(directory)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ProfileError(
-                [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
-            ) from exc
-        raise
+            write_atomic(target.with_name(target.name + ".bak"), target.read_bytes())
+        write_atomic(target, text)
+    except OSError as exc:
+        raise ProfileError(
+            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
+        ) from exc
     return target
-
-
-def _copy_backup(target: Path, backup: Path) -> None:
-    """Keep the previous version beside the new one; written atomically like the profile itself."""
-    data = target.read_bytes()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, backup)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.profile.atomic import write_atomic
 from agent.profile.schema import Profile
 from agent.sglang import adaptive
 
@@ -160,17 +160,7 @@ def read_key_file(path: str) -> str:
 def _write_private(path: Path, text: str) -> None:
     """Write atomically with mode 0600 from the start (never briefly readable by others)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
 
 
 def secrets_config_text(spec: LaunchSpec) -> str:
