@@ -35,19 +35,3 @@ def test_a_failure_before_the_rename_leaves_the_old_file_and_no_temp(
     monkeypatch.undo()
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["token"]
-
-
-def test_the_temp_file_is_private_before_anything_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The mode is set on the descriptor before the data goes in, so a secret is never world-readable."""
-    seen: list[int] = []
-    real_fsync = os.fsync
-
-    def check_then_fsync(fd: int) -> None:
-        seen.append(stat.S_IMODE(os.fstat(fd).st_mode))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", check_then_fsync)
-    write_atomic(tmp_path / "secret", "s3cr3t")
-    assert seen and seen[0] == 0o600
