@@ -12,8 +12,10 @@ from agent.wire import Event, Snapshot
 
 LinkState = Literal["connecting", "connected", "reconnecting", "ended", "failed"]
 
-HISTORY_LEN = 7200
-"""Two hours of snapshots at one per second, or half an hour at four per second."""
+HISTORY_LEN = 1200
+"""Twenty minutes of snapshots at one per second, five at four per second: the charts draw at most
+five minutes. A held snapshot costs about 20 kB, so the two hours once kept here grew the console by
+~150 MiB for history nothing drew (the soak showed the climb)."""
 
 EVENTS_LEN = 2000
 
