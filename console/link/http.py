@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import httpx
 
-from console.link.base import LinkError, StreamItem
+from console.link.base import Link, LinkError, StreamItem
 from console.link.sse import SseParser
 
 CALL_TIMEOUT_S = 10.0
@@ -91,3 +91,29 @@ class UdsHttp:
         except httpx.HTTPError as exc:
             raise LinkError(f"the stream dropped: {exc.__class__.__name__} {exc}".strip()) from exc
         raise LinkError("the agent closed the stream")
+
+
+class UdsHttpLink(Link):
+    """A link whose last hop is the agent's HTTP API on a local UNIX socket (the agent's own, or an
+    SSH forward of it): subclasses only open and close the path; calls go through ``UdsHttp``."""
+
+    _http: UdsHttp | None = None
+
+    def _require(self) -> UdsHttp:
+        if self._http is None:
+            raise LinkError("not connected to the agent")
+        return self._http
+
+    async def request(
+        self,
+        method: Literal["GET", "POST", "PUT"],
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+    ) -> Any:
+        return await self._require().request(method, path, params=params, body=body)
+
+    async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
+        async for item in self._require().stream(since):
+            yield item

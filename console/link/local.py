@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
 
-from console.link.base import Link, LinkError, StreamItem
-from console.link.http import UdsHttp
+from console.link.base import LinkError
+from console.link.http import UdsHttp, UdsHttpLink
 
 
 def default_state_dir() -> Path:
@@ -21,7 +19,7 @@ def default_socket_path(state_dir: Path | None = None) -> Path:
     return (state_dir or default_state_dir()) / "run" / "agent.sock"
 
 
-class LocalLink(Link):
+class LocalLink(UdsHttpLink):
     """Talks to ``socket_path``; the token is read from ``token_path`` on every (re)connect."""
 
     def __init__(self, socket_path: str | Path, token_path: str | Path | None = None) -> None:
@@ -56,22 +54,3 @@ class LocalLink(Link):
         if self._http is not None:
             http, self._http = self._http, None
             await http.aclose()
-
-    def _require(self) -> UdsHttp:
-        if self._http is None:
-            raise LinkError("not connected to the agent")
-        return self._http
-
-    async def request(
-        self,
-        method: Literal["GET", "POST", "PUT"],
-        path: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        body: Any = None,
-    ) -> Any:
-        return await self._require().request(method, path, params=params, body=body)
-
-    async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
-        async for item in self._require().stream(since):
-            yield item

@@ -13,15 +13,14 @@ import contextlib
 import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import asyncssh
 
-from console.link.base import Link, LinkError, StreamItem
-from console.link.http import UdsHttp
+from console.link.base import LinkError
+from console.link.http import UdsHttp, UdsHttpLink
 
 SSH_CALL_TIMEOUT_S = 15.0
 KEEPALIVE_INTERVAL_S = 5.0
@@ -71,7 +70,7 @@ def host_key_help(target: SshTarget, error: Exception) -> str:
     )
 
 
-class SshLink(Link):
+class SshLink(UdsHttpLink):
     """One SSH connection, a local forward to the agent's socket, and HTTP over that."""
 
     def __init__(self, target: SshTarget) -> None:
@@ -196,22 +195,3 @@ class SshLink(Link):
         directory, self._dir = self._dir, None
         if directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
-
-    def _require(self) -> UdsHttp:
-        if self._http is None:
-            raise LinkError("not connected to the agent")
-        return self._http
-
-    async def request(
-        self,
-        method: Literal["GET", "POST", "PUT"],
-        path: str,
-        *,
-        params: Mapping[str, str | int] | None = None,
-        body: Any = None,
-    ) -> Any:
-        return await self._require().request(method, path, params=params, body=body)
-
-    async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
-        async for item in self._require().stream(since):
-            yield item
