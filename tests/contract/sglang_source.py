@@ -275,3 +275,19 @@ if __name__ == "__main__":
             {"sglang_version": "0.5.23", "flags": flags_table(Path(sys.argv[1]))}, indent=1, sort_keys=True
         )
     )
+
+
+def declared_metric_names(src: Path) -> set[str]:
+    """Every ``name="sglang:..."`` given to a Prometheus metric constructor in the observability package."""
+    names: set[str] = set()
+    for path in (src / "srt/observability").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if (
+                        kw.arg == "name"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
+                        names.add(kw.value.value)
+    return names

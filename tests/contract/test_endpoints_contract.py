@@ -7,27 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from sglang_source import dict_keys_returned, field_names, subscript_keys_assigned
+from sglang_source import declared_metric_names, dict_keys_returned, field_names, subscript_keys_assigned
 
 from agent.sglang import live_control, metrics, server_info
 
 pytestmark = pytest.mark.contract
-
-
-def _declared_metric_names(src: Path) -> set[str]:
-    """Every ``name="sglang:..."`` given to a Prometheus metric constructor in the observability package."""
-    names: set[str] = set()
-    for path in (src / "srt/observability").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                for kw in node.keywords:
-                    if (
-                        kw.arg == "name"
-                        and isinstance(kw.value, ast.Constant)
-                        and isinstance(kw.value.value, str)
-                    ):
-                        names.add(kw.value.value)
-    return names
 
 
 def _assigned_dict_keys(path: Path, function: str) -> set[str]:
@@ -44,7 +28,7 @@ def _assigned_dict_keys(path: Path, function: str) -> set[str]:
 
 
 def test_metrics_we_read_are_exported(sglang_src: Path) -> None:
-    declared = _declared_metric_names(sglang_src)
+    declared = declared_metric_names(sglang_src)
     assert len(declared) > 100  # the reader found the collector's metrics
     missing = [name for name in metrics.READ if metrics.PREFIX + name not in declared]
     assert not missing, f"not exported by SGLang 0.5.23: {missing}"

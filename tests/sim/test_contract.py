@@ -31,21 +31,6 @@ from agent.sim.protocol import GenerationRequest
 pytestmark = pytest.mark.contract
 
 
-def _declared_metric_names(src: Path) -> set[str]:
-    names: set[str] = set()
-    for path in (src / "srt/observability").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                for kw in node.keywords:
-                    if (
-                        kw.arg == "name"
-                        and isinstance(kw.value, ast.Constant)
-                        and isinstance(kw.value.value, str)
-                    ):
-                        names.add(kw.value.value)
-    return names
-
-
 def _dict_literal_keys(path: Path, function: str) -> set[str]:
     for fn in ast.walk(ast.parse(path.read_text())):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name == function:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from contract.sglang_source import declared_metric_names
 
 from agent.telemetry.scrape import (
     COUNTERS,
@@ -23,23 +23,8 @@ from .conftest import FIXTURES, PAGE_0523
 pytestmark = pytest.mark.contract
 
 
-def _declared(src: Path) -> set[str]:
-    names: set[str] = set()
-    for path in (src / "srt/observability").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                for kw in node.keywords:
-                    if (
-                        kw.arg == "name"
-                        and isinstance(kw.value, ast.Constant)
-                        and isinstance(kw.value.value, str)
-                    ):
-                        names.add(kw.value.value)
-    return names
-
-
 def test_every_name_we_read_is_declared_by_0523(sglang_src: Path) -> None:
-    declared = _declared(sglang_src)
+    declared = declared_metric_names(sglang_src)
     wanted = {n for names, _ in GAUGES.values() for n in names if n != LOADS_NUM_WAITING_REQS}
     wanted |= {sample for sample, _ in COUNTERS.values()}
     wanted |= {n for names in HISTOGRAMS.values() for n in names if n != OLD_TIME_PER_OUTPUT_TOKEN}
