@@ -131,6 +131,33 @@ def _openai_common(body: dict[str, Any]) -> tuple[bool, bool, bool]:
     )
 
 
+def _openai_request(
+    kind: Literal["chat", "completion"],
+    body: dict[str, Any],
+    model: str,
+    input_len: int,
+    max_new: int | None,
+    context_length: int,
+    prompt: Any,
+) -> GenerationRequest:
+    """What the two OpenAI routes share once each has counted its prompt and read its token limit."""
+    _check(input_len, max_new, context_length)
+    include_usage, continuous, spec = _openai_common(body)
+    return GenerationRequest(
+        kind=kind,
+        input_len=input_len,
+        max_new_tokens=max_new,
+        ignore_eos=_bool_field(body, "ignore_eos"),
+        stream=_bool_field(body, "stream"),
+        model=model,
+        include_usage=include_usage,
+        continuous_usage=continuous,
+        return_spec_details=spec,
+        rid=body.get("rid") if isinstance(body.get("rid"), str) else None,
+        prompt_key=text.prompt_key(prompt),
+    )
+
+
 def parse_chat(body: Any, context_length: int) -> GenerationRequest:
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
@@ -144,21 +171,7 @@ def parse_chat(body: Any, context_length: int) -> GenerationRequest:
     max_new = _int_field(body, "max_completion_tokens", "", 0)
     if max_new is None:
         max_new = _int_field(body, "max_tokens", "", 0)
-    _check(input_len, max_new, context_length)
-    include_usage, continuous, spec = _openai_common(body)
-    return GenerationRequest(
-        kind="chat",
-        input_len=input_len,
-        max_new_tokens=max_new,
-        ignore_eos=_bool_field(body, "ignore_eos"),
-        stream=_bool_field(body, "stream"),
-        model=model,
-        include_usage=include_usage,
-        continuous_usage=continuous,
-        return_spec_details=spec,
-        rid=body.get("rid") if isinstance(body.get("rid"), str) else None,
-        prompt_key=text.prompt_key(messages),
-    )
+    return _openai_request("chat", body, model, input_len, max_new, context_length, messages)
 
 
 def parse_completion(body: Any, context_length: int) -> GenerationRequest:
@@ -172,18 +185,4 @@ def parse_completion(body: Any, context_length: int) -> GenerationRequest:
     input_len = _prompt_len(body["prompt"], "prompt")
     max_new = _int_field(body, "max_tokens", "", 0)
     max_new = COMPLETIONS_DEFAULT_MAX_TOKENS if max_new is None and "max_tokens" not in body else max_new
-    _check(input_len, max_new, context_length)
-    include_usage, continuous, spec = _openai_common(body)
-    return GenerationRequest(
-        kind="completion",
-        input_len=input_len,
-        max_new_tokens=max_new,
-        ignore_eos=_bool_field(body, "ignore_eos"),
-        stream=_bool_field(body, "stream"),
-        model=model,
-        include_usage=include_usage,
-        continuous_usage=continuous,
-        return_spec_details=spec,
-        rid=body.get("rid") if isinstance(body.get("rid"), str) else None,
-        prompt_key=text.prompt_key(body["prompt"]),
-    )
+    return _openai_request("completion", body, model, input_len, max_new, context_length, body["prompt"])
