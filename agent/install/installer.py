@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -213,7 +214,11 @@ def _patch_in_place(plan: InstallPlan, current: CurrentStack, say: Say) -> Outco
 
 def _rebuild(plan: InstallPlan, say: Say) -> Outcome:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    build = plan.builds / f"{stamp}-{plan.packages_fingerprint[:8]}-{plan.patch_set.sha256[:8]}"
+    # The random tail keeps two builds of the same packages in the same second apart: without it a
+    # --rebuild could build into, and on failure delete, the stack in use.
+    build = plan.builds / (
+        f"{stamp}-{plan.packages_fingerprint[:8]}-{plan.patch_set.sha256[:8]}-{secrets.token_hex(3)}"
+    )
     say(f"building a new stack in {build}")
     plan.builds.mkdir(parents=True, exist_ok=True)
     steps = _Steps(say)

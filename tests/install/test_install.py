@@ -243,3 +243,26 @@ def test_a_second_install_at_the_same_time_is_refused(
         assert _install(profile, venv, indexes["good"]) == 1
     assert "failed at step 'lock'" in capsys.readouterr().err
     assert _builds(tmp_path) == [] and not venv.is_symlink()
+
+
+def test_a_rebuild_within_the_same_second_gets_its_own_build(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds of the same packages in one second must not share a directory: a failed rebuild
+    deletes its build, and that must never be the stack in use."""
+    from datetime import UTC, datetime
+
+    import agent.install.installer as installer
+
+    class FrozenClock(datetime):
+        @classmethod
+        def now(cls, tz: object = None) -> FrozenClock:
+            return cls(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
+
+    monkeypatch.setattr(installer, "datetime", FrozenClock)
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    first = venv.resolve()
+    assert _install(profile, venv, indexes["good"], "--rebuild") == 0
+    assert venv.resolve() != first
+    assert first in _builds(tmp_path) and len(_builds(tmp_path)) == 2
