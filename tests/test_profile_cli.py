@@ -86,7 +86,10 @@ def test_render_json_for_eagle3() -> None:
     )
     threshold_slot = {k: v for k, v in data["adaptive_config"].items() if v == {"candidate_steps": [0]}}
     assert list(threshold_slot) == [THRESHOLD_LINE.split(" = ")[1]]
-    assert data["env"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
+    assert data["env"] == {
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1",
+        "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND": "0",
+    }
 
 
 def test_render_refuses_an_invalid_profile(tmp_path: Path) -> None:
