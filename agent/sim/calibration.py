@@ -66,6 +66,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.sglang.kv import DRAFT_WEIGHT_BYTES_PER_RANK
+
 
 @dataclass(frozen=True)
 class TargetCosts:
@@ -168,7 +170,7 @@ CALIBRATION = Calibration(
     draft=DraftCosts(fixed_s=0.00060, token_s=0.000012),
     spec=SpecCosts(round_overhead_s=0.0015, zero_step_overhead_s=0.0004),
     acceptance=Acceptance(first_accept_min=0.65, first_accept_max=0.92, depth_decay=0.92, topk_miss=0.7),
-    memory=Memory(draft_weight_bytes_per_rank=700 * 1024**2),
+    memory=Memory(draft_weight_bytes_per_rank=DRAFT_WEIGHT_BYTES_PER_RANK),
     prefill_draft_factor=1.0,
 )
 
