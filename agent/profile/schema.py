@@ -192,6 +192,11 @@ class Speculation(_Section):
     ema_alpha: float | None = Field(None, gt=0.0, le=1.0)
     update_interval: int | None = Field(None, ge=1)
     warmup_batches: int | None = Field(None, ge=0)
+    skip_zero_step_draft_extend: bool = Field(
+        False,
+        description="At 0 steps, skip the draft model's extend pass (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND): "
+        "a cheaper 'off', but the draft starts cold when the server steps back up",
+    )
 
     @field_validator("live_steps")
     @classmethod

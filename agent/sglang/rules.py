@@ -16,7 +16,7 @@ from typing import Literal
 
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
-from agent.sglang import adaptive, live_control
+from agent.sglang import adaptive, live_control, spec_env
 from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import first_value, flag_names, has_flag
 
@@ -337,6 +337,8 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
     if profile.speculative:
         _check_shape(profile, report)
     _check_live_controls(profile, report)
+    for severity, key, rule in spec_env.check(profile):
+        (report.error if severity == "error" else report.warning)(key, rule)
     return report.issues
 
 
@@ -372,6 +374,7 @@ _RESTART_WHY: tuple[tuple[str, str], ...] = (
     ("speculation.ema_alpha", "the adaptive config file is read once, when SGLang starts"),
     ("speculation.update_interval", "the adaptive config file is read once, when SGLang starts"),
     ("speculation.warmup_batches", "the adaptive config file is read once, when SGLang starts"),
+    (spec_env.SKIP_ZERO_STEP_KEY, spec_env.RESTART_REASON),
     ("server.page_size", "the page size fixes the KV cache layout when SGLang starts"),
     ("server.env", "the environment of a process is set when it starts"),
     ("server.", "it is a launch setting of SGLang and applies at the next start"),

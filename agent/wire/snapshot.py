@@ -82,8 +82,22 @@ class KvView(_Wire):
     reserve_per_request_on: int | None = Field(
         None, description="Tokens reserved per request per step, spec on"
     )
-    reserve_per_request_off: int | None = Field(None, description="Same with speculation off")
+    reserve_per_request_off: int | None = Field(
+        None, description="Same for a server launched without the drafter (no speculation: the baseline)"
+    )
     speculation_share: float | None = Field(None, description="Fraction of the pool held for speculation")
+    reserve_per_request_zero_step: int | None = Field(
+        None,
+        description="Same at 0 steps inside the speculative server ('off'): still the widest candidate's; "
+        "None when the server never runs at 0 steps",
+    )
+    pool_tokens_without_drafter: int | None = Field(
+        None, description="The pool a server launched without the drafter would have (estimate)"
+    )
+    draft_share_of_cell: float | None = Field(None, description="The draft's fraction of every KV cell")
+    draft_weight_bytes: int | None = Field(
+        None, description="The draft's weights on one rank (estimate), taken from the KV budget"
+    )
 
 
 class GpuProcess(_Wire):
