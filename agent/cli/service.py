@@ -29,7 +29,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     inst.add_argument("--profile", required=True, type=Path, help="the profile the agent serves (TOML)")
     _scope_args(inst)
     inst.add_argument("--engine", choices=("sglang", "sim"), default="sglang", help="passed to `agent serve`")
-    inst.add_argument("--metrics-listen", metavar="HOST:PORT", help="passed to `agent serve` (loopback only)")
+    inst.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="passed to `agent serve` (loopback only unless --metrics-listen-any)",
+    )
     inst.add_argument("--metrics-listen-any", action="store_true", help="passed to `agent serve`")
     inst.add_argument(
         "--state-dir",
