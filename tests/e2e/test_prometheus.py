@@ -100,21 +100,26 @@ async def apply(agent: AgentProc, kind: str, value: int) -> dict[str, Any]:
 
 
 async def run_bench(agent: AgentProc) -> dict[str, Any]:
+    """A small compare through the agent's API; returns its stored record once the stream says it ended."""
     body = {"mode": "compare", "concurrency": [1, 2], "requests_per_level": 2, "input_len": 32,
             "output_len": 8, "warmup_requests": 0, "min_level_seconds": 0}  # fmt: skip
+    ended = {"bench.finished", "bench.failed", "bench.cancelled"}
     async with agent.aclient() as c:
+        since = (await c.get("/v1/status")).json()["last_seq"]
         started = await c.post("/v1/bench", json=body)
         assert started.status_code == 202, started.text
         bench_id = started.json()["bench_id"]
 
-        async def finished() -> dict[str, Any] | None:
-            record: dict[str, Any] = (await c.get(f"/v1/bench/{bench_id}")).json()
-            return record if record["state"] != "running" else None
+        async def until_it_ends() -> None:
+            async with c.stream("GET", "/v1/stream", params={"since": since}, timeout=None) as stream:
+                async for line in stream.aiter_lines():
+                    if line.startswith("data: "):
+                        item = json.loads(line.removeprefix("data: "))
+                        if item.get("name") in ended and item.get("data", {}).get("bench_id") == bench_id:
+                            return
 
-        deadline = time.monotonic() + 120
-        while (record := await finished()) is None:
-            assert time.monotonic() < deadline, "the benchmark did not finish in 120 s"
-            await asyncio.sleep(0.2)
+        await asyncio.wait_for(until_it_ends(), 120)
+        record: dict[str, Any] = (await c.get(f"/v1/bench/{bench_id}")).json()
     assert record["state"] == "finished", record.get("error")
     return record
 
