@@ -42,6 +42,10 @@ class AgentStop(_Body):
     engine_too: bool = False
 
 
+class ActionCancel(_Body):
+    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
+
+
 class SnapshotList(BaseModel):
     snapshots: list[Snapshot]
 
@@ -122,6 +126,13 @@ def create_app(daemon: Daemon) -> FastAPI:
     @api.post("/actions/{action_id}/confirm")
     async def confirm_action(action_id: str) -> ActionResult:
         result = await daemon.actions.confirm(action_id)
+        if result is None:
+            raise HTTPException(404, f"no action {action_id!r}")
+        return result
+
+    @api.post("/actions/{action_id}/cancel")
+    async def cancel_action(action_id: str, body: ActionCancel | None = None) -> ActionResult:
+        result = await daemon.actions.cancel(action_id, body.operator if body else None)
         if result is None:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
