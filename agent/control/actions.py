@@ -168,7 +168,7 @@ class ActionBook:
             drain_timeout_s=self.drain_timeout_s if draft.mode == "restart" else None,
             rejected_field=draft.rejected_field,
         )
-        status = "rejected" if draft.mode == "rejected" else "planned"
+        status: ActionStatus = "rejected" if draft.mode == "rejected" else "planned"
         result = ActionResult(action_id=action_id, status=status, plan=plan, message=draft.reason)
         self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock())
         self._by_request[request.request_id] = action_id
