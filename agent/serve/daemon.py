@@ -225,11 +225,13 @@ class Daemon:
 
     async def _telemetry_loop(self) -> None:
         from agent.telemetry.collector import Collector
+        from agent.telemetry.health import EngineCounts, HealthWatch
         from agent.telemetry.nvml import NoGpuSampler
 
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
         collector = Collector(None, self.profile, gpus, self.http, engine_kind=self.supervisor.kind)
         self.collector = collector
+        health = HealthWatch()
         pointed_at: tuple[str | None, Profile] | None = None
         while True:
             started = time.monotonic()
@@ -240,6 +242,8 @@ class Daemon:
                 pointed_at = target
             try:
                 snap = await collector.tick(self.supervisor.state, self.supervisor.pid)
+                counts = EngineCounts(self.supervisor.restarts, self.supervisor.failures)
+                snap = health.observe(snap, profile.health, counts, collector.last_error)
                 self.hub.publish_snapshot(self._numbered(snap, profile))
             except Exception:
                 log.exception("telemetry tick failed")
