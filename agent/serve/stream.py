@@ -80,6 +80,8 @@ class StreamHub:
         self._clock = clock
         self._wake = asyncio.Event()
         self._closed = False
+        self.latest: Snapshot | None = None
+        """The last published snapshot (for in-process readers such as the simulated GPU host)."""
 
     @property
     def last_seq(self) -> int:
@@ -92,6 +94,7 @@ class StreamHub:
     def publish_snapshot(self, build: Callable[[int], Snapshot]) -> Snapshot:
         snap = build(self.cursor.next())
         self.snapshots.append(Stored.of(snap))
+        self.latest = snap
         self._notify()
         return snap
 

@@ -113,7 +113,8 @@ class Gpu(_Wire):
     processes: list[GpuProcess] = Field(default_factory=list)
 
 
-GpuSource = Literal["nvml", "nvidia-smi", "fixture", "none"]
+GpuSource = Literal["nvml", "nvidia-smi", "fixture", "simulated", "none"]
+"""``simulated``: a modelled host (the demo's ``--gpus sim``), never a measurement; ``detail`` says what."""
 
 
 class Gpus(_Wire):

@@ -131,7 +131,9 @@ def _whatif(profile: Path, *extra: str) -> dict[str, Any]:
 def test_whatif_runs_with_the_profiles_threshold_unless_told_and_says_which(tmp_path: Path) -> None:
     """local-sim with threshold 4: at 12 running the profile's run never speculates, like --threshold 4,
     and unlike --threshold 0; each run names the threshold it used and where it came from."""
-    text = (ROOT / "profiles" / "local-sim.toml").read_text().replace("threshold = 125", "threshold = 4")
+    text = re.sub(
+        r"^threshold = \d+$", "threshold = 4", (ROOT / "profiles" / "local-sim.toml").read_text(), flags=re.M
+    )
     assert "threshold = 4" in text
     profile = tmp_path / "thr4.toml"
     profile.write_text(text)
