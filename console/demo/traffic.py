@@ -9,8 +9,10 @@ so the traffic moves there as soon as the engine is ready. While the agent runs 
 traffic pauses: the benchmark measures the engine alone, and the Overview shows the benchmark's load,
 not the sum of both.
 
-The requests look like the benchmark's (about 1,024 prompt tokens, up to 256 output tokens), so the
-speculation threshold the demo's benchmark finds is the one that matters for this traffic.
+The requests have the shape of the demo profile's "crossover" benchmark preset (256 prompt tokens,
+up to 256 output tokens), so the speculation threshold that benchmark finds is the one that matters
+for this traffic. Longer prompts would make the two-minute ramp prefill-bound: on the calibrated
+model, 1,024-token prompts arriving at the climb's rate leave decode idle for half a minute.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ CLIMB, TOP, DESCENT = 0.375, 0.125, 0.375
 """Shares of a period: a geometric climb from 1 to the peak, a hold at the peak, the same descent,
 and the rest held at 1. Geometric (1, 2, 4, ... like a benchmark sweep) gives every doubling the same
 time; the holds give both ends of the story (speculation ahead at 1, behind at the peak) time to show."""
-PROMPT_WORDS = 1024
+PROMPT_WORDS = 256
 MAX_TOKENS = 256
 WORDS = ("speculative", "decoding", "drafts", "tokens", "that", "the", "target", "model", "verifies",
          "in", "one", "pass", "and", "keeps", "what", "it", "would", "have", "written")  # fmt: skip
