@@ -16,7 +16,7 @@ from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
 from agent.control.library import UnknownProfile, issue_dict
-from agent.profile import ProfileError
+from agent.profile import ProfileError, dump_profile
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
@@ -159,6 +159,16 @@ def create_app(daemon: Daemon) -> FastAPI:
             )
             out.append({"name": f.name, "path": str(f.path), "running": is_running})
         return {"profiles": out}
+
+    @api.get("/profile")
+    async def running_profile() -> dict[str, Any]:
+        """The profile the engine runs now, live changes included (what Controls shows as current)."""
+        profile = daemon.profile
+        return {
+            "name": profile.identity.name,
+            "toml": dump_profile(profile),
+            "profile": profile.model_dump(mode="json"),
+        }
 
     @api.get("/profiles/{name}")
     async def read_profile(name: str) -> dict[str, Any]:

@@ -94,7 +94,10 @@ async def test_an_applied_live_change_ends_with_one_terminal_event_in_words(shar
         items = await read_stream(
             c, since, lambda it: any(e.data["terminal"] for e in _action_events(it, plan["action_id"])), 10
         )
+        running = (await c.get("/v1/profile")).json()
     assert result["status"] == "applied"
+    assert running["profile"]["speculation"]["threshold"] == wanted  # the live value, not the file's
+    assert f"threshold = {wanted}" in running["toml"] and running["name"] == "sim-shared"
     events = _action_events(items, plan["action_id"])
     assert [e.name for e in events] == ["action.planned", "action.applied"]
     assert f"the engine reports threshold {wanted}" in events[1].message
