@@ -47,7 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         help="profiles the API lists and saves (default: the --profile's directory)",
     )
-    p.add_argument("--gpus", choices=("auto", "nvml", "smi", "fixture", "none"), default="auto")
+    p.add_argument(
+        "--gpus",
+        choices=("auto", "nvml", "smi", "fixture", "sim", "none"),
+        default="auto",
+        help="where GPU readings come from; sim: a simulated 8-GPU host (the demo), labelled as simulated",
+    )
     p.add_argument("--gpu-fixture", type=Path, help="an nvml*.json capture for --gpus fixture")
     p.add_argument(
         "--drain-timeout", type=float, default=60.0, metavar="S", help="drain before a stop/restart"

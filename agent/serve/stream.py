@@ -87,6 +87,8 @@ class StreamHub:
         self._wake = asyncio.Event()
         self._closed = False
         self._listeners: list[Listener] = []
+        self.latest: Snapshot | None = None
+        """The last published snapshot (for in-process readers such as the simulated GPU host)."""
 
     @property
     def last_seq(self) -> int:
@@ -111,6 +113,7 @@ class StreamHub:
         snap = build(self.cursor.next())
         self.snapshots.append(Stored.of(snap))
         self._tell_listeners(snap)
+        self.latest = snap
         self._notify()
         return snap
 

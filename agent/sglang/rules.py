@@ -16,6 +16,7 @@ from typing import Literal
 
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
+from agent.profile.words import value_words
 from agent.sglang import adaptive, live_control, spec_env
 from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import first_value, flag_names, has_flag
@@ -359,7 +360,7 @@ class ChangePlan:
     reasons: list[str] = field(default_factory=list)
 
 
-NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.")
+NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.", "health.")
 """Keys the agent and console apply themselves; SGLang never sees them."""
 
 _RESTART_WHY: tuple[tuple[str, str], ...] = (
@@ -395,7 +396,7 @@ def _restart_reason(key: str) -> str:
 
 
 def _fmt(value: object) -> str:
-    return "unset" if value is None else repr(value)
+    return value_words(value)
 
 
 def classify_change(old: Profile, new: Profile) -> ChangePlan:

@@ -62,7 +62,7 @@ concurrency  no spec      model          2/4/16       model
 The steps 3 / topk 1 / 4 draft-token configuration is not calibrated separately: it follows from
 the same parameters (fewer verify tokens, deeper chain): ~147 tok/s at concurrency 1, and
 speculation stays ahead of 0-step rounds up to a running batch of 125 at this workload's mean
-context (``CROSSOVER_CONTEXT``), which is the threshold the shipped profiles carry.
+context (``CROSSOVER_CONTEXT``), which is the threshold kimi-k25-eagle3 carries.
 """
 
 from __future__ import annotations
@@ -260,7 +260,9 @@ CROSSOVER_CONTEXT = 1024 + 256 // 2
 
 ``agent.sim.costmodel.crossover_batch`` at this context gives the speculation threshold the model
 recommends; for steps 3 / topk 1 / 4 draft tokens it is the ``threshold`` of
-``profiles/kimi-k25-eagle3.toml`` and ``profiles/local-sim.toml`` (a test keeps them equal). It
-falls as contexts grow (attention over each verify token's KV), so long-context traffic wants a
-lower threshold.
+``profiles/kimi-k25-eagle3.toml`` (a test keeps them equal). It falls as contexts grow (attention
+over each verify token's KV), so long-context traffic wants a lower threshold. The demo profile
+(``profiles/local-sim.toml``) carries instead what its own benchmark finds by concurrency, a little
+lower because a closed loop at concurrency C runs fewer than C requests at once on average
+(``tests/sim/test_demo_story.py``).
 """

@@ -127,7 +127,8 @@ class Gpu(_Wire):
     processes: list[GpuProcess] = Field(default_factory=list)
 
 
-GpuSource = Literal["nvml", "nvidia-smi", "fixture", "none"]
+GpuSource = Literal["nvml", "nvidia-smi", "fixture", "simulated", "none"]
+"""``simulated``: a modelled host (the demo's ``--gpus sim``), never a measurement; ``detail`` says what."""
 
 
 class Gpus(_Wire):
@@ -143,13 +144,22 @@ Severity = Literal["info", "warning", "critical"]
 
 
 class Finding(_Wire):
-    """A health finding: what is wrong, why it matters, what to do."""
+    """A health finding: what is wrong, why it matters, what to do, and since when.
+
+    ``value``/``limit``/``unit`` are the reading that raised it and the threshold it crossed (the
+    profile's ``[health]`` section, where the rule has one), for a console that wants to show the
+    number on its own; ``title`` already says it in words.
+    """
 
     code: str
     severity: Severity
     title: str
     explanation: str
     action: str
+    value: float | None = Field(None, description="The reading that raised it, in `unit`")
+    limit: float | None = Field(None, description="The threshold it crossed, in `unit`")
+    unit: str | None = Field(None, description="Unit of value and limit: 'requests', 's', '%'")
+    since: float | None = Field(None, description="Unix time since which it has held without a break")
 
 
 class Snapshot(_Wire):

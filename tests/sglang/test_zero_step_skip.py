@@ -95,7 +95,7 @@ def test_a_change_needs_a_restart_and_says_why_and_what_it_costs() -> None:
     plan = rules.classify_change(old, new)
     assert plan.mode == "restart"
     (reason,) = plan.reasons
-    assert reason.startswith(f"{KEY} False → True: needs a restart")
+    assert reason.startswith(f"{KEY} off → on: needs a restart")
     assert VAR in reason and "cold" in reason
     assert rules.classify_change(new, old).mode == "restart"
 

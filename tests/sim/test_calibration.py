@@ -125,11 +125,12 @@ def test_speculation_costs_kv_capacity(
     assert plain.reserve_per_decode == 0
 
 
-def test_shipped_threshold_is_the_models_crossover(eagle3_profile: Profile, local_sim: Profile) -> None:
+def test_shipped_threshold_is_the_models_crossover(eagle3_profile: Profile) -> None:
+    """kimi-k25-eagle3 carries the model's per-step crossover; the demo profile carries what its own
+    benchmark finds on its engine (tests/sim/test_demo_story.py)."""
     crossover = costmodel.crossover_batch(CALIBRATION, 3, 1, 4, CROSSOVER_CONTEXT)
     assert crossover is not None
     assert (
         costmodel.crossover_batch(CALIBRATION, 2, 4, 16, CROSSOVER_CONTEXT) == 2
     )  # the tree loses from 2 up
     assert eagle3_profile.speculation.threshold == crossover
-    assert local_sim.speculation.threshold == crossover
