@@ -26,6 +26,7 @@ from agent.bench.options import BenchOptionError, BenchOptions, options_from_map
 from agent.bench.progress import BenchProgress
 from agent.bench.store import BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.wire.events import EventName
 
 PROGRESS_EVENT_INTERVAL_S = 1.0
 
@@ -36,7 +37,7 @@ class BenchBusy(RuntimeError):
 
 @dataclass(frozen=True)
 class BenchEvent:
-    name: str
+    name: EventName
     """bench.started | bench.progress | bench.finished | bench.failed | bench.cancelled"""
     message: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -177,7 +178,12 @@ class BenchRuns:
             final["recommended_threshold"] = result.get("recommended_threshold")
         with contextlib.suppress(OSError):
             self.store.save(final)
-        name = {"finished": "bench.finished", "failed": "bench.failed", "cancelled": "bench.cancelled"}[state]
+        names: dict[str, EventName] = {
+            "finished": "bench.finished",
+            "failed": "bench.failed",
+            "cancelled": "bench.cancelled",
+        }
+        name = names[state]
         message = f"benchmark {record['bench_id']} {state}" + (f": {error}" if error else "")
         self.publish(
             BenchEvent(
