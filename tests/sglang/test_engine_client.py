@@ -23,7 +23,9 @@ async def test_set_live_returns_the_state_read_back() -> None:
         assert info.version == "0.5.23" and info.speculative and info.adaptive is True
         assert info.live is not None and info.live.threshold == PROFILE.speculation.threshold
         live = await client.set_live(**{LIVE_THRESHOLD_KEY: 9})
-        assert live.threshold == 9 and sim.engine.controller is not None and sim.engine.controller.threshold == 9
+        assert (
+            live.threshold == 9 and sim.engine.controller is not None and sim.engine.controller.threshold == 9
+        )
         pinned = await client.set_live(**{LIVE_STEPS_KEY: 2})
         assert pinned.pinned and pinned.pinned_steps == 2 and pinned.threshold == 9
         released = await client.set_live(**{LIVE_STEPS_KEY: RELEASE_PINNED_STEPS})
