@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -28,9 +27,8 @@ Series = list[tuple[dict[str, str], float]]
 """One sample name's series: (labels, value) per line, in page order."""
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """What one stretch of a page gave."""
+class Chunk(NamedTuple):
+    """What one stretch of a page gave (a named tuple: one is made per family per page)."""
 
     samples: dict[str, Series]
     """By sample name without prefix."""
@@ -39,8 +37,9 @@ class Chunk:
     """Lines of a family we read that could not be parsed."""
     ranked: bool
     """Some series names a scheduler rank other than 0: copies of one batch must be told apart."""
-    declared: frozenset[str]
-    """Families (names without prefix) that the page declares with a HELP line, samples or not."""
+    declared: tuple[bytes, ...]
+    """HELP names (with prefix) of the families this stretch declares, samples or not; read them
+    with ``declared_names`` (only needed when a family has no samples)."""
 
 
 def _trie_pattern(words: Iterable[str]) -> str:
@@ -143,11 +142,10 @@ def family_texts(page: bytes) -> list[tuple[bytes, bytes]]:
     return texts
 
 
-def _declared(help_name: bytes) -> frozenset[str]:
-    if not help_name:
-        return frozenset()
-    name = help_name.decode("utf-8", "replace")
-    return frozenset({name[len(p) :] for p in m.PREFIXES if name.startswith(p)})
+def declared_names(declared: tuple[bytes, ...]) -> frozenset[str]:
+    """Family names without prefix, from a chunk's ``declared`` HELP names."""
+    names = (d.decode("utf-8", "replace") for d in declared)
+    return frozenset(n[len(p) :] for n in names for p in m.PREFIXES if n.startswith(p))
 
 
 def chunk_samples(text: bytes, help_name: bytes = b"") -> Chunk:
@@ -184,10 +182,9 @@ def chunk_samples(text: bytes, help_name: bytes = b"") -> Chunk:
         if series is None:
             series = by_name[base] = []
         series.append((labels, number))
-    declared = _declared(help_name)
-    if declared and prefix_seen is None:
-        prefix_seen = help_name.decode("utf-8", "replace")[:7]
-    return Chunk(by_name, prefix_seen, skipped, ranked, declared)
+    if help_name and prefix_seen is None:
+        prefix_seen = help_name[:7].decode("utf-8", "replace")
+    return Chunk(by_name, prefix_seen, skipped, ranked, (help_name,) if help_name else ())
 
 
 def _slow_line(line: bytes, head: bytes) -> tuple[list[tuple[str, str, dict[str, str], bool, float]], int]:
@@ -228,7 +225,8 @@ def merge(chunks: Iterable[Chunk]) -> Chunk:
     prefix_seen: str | None = None
     skipped = 0
     ranked = False
-    declared: set[str] = set()
+    declared: list[bytes] = []
+    add = declared.extend
     for part in chunks:
         for name, series in part.samples.items():
             have = by_name.get(name)
@@ -236,8 +234,8 @@ def merge(chunks: Iterable[Chunk]) -> Chunk:
         prefix_seen = prefix_seen or part.prefix
         skipped += part.skipped
         ranked = ranked or part.ranked
-        declared |= part.declared
-    return Chunk(by_name, prefix_seen, skipped, ranked, frozenset(declared))
+        add(part.declared)
+    return Chunk(by_name, prefix_seen, skipped, ranked, tuple(declared))
 
 
 def page_samples(page: str | bytes) -> Chunk:

@@ -110,11 +110,3 @@ def _sample_names() -> frozenset[str]:
 
 SAMPLE_NAMES: Final = _sample_names()
 """Every sample name (without prefix) the reader looks at; lines of other families are skipped."""
-
-FAMILY_OF: Final[dict[str, str]] = {
-    f"{name}{suffix}": name
-    for names in HISTOGRAMS.values()
-    for name in names
-    for suffix in HISTOGRAM_SUFFIXES
-}
-"""A histogram's sample names → its family name."""

@@ -22,17 +22,25 @@ Rules (each has a test with a page written to show it):
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from agent.sglang import metrics as m
-from agent.sglang.exposition import Chunk, Series, chunk_samples, family_texts, merge, page_samples
+from agent.sglang.exposition import (
+    Chunk,
+    Series,
+    chunk_samples,
+    declared_names,
+    family_texts,
+    merge,
+    page_samples,
+)
 from agent.sglang.histogram import Histogram
 from agent.sglang.info_view import ServerInfo
-from agent.sglang.metric_fields import COUNTERS, FAMILY_OF, FIELDS, GAUGES, HISTOGRAMS, GaugeField
+from agent.sglang.metric_fields import COUNTERS, FIELDS, GAUGES, HISTOGRAMS, GaugeField
 
 
 @dataclass(frozen=True)
@@ -41,8 +49,6 @@ class MetricsReading:
 
     source: Literal["metrics", "server_info"]
     prefix: str | None = None
-    families: frozenset[str] = frozenset()
-    """Families on the page (names without prefix), with samples or only declared."""
     gauges: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
     histograms: dict[str, Histogram] = field(default_factory=dict)
@@ -104,6 +110,25 @@ def _repeated(series: Series) -> bool:
     return len({id(labels) for labels, _ in series}) != len(series)
 
 
+MAX_COUNTER: Final = 1e18
+"""A counter above this is not a real reading (SGLang's counters count tokens, requests, passes)."""
+
+_BOUNDS: dict[str, float | None] = {}
+"""``le`` label text → bucket bound (a page repeats the same few dozen texts every tick)."""
+
+
+def _bound(text: str) -> float | None:
+    if text in _BOUNDS:
+        return _BOUNDS[text]
+    try:
+        bound: float | None = float(text)
+    except ValueError:
+        bound = None
+    if len(_BOUNDS) < 4096:
+        _BOUNDS[text] = bound
+    return bound
+
+
 def _describe(name: str, labels: Mapping[str, str], value: float) -> str:
     shown = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
     return f"{name}{{{shown}}} {value}"
@@ -119,12 +144,17 @@ class _Builder:
         self.problems: list[str] = []
         self.sources: dict[str, str] = {}
 
+    @functools.cached_property
+    def declared(self) -> frozenset[str]:
+        """Families the page declares (HELP lines), with samples or not: asked only for a missing one."""
+        return declared_names(self.chunk.declared)
+
     def series(self, name: str) -> Series | None:
         """The series of ``name`` after rank selection; None (with a problem) when one repeats."""
         found = self.by_name.get(name)
         if found is None:
             return None
-        if _repeated(found):
+        if len(found) > 1 and _repeated(found):
             self.problems.append(f"{name}: the same series appears more than once on the page (ignored)")
             return None
         return self.ranks(found)
@@ -137,17 +167,17 @@ class _Builder:
             series = self.series(name)
             if not series:
                 return None
-            bad = [
-                (labels, v) for labels, v in series if not math.isfinite(v) or not spec.low <= v <= spec.high
-            ]
-            if bad:
-                labels, value = bad[0]
-                self.problems.append(
-                    f"{_describe(name, labels, value)}: not a possible value ({logical} unknown)"
-                )
-                return None
+            low, high = spec.low, spec.high
             values = [v for _, v in series]
-            if spec.agg == "sum":
+            for labels, value in series:
+                if not low <= value <= high:  # NaN and ±Inf fail too: high is finite
+                    self.problems.append(
+                        f"{_describe(name, labels, value)}: not a possible value ({logical} unknown)"
+                    )
+                    return None
+            if len(values) == 1:
+                value = values[0]
+            elif spec.agg == "sum":
                 value = math.fsum(values)
             elif spec.agg == "max":
                 value = max(values)
@@ -162,7 +192,7 @@ class _Builder:
         spec = COUNTERS[logical]
         name = spec.name
         if name not in self.by_name:
-            declared = self.chunk.declared
+            declared = self.declared
             if name in declared or name.removesuffix("_total") in declared:
                 self.sources[logical] = name
                 return 0.0  # declared, not used yet
@@ -171,17 +201,21 @@ class _Builder:
         series = self.series(name)
         if series is None:
             return None
-        picked = [v for labels, v in series if all(labels.get(k) in ok for k, ok in spec.where.items())]
-        bad = [v for v in picked if not math.isfinite(v) or not 0 <= v <= 1e18]
-        if bad:
-            self.problems.append(f"{name} = {bad[0]}: not a possible counter value ({logical} unknown)")
-            return None
+        where = spec.where
+        if where:
+            picked = [v for labels, v in series if all(labels.get(k) in ok for k, ok in where.items())]
+        else:
+            picked = [v for _, v in series]
+        for value in picked:
+            if not 0 <= value <= MAX_COUNTER:  # NaN and ±Inf fail too
+                self.problems.append(f"{name} = {value}: not a possible counter value ({logical} unknown)")
+                return None
         return math.fsum(picked)
 
     def histogram(self, logical: str, name: str) -> Histogram | None:
         buckets = self.by_name.get(f"{name}_bucket")
         if not buckets:
-            if name in self.chunk.declared:
+            if name in self.declared:
                 self.sources[logical] = name  # declared, nothing observed yet: no quantiles to give
             return None
         self.sources[logical] = name
@@ -190,18 +224,22 @@ class _Builder:
             return None
         totals: dict[float, float] = {}
         for labels, value in series:
-            try:
-                le = float(labels.get(m.LE_LABEL, ""))
-            except ValueError:
-                continue
-            totals[le] = totals.get(le, 0.0) + value
+            le = _bound(labels.get(m.LE_LABEL, ""))
+            if le is not None:
+                totals[le] = totals.get(le, 0.0) + value
         ordered = tuple(sorted(totals.items()))
-        counts = [c for _, c in ordered]
-        if not ordered or any(not math.isfinite(c) or c < 0 for c in counts):
-            self.problems.append(f"{name}: a bucket count is not a possible value ({logical} unknown)")
-            return None
-        if any(b < a for a, b in itertools.pairwise(counts)):
-            self.problems.append(f"{name}: bucket counts go down as the bound grows ({logical} unknown)")
+        previous = 0.0
+        for _, c in ordered:
+            if not previous <= c < math.inf:  # NaN fails too
+                why = (
+                    "bucket counts go down as the bound grows"
+                    if c < previous
+                    else "a bucket count is not a possible value"
+                )
+                self.problems.append(f"{name}: {why} ({logical} unknown)")
+                return None
+            previous = c
+        if not ordered:
             return None
         count = self._sum(f"{name}_count")
         total = self._sum(f"{name}_sum")
@@ -216,7 +254,10 @@ class _Builder:
         if not series:
             return None
         values = [v for _, v in series]
-        return math.fsum(values) if all(math.isfinite(v) for v in values) else None
+        for value in values:
+            if not -math.inf < value < math.inf:
+                return None
+        return math.fsum(values)
 
 
 def reading_of(chunk: Chunk) -> MetricsReading:
@@ -235,16 +276,14 @@ def reading_of(chunk: Chunk) -> MetricsReading:
     histograms: dict[str, Histogram] = {}
     for logical, names in HISTOGRAMS.items():
         for name in names:
-            if f"{name}_bucket" in chunk.samples or name in chunk.declared:
+            if f"{name}_bucket" in chunk.samples or name in build.declared:
                 hist = build.histogram(logical, name)
                 if hist is not None:
                     histograms[logical] = hist
                 break
-    families = frozenset(FAMILY_OF.get(name, name) for name in chunk.samples) | chunk.declared
     return MetricsReading(
         source="metrics",
         prefix=chunk.prefix,
-        families=families,
         gauges=gauges,
         counters=counters,
         histograms=histograms,
