@@ -68,9 +68,9 @@ def _raw_reads(path: Path) -> list[str]:
             key = node.args[0].value
         if isinstance(key, str) and key in RAW_KEYS:
             out.append(f"{node.lineno}: {key}")
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.startswith(("sglang:", "sglang_")):
-                out.append(f"{node.lineno}: metric name {node.value}")
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str) and text.startswith(("sglang:", "sglang_")):
+            out.append(f"{node.lineno}: metric name {text}")
     return out
 
 

@@ -15,8 +15,8 @@ a page repeats is found by identity (``reading`` reports it instead of adding it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, Final, NamedTuple, cast
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -37,9 +37,10 @@ class Chunk(NamedTuple):
     """Lines of a family we read that could not be parsed."""
     ranked: bool
     """Some series names a scheduler rank other than 0: copies of one batch must be told apart."""
-    declared: tuple[bytes, ...]
-    """HELP names (with prefix) of the families this stretch declares, samples or not; read them
-    with ``declared_names`` (only needed when a family has no samples)."""
+
+
+_chunk: Final = cast(Callable[[type[Chunk], tuple[Any, ...]], Chunk], tuple.__new__)
+"""``Chunk(...)`` without the named tuple's Python-level ``__new__`` (one is made per family per tick)."""
 
 
 def _trie_pattern(words: Iterable[str]) -> str:
@@ -76,7 +77,7 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
 _HELP: Final = b"\n# HELP "
 # The HELP line of a family whose name can begin a sample we read (``x`` for ``x_bucket``).
 _WANTED_HELP = re.compile(
-    rb"\n# HELP (sglang[:_])("
+    rb"\n# HELP (sglang[:_]"
     + _trie_pattern({name[:i] for name in SAMPLE_NAMES for i in range(1, len(name) + 1)}).encode()
     + rb")[ \t\n]"
 )
@@ -138,17 +139,17 @@ def family_texts(page: bytes) -> list[tuple[bytes, bytes]]:
     texts = [(b"", data[:first])]
     for match in _WANTED_HELP.finditer(data, first):
         end = data.find(_HELP, match.end() - 1)
-        texts.append((match.group(1) + match.group(2), data[match.start() : end if end >= 0 else len(data)]))
+        texts.append((match.group(1), data[match.start() : end if end >= 0 else len(data)]))
     return texts
 
 
-def declared_names(declared: tuple[bytes, ...]) -> frozenset[str]:
-    """Family names without prefix, from a chunk's ``declared`` HELP names."""
+def declared_names(declared: Iterable[bytes]) -> frozenset[str]:
+    """Family names without prefix, from the HELP names ``family_texts`` found (samples or not)."""
     names = (d.decode("utf-8", "replace") for d in declared)
     return frozenset(n[len(p) :] for n in names for p in m.PREFIXES if n.startswith(p))
 
 
-def chunk_samples(text: bytes, help_name: bytes = b"") -> Chunk:
+def chunk_samples(text: bytes) -> Chunk:
     """The samples of one stretch of a page (see the module docstring for how lines are read)."""
     by_name: dict[str, Series] = {}
     prefix_seen: str | None = None
@@ -182,9 +183,7 @@ def chunk_samples(text: bytes, help_name: bytes = b"") -> Chunk:
         if series is None:
             series = by_name[base] = []
         series.append((labels, number))
-    if help_name and prefix_seen is None:
-        prefix_seen = help_name[:7].decode("utf-8", "replace")
-    return Chunk(by_name, prefix_seen, skipped, ranked, (help_name,) if help_name else ())
+    return _chunk(Chunk, (by_name, prefix_seen, skipped, ranked))
 
 
 def _slow_line(line: bytes, head: bytes) -> tuple[list[tuple[str, str, dict[str, str], bool, float]], int]:
@@ -225,8 +224,6 @@ def merge(chunks: Iterable[Chunk]) -> Chunk:
     prefix_seen: str | None = None
     skipped = 0
     ranked = False
-    declared: list[bytes] = []
-    add = declared.extend
     for part in chunks:
         for name, series in part.samples.items():
             have = by_name.get(name)
@@ -234,11 +231,11 @@ def merge(chunks: Iterable[Chunk]) -> Chunk:
         prefix_seen = prefix_seen or part.prefix
         skipped += part.skipped
         ranked = ranked or part.ranked
-        add(part.declared)
-    return Chunk(by_name, prefix_seen, skipped, ranked, tuple(declared))
+    return _chunk(Chunk, (by_name, prefix_seen, skipped, ranked))
 
 
-def page_samples(page: str | bytes) -> Chunk:
-    """Samples of the families we read, from a whole page."""
+def page_samples(page: str | bytes) -> tuple[Chunk, list[bytes]]:
+    """Samples of the families we read, from a whole page, and the HELP names of those families."""
     data = page.encode() if isinstance(page, str) else page
-    return merge(chunk_samples(text, name) for name, text in family_texts(data))
+    texts = family_texts(data)
+    return merge(chunk_samples(text) for _, text in texts), [name for name, _ in texts if name]

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from agent.sglang import metrics as m
 from agent.sglang.exposition import (
@@ -54,8 +55,8 @@ class MetricsReading:
     histograms: dict[str, Histogram] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """Field → the metric name (without prefix) it was read from: an alias shows here."""
-    problems: tuple[str, ...] = ()
-    """What was wrong with the page: repeated series, non-finite or impossible values, cut histograms."""
+    issues: tuple[str | BadValue, ...] = ()
+    """What was wrong with the page (read them as ``problems``)."""
     skipped_lines: int = 0
 
     def gauge(self, name: str) -> float | None:
@@ -67,6 +68,11 @@ class MetricsReading:
 
     def counter(self, name: str) -> float | None:
         return self.counters.get(name)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What was wrong with the page: repeated series, non-finite or impossible values, cut histograms."""
+        return tuple(str(issue) for issue in self.issues)
 
     @property
     def is_sglang(self) -> bool:
@@ -101,18 +107,19 @@ def _lowest_ranks(series: Series) -> Series:
     return keep
 
 
-def _all(series: Series) -> Series:
-    return series
+_labels_of = operator.itemgetter(0)
 
 
 def _repeated(series: Series) -> bool:
     """Two lines with the same labels (label dicts are interned by ``exposition``)."""
-    return len({id(labels) for labels, _ in series}) != len(series)
+    return len(set(map(id, map(_labels_of, series)))) != len(series)
 
 
 MAX_COUNTER: Final = 1e18
 """A counter above this is not a real reading (SGLang's counters count tokens, requests, passes)."""
 
+_BOUND_TUPLES: dict[tuple[float, ...], tuple[float, ...]] = {}
+"""One tuple per set of bucket bounds: readings of one family share it (a window compares by identity)."""
 _BOUNDS: dict[str, float | None] = {}
 """``le`` label text → bucket bound (a page repeats the same few dozen texts every tick)."""
 
@@ -129,35 +136,45 @@ def _bound(text: str) -> float | None:
     return bound
 
 
-def _describe(name: str, labels: Mapping[str, str], value: float) -> str:
-    shown = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-    return f"{name}{{{shown}}} {value}"
+class BadValue(NamedTuple):
+    """A value a field cannot have (formatted only when someone reads it: a busy page may carry a few
+    every tick)."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+    field: str
+
+    def __str__(self) -> str:
+        shown = ",".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
+        return f"{self.name}{{{shown}}} {self.value}: not a possible value ({self.field} unknown)"
 
 
 class _Builder:
     """Turns one page's samples into a ``MetricsReading``, collecting what was wrong on the way."""
 
-    def __init__(self, chunk: Chunk) -> None:
+    def __init__(self, chunk: Chunk, help_names: Iterable[bytes]) -> None:
         self.by_name = chunk.samples
         self.chunk = chunk
-        self.ranks: Callable[[Series], Series] = _lowest_ranks if chunk.ranked else _all
-        self.problems: list[str] = []
+        self.help_names = help_names
+        self.ranked = chunk.ranked
+        self.problems: list[str | BadValue] = []
         self.sources: dict[str, str] = {}
 
     @functools.cached_property
     def declared(self) -> frozenset[str]:
         """Families the page declares (HELP lines), with samples or not: asked only for a missing one."""
-        return declared_names(self.chunk.declared)
+        return declared_names(self.help_names)
 
     def series(self, name: str) -> Series | None:
         """The series of ``name`` after rank selection; None (with a problem) when one repeats."""
         found = self.by_name.get(name)
-        if found is None:
-            return None
-        if len(found) > 1 and _repeated(found):
+        if found is None or len(found) == 1:
+            return found  # one series: nothing repeats, no copy to choose
+        if _repeated(found):
             self.problems.append(f"{name}: the same series appears more than once on the page (ignored)")
             return None
-        return self.ranks(found)
+        return _lowest_ranks(found) if self.ranked else found
 
     def gauge(self, logical: str, spec: GaugeField) -> float | None:
         for name in spec.names:
@@ -171,9 +188,7 @@ class _Builder:
             values = [v for _, v in series]
             for labels, value in series:
                 if not low <= value <= high:  # NaN and ±Inf fail too: high is finite
-                    self.problems.append(
-                        f"{_describe(name, labels, value)}: not a possible value ({logical} unknown)"
-                    )
+                    self.problems.append(BadValue(name, labels, value, logical))
                     return None
             if len(values) == 1:
                 value = values[0]
@@ -223,11 +238,13 @@ class _Builder:
         if series is None:
             return None
         totals: dict[float, float] = {}
+        known, le_label = _BOUNDS, m.LE_LABEL
         for labels, value in series:
-            le = _bound(labels.get(m.LE_LABEL, ""))
+            text = labels.get(le_label, "")
+            le = known[text] if text in known else _bound(text)
             if le is not None:
                 totals[le] = totals.get(le, 0.0) + value
-        ordered = tuple(sorted(totals.items()))
+        ordered = sorted(totals.items())
         previous = 0.0
         for _, c in ordered:
             if not previous <= c < math.inf:  # NaN fails too
@@ -243,11 +260,14 @@ class _Builder:
             return None
         count = self._sum(f"{name}_count")
         total = self._sum(f"{name}_sum")
+        if len(_BOUND_TUPLES) > 256:
+            _BOUND_TUPLES.clear()
         if not math.isinf(ordered[-1][0]):
             self.problems.append(f"{name}: no +Inf bucket (the page was cut?): no {logical} quantiles")
         elif count is None:
             self.problems.append(f"{name}: no {name}_count: no {logical} quantiles")
-        return Histogram(ordered, count, total)
+        bounds, counts = (tuple(column) for column in zip(*ordered, strict=True))
+        return Histogram(_BOUND_TUPLES.setdefault(bounds, bounds), counts, count, total)
 
     def _sum(self, name: str) -> float | None:
         series = self.series(name)
@@ -260,9 +280,10 @@ class _Builder:
         return math.fsum(values)
 
 
-def reading_of(chunk: Chunk) -> MetricsReading:
-    """The reading of a page's samples (the rules in the module docstring)."""
-    build = _Builder(chunk)
+def reading_of(chunk: Chunk, help_names: Iterable[bytes] = ()) -> MetricsReading:
+    """The reading of a page's samples (the rules in the module docstring); ``help_names``: the
+    families the page declares with a HELP line (``exposition.family_texts``)."""
+    build = _Builder(chunk, help_names)
     gauges: dict[str, float] = {}
     for logical, spec in GAUGES.items():
         value = build.gauge(logical, spec)
@@ -281,21 +302,24 @@ def reading_of(chunk: Chunk) -> MetricsReading:
                 if hist is not None:
                     histograms[logical] = hist
                 break
+    prefix = chunk.prefix
+    if prefix is None and build.declared:  # declared families only (an idle server): still SGLang's
+        prefix = next(iter(help_names))[:7].decode("utf-8", "replace")
     return MetricsReading(
         source="metrics",
-        prefix=chunk.prefix,
+        prefix=prefix,
         gauges=gauges,
         counters=counters,
         histograms=histograms,
         sources=build.sources,
-        problems=tuple(build.problems),
+        issues=tuple(build.problems),
         skipped_lines=chunk.skipped,
     )
 
 
 def read_page(page: str | bytes) -> MetricsReading:
     """Everything the agent reads from one ``/metrics`` page; the body as it came (bytes) is cheapest."""
-    return reading_of(page_samples(page))
+    return reading_of(*page_samples(page))
 
 
 class MetricsParser:
@@ -320,14 +344,14 @@ class MetricsParser:
             if last is not None and last[0] == text and name not in seen:
                 chunk = last[1]
             else:
-                chunk = chunk_samples(text, name)
+                chunk = chunk_samples(text)
                 changed = True
             chunks.append(chunk)
             seen[name] = (text, chunk)
         self._last = seen
         if not changed and self._reading is not None:
             return self._reading
-        self._reading = reading_of(merge(chunks))
+        self._reading = reading_of(merge(chunks), [name for name, _ in texts if name])
         return self._reading
 
 

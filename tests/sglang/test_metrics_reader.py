@@ -55,7 +55,8 @@ def test_fast_path_agrees_with_prometheus_client_on_the_full_page() -> None:
             base = name.split(":", 1)[1]
             if base in SAMPLE_NAMES:
                 reference.setdefault(base, []).append((labels, value))
-    chunk = exposition.page_samples(PAGE_0523)
+    chunk, declared = exposition.page_samples(PAGE_0523)
+    assert b"sglang:num_running_reqs" in declared and b"sglang:time_to_first_token_seconds" in declared
     assert (chunk.prefix, chunk.skipped, chunk.ranked) == ("sglang:", 0, False)
     assert chunk.samples == reference
     assert sum(len(v) for v in chunk.samples.values()) > 90
@@ -218,15 +219,15 @@ def test_any_value_on_any_line_we_read_is_survived(value: str, name: str) -> Non
 
 
 def test_histogram_window_delta() -> None:
-    older = Histogram(((0.1, 10.0), (0.5, 10.0), (math.inf, 10.0)), 10, 0.5)
-    newer = Histogram(((0.1, 10.0), (0.5, 30.0), (math.inf, 31.0)), 31, 7.0)
+    older = Histogram.of(((0.1, 10.0), (0.5, 10.0), (math.inf, 10.0)), 10, 0.5)
+    newer = Histogram.of(((0.1, 10.0), (0.5, 30.0), (math.inf, 31.0)), 31, 7.0)
     recent = newer.minus(older)
     assert recent is not None and recent.count == 21 and recent.observations == 21
     assert recent.quantile(0.5) == Quantile(pytest.approx(0.1 + 0.4 * 10.5 / 20))
     assert recent.quantile(1.0) == Quantile(0.5, above_top=True)
     assert older.minus(newer) is None  # counts went down: a restarted server
-    assert Histogram((), 0, 0).quantile(0.5) is None
-    assert Histogram(((1.0, 0.0), (math.inf, 0.0)), 0, 0).quantile(0.99) is None
+    assert Histogram.of((), 0, 0).quantile(0.5) is None
+    assert Histogram.of(((1.0, 0.0), (math.inf, 0.0)), 0, 0).quantile(0.99) is None
 
 
 def test_successive_pages_read_like_single_pages() -> None:

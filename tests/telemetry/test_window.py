@@ -9,7 +9,7 @@ from agent.telemetry.window import CounterWindow, Windowed
 
 
 def hist(*counts: float, bounds: tuple[float, ...] = (0.1, 1.0)) -> Histogram:
-    return Histogram(tuple(zip((*bounds, math.inf), counts, strict=True)), counts[-1], 0.0)
+    return Histogram.of(zip((*bounds, math.inf), counts, strict=True), counts[-1], 0.0)
 
 
 def test_rates_say_the_span_they_cover() -> None:
