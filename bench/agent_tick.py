@@ -2,7 +2,7 @@
 
 Usage: python bench/agent_tick.py [--ticks N] [--runs R] [--json]
 
-What it runs: the real ``Collector`` scraping ``/metrics`` (the full TP-8 page generated from the
+What it runs: the real ``Collector`` (and the Snapshot the daemon stamps from its observation) scraping ``/metrics`` (the full TP-8 page generated from the
 pinned wheel, tests/fixtures/metrics) and ``/server_info`` over HTTP from a server in *another
 process* (so that only the agent's own CPU is counted), and a ``FixtureSampler`` replaying the
 loaded H200 capture scaled to 8 GPUs. Ticks run back to back; CPU is ``time.process_time()`` (user +
@@ -46,9 +46,9 @@ sys.path.insert(0, str(REPO))
 from agent.profile.store import load_profile  # noqa: E402
 from agent.serve.stream import StreamHub  # noqa: E402
 from agent.sglang.live_control import READBACK_FIELD  # noqa: E402
-from agent.telemetry.collector import Collector  # noqa: E402
+from agent.sglang.reading import MetricsParser, read_page  # noqa: E402
+from agent.telemetry.collector import Collector, Identity  # noqa: E402
 from agent.telemetry.nvml import FixtureSampler  # noqa: E402
-from agent.telemetry.scrape import MetricsParser, parse_metrics  # noqa: E402
 from agent.wire import Snapshot  # noqa: E402
 
 PAGE = REPO / "tests/fixtures/metrics/sglang-0.5.23-tp8-loaded.txt"
@@ -144,16 +144,18 @@ async def tick_cpu(url: str, ticks: int, threaded_gpus: bool) -> tuple[float, fl
     gpus = FixtureSampler(CAPTURE, scale_to=8)
     async with httpx.AsyncClient(timeout=5.0) as http:
         collector = Collector(url, profile, gpus, http, sample_gpus_in_thread=threaded_gpus)
-        snap = await collector.tick("ready", 1)
-        for _ in range(20):
-            snap = await collector.tick("ready", 1)
+        identity = Identity(profile.identity.name, profile.identity.production, "sglang")
+        # A tick is the collector's observation and the Snapshot the daemon numbers and stamps from it.
+        snap = (await collector.tick("ready", 1)).snapshot(0, identity)
+        for seq in range(20):
+            snap = (await collector.tick("ready", 1)).snapshot(seq, identity)
         cpu0, wall0, sys0 = (
             time.process_time(),
             time.perf_counter(),
             resource.getrusage(resource.RUSAGE_SELF).ru_stime,
         )
-        for _ in range(ticks):
-            snap = await collector.tick("ready", 1)
+        for seq in range(ticks):
+            snap = (await collector.tick("ready", 1)).snapshot(seq, identity)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         kernel = resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0
         await collector.aclose()
@@ -297,7 +299,7 @@ def main() -> int:
         figures[f"tick_wall_ms_{key}"] = round(wall, 3)
     figures.update(
         {
-            "parse_metrics_us": round(per_call_cpu_us(lambda: parse_metrics(page_bytes), 300), 1),
+            "parse_metrics_us": round(per_call_cpu_us(lambda: read_page(page_bytes), 300), 1),
             "parse_same_page_again_us": round(per_call_cpu_us(lambda: warm.parse(page_bytes), 300), 1),
             "gpu_sample_8_us": round(per_call_cpu_us(sampler.sample, 300), 1),
             "snapshot_json_us": round(per_call_cpu_us(snap.model_dump_json, 300), 1),

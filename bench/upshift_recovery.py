@@ -139,7 +139,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(
                 "the server has no live threshold (k25console's patch, adaptive with a threshold)"
             )
-        original = int(state["threshold"])
+        original = int(state.threshold if state.threshold is not None else NO_THRESHOLD)
         try:
             await probe.set_threshold(NEVER_SPECULATE)
             tasks = [
@@ -163,7 +163,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         info = await probe.server_info()
     result = summarize(list(lived), list(fresh), switch_at)
     result["server"] = {
-        k: info.get(k) for k in ("model_path", "speculative_num_steps", "speculative_algorithm")
+        "model_path": info.model_path,
+        "speculative_num_steps": info.speculative_num_steps,
+        "speculative_algorithm": info.speculative_algorithm,
     }
     result["options"] = {k: getattr(args, k) for k in ("concurrency", "zero_s", "input_len", "output_len")}
     return result

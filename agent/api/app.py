@@ -20,6 +20,15 @@ from agent.profile import ProfileError, dump_profile
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
+from agent.wire.api import (
+    AgentStatus,
+    KvWhatIf,
+    ProfileDiff,
+    ProfileList,
+    ProfileRead,
+    ProfileSaved,
+    VersionInfo,
+)
 
 
 class _Body(BaseModel):
@@ -79,11 +88,11 @@ def create_app(daemon: Daemon) -> FastAPI:
         background.add(task)
         task.add_done_callback(background.discard)
 
-    @public.get("/version")
+    @public.get("/version", response_model=VersionInfo)
     async def version() -> dict[str, Any]:
         return daemon.version()
 
-    @api.get("/status")
+    @api.get("/status", response_model=AgentStatus)
     async def status() -> dict[str, Any]:
         return daemon.status()
 
@@ -148,7 +157,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     async def audit(limit: int = Query(100, ge=1, le=10_000)) -> dict[str, Any]:
         return {"lines": daemon.actions.audit.read(limit)}
 
-    @api.get("/profiles")
+    @api.get("/profiles", response_model=ProfileList)
     async def list_profiles() -> dict[str, Any]:
         running = daemon.profile.identity.name
         launched_from = daemon.config.profile_path.resolve()
@@ -170,7 +179,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             "profile": profile.model_dump(mode="json"),
         }
 
-    @api.get("/profiles/{name}")
+    @api.get("/profiles/{name}", response_model=ProfileRead)
     async def read_profile(name: str) -> dict[str, Any]:
         try:
             return daemon.library.read(name)
@@ -179,7 +188,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         except ProfileError as exc:
             raise HTTPException(422, _issues(exc)) from None
 
-    @api.put("/profiles/{name}")
+    @api.put("/profiles/{name}", response_model=ProfileSaved)
     async def save_profile(name: str, body: ProfileText) -> dict[str, Any]:
         try:
             daemon.library.save(name, body.toml)
@@ -187,7 +196,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             raise HTTPException(422, _issues(exc)) from None
         return {"name": name, "saved": True}
 
-    @api.get("/profiles/{name}/diff")
+    @api.get("/profiles/{name}/diff", response_model=ProfileDiff)
     async def diff_profile(name: str) -> dict[str, Any]:
         try:
             return daemon.library.diff(name, daemon.profile)
@@ -196,7 +205,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         except ProfileError as exc:
             raise HTTPException(422, _issues(exc)) from None
 
-    @api.get("/kv/whatif")
+    @api.get("/kv/whatif", response_model=KvWhatIf)
     async def kv_whatif(
         running: int = Query(ge=0, le=100_000),
         context: int = Query(ge=1, le=10_000_000),

@@ -24,50 +24,31 @@ from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, ignore_progress
 from agent.bench.recommend import LevelPair, recommend
 from agent.bench.sweep import RunTracker, SweepSession, make_client, planned_requests, server_summary
-from agent.sglang.kv import SpecShape, reserve_per_decode
-from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD, RELEASE_PINNED_STEPS
+from agent.sglang.info_view import ServerInfo
+from agent.sglang.kv import reserve_per_decode
+from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
 
 NEVER_SPECULATE = 1
 LIVE_ARMS = ("adaptive", "on", "off")
 
 
-def _has_drafter(info: dict[str, Any]) -> bool:
-    return info.get("speculative_algorithm") not in (None, "", "NONE", "none")
-
-
-def _spec_shape(info: dict[str, Any]) -> SpecShape | None:
-    if not _has_drafter(info):
-        return None
-    steps = int(info.get("speculative_num_steps") or 1)
-    topk = int(info.get("speculative_eagle_topk") or 1)
-    draft = int(info.get("speculative_num_draft_tokens") or steps + 1)
-    state = (info.get("internal_states") or [{}])[0]
-    prebuilt = (state.get(READBACK_FIELD) or {}).get("prebuilt_steps") or []
-    widest = max(prebuilt) + 1 if prebuilt else None
-    return SpecShape(steps=steps, topk=topk, draft_tokens=draft, max_draft_tokens=widest)
-
-
-def off_memory(info: dict[str, Any], concurrency: int) -> dict[str, Any]:
+def off_memory(info: ServerInfo, concurrency: int) -> dict[str, Any]:
     """What "off inside a speculative server" still holds, from /server_info and SGLang's KV rule."""
-    state = (info.get("internal_states") or [{}])[0]
-    memory = state.get("memory_usage") or {}
-    graph = memory.get("graph") or {}
-    page = int(info.get("page_size") or 1)
-    shape = _spec_shape(info)
+    memory = info.state0.memory
+    page = info.page_size or 1
+    shape = info.spec_shape()
     reserve_spec = reserve_per_decode(shape, page)
     reserve_plain = reserve_per_decode(None, page)
-    draft_graph_gb = sum(
-        float(graph.get(k) or 0.0) for k in ("draft_prefill", "draft_decode", "draft_extend")
-    )
+    draft_graph = memory.draft_graph_gb if memory else None
     return {
         "kv_reserve_per_request_tokens": reserve_spec,
         "kv_reserve_per_request_tokens_without_drafter": reserve_plain,
         "kv_reserve_extra_tokens_at_max_concurrency": (reserve_spec - reserve_plain) * concurrency,
         "max_concurrency": concurrency,
-        "token_capacity": memory.get("token_capacity", info.get("max_total_num_tokens")),
-        "kvcache_gb": memory.get("kvcache"),
-        "draft_graph_gb": round(draft_graph_gb, 3),
-        "target_verify_graph_gb": graph.get("target_verify"),
+        "token_capacity": info.pool_tokens,
+        "kvcache_gb": memory.kvcache_gb if memory else None,
+        "draft_graph_gb": round(draft_graph or 0.0, 3),
+        "target_verify_graph_gb": memory.graph_phases_gb.get("target_verify") if memory else None,
         "spec_shape": None if shape is None else shape.__dict__,
     }
 
@@ -175,7 +156,7 @@ async def run_compare(
         info = await session.prepare()
         reason = live_unavailable_reason(info)
         base_session: SweepSession | None = None
-        baseline_info: dict[str, Any] | None = None
+        baseline_info: ServerInfo | None = None
         if baseline_url:
             # The engine's API key is for the engine only: a baseline URL comes from the request body
             # and may be any server, so it never receives the key.
@@ -192,7 +173,7 @@ async def run_compare(
                 "off": (session, NEVER_SPECULATE),
             }
         else:
-            static = "on" if _has_drafter(info) else "off"
+            static = "on" if info.speculative else "off"
             live["measured_as_configured"] = static
             plan = {static: (session, None)}
         if base_session is not None:
@@ -217,7 +198,7 @@ async def run_compare(
         "started_at": started,
         "duration_s": time.time() - started,
     }
-    if _has_drafter(info):
+    if info.speculative:
         memory = off_memory(info, max(options.concurrency))
         result["off_memory"] = memory
         result["off_note"] = off_note(memory, live=reason is None, baseline=baseline_url is not None)
@@ -226,7 +207,7 @@ async def run_compare(
 
 
 async def _original_threshold_and_reset_steps(
-    session: SweepSession, info: dict[str, Any]
+    session: SweepSession, info: ServerInfo
 ) -> tuple[int, int | None]:
     """The threshold to restore, and the step count each live arm starts from (None: no reset).
 
@@ -234,15 +215,12 @@ async def _original_threshold_and_reset_steps(
     pinned the steps (the policy does not move then) or the launch count is not a pre-built state.
     """
     state = await session.probe.live_state()
-    if state is None or not isinstance(state.get("threshold"), int):
-        raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state!r}")
-    value: int = state["threshold"]
-    launch = info.get("speculative_num_steps")
-    prebuilt = state.get("prebuilt_steps") or []
-    pinned = state.get("pinned_steps", RELEASE_PINNED_STEPS)
-    if pinned != RELEASE_PINNED_STEPS or not isinstance(launch, int) or launch <= 0 or launch not in prebuilt:
-        return value, None
-    return value, launch
+    if state is None or state.threshold is None:
+        raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state}")
+    launch = info.speculative_num_steps
+    if state.pinned or launch is None or launch <= 0 or launch not in state.prebuilt_steps:
+        return state.threshold, None
+    return state.threshold, launch
 
 
 async def _measure(

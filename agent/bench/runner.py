@@ -27,6 +27,8 @@ from agent.bench.options import BenchOptionError, BenchOptions, options_from_map
 from agent.bench.progress import BenchProgress
 from agent.bench.store import SUMMARY_KEYS, BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.sglang.info_view import ServerInfo
+from agent.wire.events import EventName
 
 PROGRESS_EVENT_INTERVAL_S = 5.0
 """At most one bench.progress event this often (the first one at once): the stream is shared with
@@ -69,12 +71,12 @@ def production_refusal(body: Mapping[str, Any], profile_name: str, production: b
     )
 
 
-def compare_refusal(body: Mapping[str, Any], server_info: Mapping[str, Any]) -> BenchRefused | None:
+def compare_refusal(body: Mapping[str, Any], server_info: ServerInfo) -> BenchRefused | None:
     """A compare that cannot force speculation on and off would run every level for one arm and then
     recommend nothing; it is refused before it starts, with SGLang's reason."""
     if body.get("mode", "compare") != "compare" or body.get("baseline_url") is not None:
         return None
-    reason = live_unavailable_reason(dict(server_info))
+    reason = live_unavailable_reason(server_info)
     if reason is None:
         return None
     return BenchRefused(
@@ -87,7 +89,7 @@ def compare_refusal(body: Mapping[str, Any], server_info: Mapping[str, Any]) -> 
 
 @dataclass(frozen=True)
 class BenchEvent:
-    name: str
+    name: EventName
     """bench.started | bench.progress | bench.finished | bench.failed | bench.cancelled"""
     message: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -259,7 +261,12 @@ class BenchRuns:
             final["recommended_threshold"] = result.get("recommended_threshold")
         with contextlib.suppress(OSError):
             self.store.save(final)
-        name = {"finished": "bench.finished", "failed": "bench.failed", "cancelled": "bench.cancelled"}[state]
+        names: dict[str, EventName] = {
+            "finished": "bench.finished",
+            "failed": "bench.failed",
+            "cancelled": "bench.cancelled",
+        }
+        name = names[state]
         message = f"benchmark {record['bench_id']} {state}" + (f": {error}" if error else "")
         self.publish(
             BenchEvent(

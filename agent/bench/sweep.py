@@ -19,12 +19,14 @@ from typing import Any
 
 import httpx
 
-from agent.bench.engine import EngineError, EngineProbe, MetricsReading
+from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.options import BenchOptions
 from agent.bench.progress import BenchProgress, ProgressCallback, ignore_progress
 from agent.bench.stats import RequestRecord, level_metrics
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
+from agent.sglang.info_view import ServerInfo
+from agent.sglang.reading import MetricsReading
 
 ACCEPT_FROM_COUNTERS = (
     "metrics: Δgeneration_tokens_total / Δspec_verify_calls_total over the measured requests"
@@ -150,8 +152,9 @@ class _RunningSampler:
         except EngineError:
             self.failures += 1
             return
-        if reading is not None and reading.num_running_reqs is not None:
-            self.samples.append(reading.num_running_reqs)
+        running = None if reading is None else reading.gauge("running")
+        if running is not None:
+            self.samples.append(running)
 
     async def run(self) -> None:
         # SGLang refreshes the gauge every decode-log-interval batches, so one read at the moment
@@ -180,7 +183,7 @@ class _RunningSampler:
 def _delta(after: MetricsReading | None, before: MetricsReading | None, name: str) -> float | None:
     if after is None or before is None:
         return None
-    a, b = getattr(after, name), getattr(before, name)
+    a, b = after.counter(name), before.counter(name)
     return None if a is None or b is None else a - b
 
 
@@ -207,8 +210,8 @@ class SweepSession:
         self._seed = itertools.count(options.seed * 1_000_000)
         self._warmed = False
 
-    async def prepare(self) -> dict[str, Any]:
-        """Check the engine answers and return its /server_info (the caller keeps what it needs)."""
+    async def prepare(self) -> ServerInfo:
+        """Check the engine answers and return its /server_info view (the caller keeps what it needs)."""
         if not await self.probe.healthy():
             raise EngineError(f"{self.url}/health does not answer 200: the engine is not up")
         info = await self.probe.server_info()
@@ -334,7 +337,7 @@ class SweepSession:
         result: dict[str, Any],
         before: MetricsReading | None,
         after: MetricsReading | None,
-        info: dict[str, Any],
+        info: ServerInfo,
         sampler: _RunningSampler,
         flush_problem: str | None,
     ) -> dict[str, Any]:
@@ -342,8 +345,7 @@ class SweepSession:
         duration = float(result["duration"])
         generated = _delta(after, before, "generation_tokens")
         verifies = _delta(after, before, "spec_verify_calls")
-        state = (info.get("internal_states") or [{}])[0]
-        server_accept = state.get("avg_spec_accept_length")
+        server_accept = info.state0.avg_spec_accept_length
         fields: dict[str, Any] = {
             "engine_generated_tokens": generated,
             "engine_output_throughput": None if generated is None else generated / max(duration, 1e-9),
@@ -365,7 +367,7 @@ class SweepSession:
         fields["engine_running_samples"] = len(samples)
         fields["engine_max_running_reqs"] = peak
         fields["engine_mean_running_reqs"] = statistics.fmean(samples) if samples else None
-        cap = state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests")
+        cap = info.max_running_total
         fields["concurrency_reached"] = None if peak is None else peak >= concurrency
         if peak is None:
             fields["concurrency_note"] = "no num_running_reqs samples (/metrics not exported?)"
@@ -405,19 +407,6 @@ async def run_sweep(
     }
 
 
-def server_summary(info: dict[str, Any]) -> dict[str, Any]:
+def server_summary(info: ServerInfo) -> dict[str, Any]:
     """The few /server_info fields a result needs (never the whole object: it carries API keys)."""
-    keys = (
-        "version",
-        "speculative_algorithm",
-        "speculative_num_steps",
-        "speculative_eagle_topk",
-        "speculative_num_draft_tokens",
-        "speculative_adaptive",
-        "page_size",
-        "max_running_requests",
-        "max_total_num_tokens",
-        "served_model_name",
-        "tp_size",
-    )
-    return {k: info.get(k) for k in keys if k in info}
+    return info.summary()

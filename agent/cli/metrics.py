@@ -1,7 +1,10 @@
 """``agent metrics FILE|URL [--json]``: what the agent reads from a saved or live /metrics page.
 
 For an operator checking a page pasted into a ticket, or a server of another SGLang version: every
-Snapshot field the page feeds, with the metric it came from, and the fields the page cannot give.
+Snapshot field the page feeds, with the metric it came from (older names and fallbacks named as
+such), the fields the page cannot give, and what was wrong with it. The page is read by the same
+reader as the agent's telemetry and the benchmark (``agent.sglang.reading``). Exit status: 0 for an
+SGLang page, 1 for an empty or non-SGLang page (in ``--json`` mode too), 2 when it cannot be read.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from typing import Any
 
 import httpx
 
+from agent.sglang.reading import read_page
 from agent.telemetry.page_view import page_fields, page_summary
-from agent.telemetry.scrape import parse_metrics
 
 MAX_PAGE_BYTES = 64 * 1024 * 1024
 
@@ -48,7 +51,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _read(source: str, timeout: float) -> str:
+def _read(source: str, timeout: float) -> bytes:
     if source.startswith(("http://", "https://")):
         url = httpx.URL(source)
         if url.path in ("", "/"):
@@ -61,35 +64,39 @@ def _read(source: str, timeout: float) -> str:
             raise ValueError(f"{url}: 404 — is the server started with --enable-metrics?")
         if resp.status_code != 200:
             raise ValueError(f"{url}: HTTP {resp.status_code}")
-        return resp.text
+        return resp.content[:MAX_PAGE_BYTES]
     if source == "-":
-        return sys.stdin.read(MAX_PAGE_BYTES)
+        return sys.stdin.buffer.read(MAX_PAGE_BYTES)
     try:
-        with open(source, encoding="utf-8", errors="replace") as fh:
+        with open(source, "rb") as fh:
             return fh.read(MAX_PAGE_BYTES)
     except OSError as exc:
         raise ValueError(f"{source}: {exc.strerror or exc}") from exc
 
 
-def _fmt(value: float | int | None) -> str:
+def _fmt(value: float | int | None, lower_bound: bool = False) -> str:
     if value is None:
         return "-"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.4g}"
-    return f"{int(value):,}"
+    fraction = isinstance(value, float) and not value.is_integer()
+    text = f"{value:.4g}" if fraction else f"{int(value):,}"
+    return f">{text}" if lower_bound else text
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        text = _read(args.source, args.timeout)
+        page = _read(args.source, args.timeout)
     except ValueError as exc:
         print(f"agent metrics: {exc}", file=sys.stderr)
         return 2
-    reading = parse_metrics(text)
+    reading = read_page(page)
+    sglang = reading.is_sglang
     if args.json:
-        print(json.dumps(page_summary(reading), indent=2))
-        return 0
-    if reading.prefix is None:
+        summary = page_summary(reading)
+        if not sglang:
+            summary["error"] = "no SGLang metrics on this page (names start with sglang: or sglang_)"
+        print(json.dumps(summary, indent=2, allow_nan=False))
+        return 0 if sglang else 1
+    if not sglang:
         print(
             f"agent metrics: {args.source}: no SGLang metrics on this page (names start with sglang: or sglang_)"
         )
@@ -98,9 +105,11 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(f.field) for f in fields)
     print(f"{args.source}: SGLang metrics with prefix {reading.prefix!r}")
     for f in fields:
-        print(f"  {f.field:<{width}}  {_fmt(f.value):>14}  {f.source}")
+        print(f"  {f.field:<{width}}  {_fmt(f.value, f.lower_bound):>14}  {f.source}")
     if reading.missing:
         print(f"not on this page: {', '.join(reading.missing)}")
+    for problem in reading.problems:
+        print(f"problem: {problem}")
     if reading.skipped_lines:
         print(f"{reading.skipped_lines} malformed line(s) skipped")
     print("(one page has no rates: the agent computes tokens/s and recent percentiles from two readings)")

@@ -24,7 +24,7 @@ async def requests_in_flight(http: httpx.AsyncClient, url: str, timeout_s: float
 
     None when the engine cannot say (no metrics, not answering): the drain then does not wait.
     """
-    from agent.telemetry.scrape import parse_metrics
+    from agent.sglang.reading import read_page
 
     try:
         response = await http.get(url + "/metrics", timeout=timeout_s)
@@ -32,7 +32,7 @@ async def requests_in_flight(http: httpx.AsyncClient, url: str, timeout_s: float
         return None
     if response.status_code != 200:
         return None
-    reading = parse_metrics(response.text)
+    reading = read_page(response.content)
     running, queued = reading.gauge_int("running"), reading.gauge_int("queued")
     if running is None and queued is None:
         return None

@@ -17,11 +17,9 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.engine.probe import is_ready
 from agent.engine.record import EngineKind, EngineRecord, clear_record, read_record, write_record
+from agent.engine.running import RunningEngine, port_in_use, unknown_count
 from agent.engine.spec import EngineSpec
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
 from agent.wire.snapshot import EngineState
@@ -46,42 +45,6 @@ TERM_GRACE_S: dict[EngineKind, float] = {"sim": 10.0, "sglang": 30.0}
 
 STARTUP_TIMEOUT_S: dict[EngineKind, float] = {"sim": 60.0, "sglang": 3600.0}
 """Until ready; Kimi K2.5 loads ~600 GB of weights and may JIT kernels on a first start."""
-
-
-@dataclass
-class RunningEngine:
-    pid: int
-    pgid: int
-    start_ticks: int
-    url: str
-    kind: EngineKind
-    launched_at: float
-    popen: subprocess.Popen[bytes] | None = None
-
-    def exited(self) -> tuple[bool, int | None]:
-        """(has it exited, its exit code when we know it)."""
-        if self.popen is not None:
-            code = self.popen.poll()
-            return code is not None, code
-        return not proc.is_same_process(self.pid, self.start_ticks), None
-
-    def identity_holds(self) -> bool:
-        """Whether signalling ``pgid`` still reaches this engine (not a stranger that reused its pid)."""
-        if self.popen is not None:
-            return self.popen.poll() is None
-        return proc.is_same_process(self.pid, self.start_ticks)
-
-
-async def _unknown() -> int | None:
-    return None
-
-
-def port_in_use(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class Supervisor:
@@ -106,7 +69,7 @@ class Supervisor:
         self.spec_for = spec_for
         self.emit = emit
         self.policy = policy or RestartPolicy()
-        self.running_requests = running_requests or _unknown
+        self.running_requests = running_requests or unknown_count
         self.drain_hooks = drain_hooks if drain_hooks is not None else []
         self.poll_s = poll_s
         self.state: EngineState = "stopped"

@@ -14,6 +14,8 @@ from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.options import BenchOptionError
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench
+from agent.sglang.info_view import ServerInfo
+from agent.wire.api import BenchCancelled, BenchList, BenchRecord, BenchStarted
 
 if TYPE_CHECKING:
     from agent.serve.daemon import Daemon
@@ -37,7 +39,7 @@ class BenchService:
     async def close(self) -> None:
         await self.runs.close()
 
-    async def _server_info(self, url: str) -> dict[str, Any]:
+    async def _server_info(self, url: str) -> ServerInfo:
         probe = EngineProbe(self.daemon.http, url, self.daemon.engine_headers(admin=False))
         return await probe.server_info()
 
@@ -45,7 +47,7 @@ class BenchService:
         runs = self.runs
         daemon = self.daemon
 
-        @api.post("/bench", status_code=202)
+        @api.post("/bench", status_code=202, response_model=BenchStarted)
         async def start_bench(body: dict[str, Any]) -> dict[str, Any]:
             url = daemon.supervisor.url
             if url is None or daemon.supervisor.state != "ready":
@@ -68,17 +70,17 @@ class BenchService:
                 raise HTTPException(409, f"the engine did not answer before the benchmark: {exc}") from None
             return {"bench_id": bench_id}
 
-        @api.get("/bench")
+        @api.get("/bench", response_model=BenchList)
         async def list_bench() -> dict[str, Any]:
             return {"runs": runs.list()}
 
-        @api.get("/bench/{bench_id}")
+        @api.get("/bench/{bench_id}", response_model=BenchRecord)
         async def get_bench(bench_id: str) -> dict[str, Any]:
             try:
                 return runs.get(bench_id)
             except UnknownBench:
                 raise HTTPException(404, f"no benchmark {bench_id!r}") from None
 
-        @api.post("/bench/{bench_id}/cancel")
+        @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
         async def cancel_bench(bench_id: str) -> dict[str, Any]:
             return {"cancelled": runs.cancel(bench_id)}

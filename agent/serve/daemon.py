@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -33,8 +34,14 @@ from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
 from agent.serve.paths import StatePaths
 from agent.serve.stream import StreamHub
+from agent.sglang.redact import redact_lines
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
-from agent.wire.events import EventKind
+from agent.wire.events import EVENT_NAMES, EventKind, EventName
+
+if TYPE_CHECKING:
+    from agent.telemetry.collector import Observation
+
+__all__ = ["Daemon", "ServeConfig", "redact_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +118,7 @@ class Daemon:
             drain_timeout_s=config.drain_timeout_s,
         )
         self._telemetry_task: asyncio.Task[None] | None = None
+        self._last_snapshot: Snapshot | None = None
         self.collector: Any = None
         self._gpus: Any = None
         self.exit_requested = asyncio.Event()
@@ -120,8 +128,16 @@ class Daemon:
     # ---- wiring ---------------------------------------------------------------------------------
 
     def emit(self, kind: EventKind, name: str, message: str, data: dict[str, Any] | None = None) -> None:
+        """Publish an event of the supervisor, the action book, the bench or the agent itself.
+
+        Its name must be one of ``wire.EventName`` (a test checks every name the agent emits); one
+        that is not is still published, as ``agent.unknown_event``, rather than lost or raised."""
         log.info("%s: %s", name, message)
-        self.hub.publish_event(kind, name, message, data)
+        if name in EVENT_NAMES:
+            self.hub.publish_event(kind, cast(EventName, name), message, data)
+            return
+        log.error("event name %r is not in agent.wire.EventName", name)
+        self.hub.publish_event(kind, "agent.unknown_event", message, {**(data or {}), "name": name})
 
     def _sim_gpu_load(self) -> Any:
         """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""
@@ -242,7 +258,7 @@ class Daemon:
         from agent.telemetry.nvml import NoGpuSampler
 
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
-        collector = Collector(None, self.profile, gpus, self.http, engine_kind=self.supervisor.kind)
+        collector = Collector(None, self.profile, gpus, self.http)
         self.collector = collector
         health = HealthWatch()
         pointed_at: tuple[str | None, Profile] | None = None
@@ -254,10 +270,12 @@ class Daemon:
                 collector.set_engine(self.supervisor.url, profile)
                 pointed_at = target
             try:
-                snap = await collector.tick(self.supervisor.state, self.supervisor.pid)
+                observed = await collector.tick(self.supervisor.state, self.supervisor.pid)
                 counts = EngineCounts(self.supervisor.restarts, self.supervisor.failures)
-                snap = health.observe(snap, profile.health, counts, collector.last_error)
-                self.hub.publish_snapshot(self._numbered(snap, profile))
+                judged = functools.partial(
+                    health.observe, limits=profile.health, counts=counts, scrape_error=collector.last_error
+                )
+                self._publish(observed, profile, judged)
             except Exception:
                 log.exception("telemetry tick failed")
             with contextlib.suppress(OSError):
@@ -267,18 +285,28 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tick_changed.wait(), delay)
 
-    def _numbered(self, snap: Snapshot, profile: Profile) -> Callable[[int], Snapshot]:
-        """The collector's snapshot with its seq and what the daemon knows better (one copy)."""
-        update = {
-            "engine_kind": self.supervisor.kind,
-            "profile_name": profile.identity.name,
-            "production": profile.identity.production,
-        }
+    def _publish(
+        self,
+        observed: Observation,
+        profile: Profile,
+        judge: Callable[[Snapshot], Snapshot] = lambda snap: snap,
+    ) -> Snapshot:
+        """Number the observation, stamp its identity (here, once), publish it, and publish what
+        changed since the last snapshot (speculation switched, findings raised or cleared) next to it."""
+        from agent.telemetry.changes import telemetry_events
+        from agent.telemetry.collector import Identity
 
-        def build(seq: int) -> Snapshot:
-            return snap.model_copy(update={**update, "seq": seq})
-
-        return build
+        identity = Identity(
+            profile_name=profile.identity.name,
+            production=profile.identity.production,
+            engine_kind=self.supervisor.kind,
+        )
+        snap = self.hub.publish_snapshot(lambda seq: judge(observed.snapshot(seq, identity)))
+        for change in telemetry_events(self._last_snapshot, snap):
+            log.info("%s: %s", change.name, change.message)
+            self.hub.publish_event(change.kind, change.name, change.message, change.data, at=snap.time)
+        self._last_snapshot = snap
+        return snap
 
     # ---- reads for the API ----------------------------------------------------------------------
 
@@ -313,18 +341,3 @@ class Daemon:
     def log_lines(self, tail: int, search: str | None) -> list[str]:
         lines = self.engine_log.tail(tail, search)
         return redact_lines(lines, self.secrets())
-
-
-def redact_lines(lines: list[str], secrets: list[str], mask: str = "<redacted>") -> list[str]:
-    """SGLang prints its server args (API key included) at start-up; never pass that on."""
-    from agent.telemetry.scrape import redact_server_info
-
-    out = []
-    for line in lines:
-        for secret in secrets:
-            if len(secret) >= 4:
-                line = line.replace(secret, mask)
-        out.append(line)
-    # The surface's redactor also knows the "--api-key VALUE" and "api_key='...'" shapes.
-    cleaned = redact_server_info({"lines": out}, secrets)["lines"]
-    return [str(x) for x in cleaned] if isinstance(cleaned, list) else out

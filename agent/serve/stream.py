@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from agent.telemetry.ring import RingBuffer, SeqCursor
 from agent.wire import Event, Snapshot
-from agent.wire.events import EventKind
+from agent.wire.events import EventKind, EventName
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +118,22 @@ class StreamHub:
         return snap
 
     def publish_event(
-        self, kind: EventKind, name: str, message: str, data: dict[str, Any] | None = None
+        self,
+        kind: EventKind,
+        name: EventName,
+        message: str,
+        data: dict[str, Any] | None = None,
+        *,
+        at: float | None = None,
     ) -> Event:
+        """Publish an event; ``at`` is its time when it is not now (a change seen in a snapshot)."""
         event = Event(
-            seq=self.cursor.next(), time=self._clock(), kind=kind, name=name, message=message, data=data or {}
+            seq=self.cursor.next(),
+            time=self._clock() if at is None else at,
+            kind=kind,
+            name=name,
+            message=message,
+            data=data or {},
         )
         self.events.append(Stored.of(event))
         self._tell_listeners(event)

@@ -32,6 +32,8 @@ NO_THRESHOLD: Final = 0
 """Value of ``LIVE_THRESHOLD_KEY`` that speculates at every batch size."""
 
 READBACK_FIELD: Final = "adaptive_spec_live"
+READBACK_OF: Final = {LIVE_THRESHOLD_KEY: "threshold", LIVE_STEPS_KEY: "pinned_steps"}
+"""Each live key → the read-back key that shows its value."""
 READBACK_KEYS: Final = (
     "threshold",  # int, NO_THRESHOLD when unset
     "pinned_steps",  # int, RELEASE_PINNED_STEPS when the EMA policy chooses

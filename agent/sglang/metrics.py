@@ -48,6 +48,9 @@ NUM_RETRACTED_REQUESTS_TOTAL: Final = "num_retracted_requests_total"  # schedule
 NUM_RETRACTED_REQS: Final = "num_retracted_reqs"  # scheduler gauge: last window
 CUDA_GRAPH_PASSES_TOTAL: Final = "cuda_graph_passes_total"  # label mode = decode_cuda_graph | decode_none
 IS_CUDA_GRAPH: Final = "is_cuda_graph"
+REALTIME_TOKENS_TOTAL: Final = "realtime_tokens_total"
+"""Scheduler counter of tokens processed per step, label ``mode`` = decode / prefill_compute / prefill_cache;
+advanced every ``--decode-log-interval`` decode batches (reference §5.2)."""
 
 # Latency histograms (seconds)
 TIME_TO_FIRST_TOKEN_SECONDS: Final = "time_to_first_token_seconds"
@@ -82,6 +85,7 @@ READ: Final = (
     NUM_RETRACTED_REQS,
     CUDA_GRAPH_PASSES_TOTAL,
     IS_CUDA_GRAPH,
+    REALTIME_TOKENS_TOTAL,
     TIME_TO_FIRST_TOKEN_SECONDS,
     INTER_TOKEN_LATENCY_SECONDS,
     E2E_REQUEST_LATENCY_SECONDS,
@@ -89,9 +93,35 @@ READ: Final = (
 )
 """Every metric k25console reads, without prefix."""
 
+# Names older SGLang releases (and /v1/loads) use for what 0.5.23 calls otherwise; read as aliases.
+# They are not in 0.5.23's source, so they are kept out of READ (which a contract test checks).
+LOADS_NUM_WAITING_REQS: Final = "num_waiting_reqs"
+"""``/v1/loads?format=prometheus`` (``sglang_`` prefix) calls the queue this (``load_snapshot.py``)."""
+OLD_NUM_REQUESTS_RUNNING: Final = "num_requests_running"
+OLD_NUM_REQUESTS_WAITING: Final = "num_requests_waiting"
+OLD_QUEUE_REQ: Final = "queue_req"
+OLD_TIME_PER_OUTPUT_TOKEN_SECONDS: Final = "time_per_output_token_seconds"
+OLD_TIME_PER_OUTPUT_TOKEN: Final = "time_per_output_token"
+ALIASES: Final = (
+    LOADS_NUM_WAITING_REQS,
+    OLD_NUM_REQUESTS_RUNNING,
+    OLD_NUM_REQUESTS_WAITING,
+    OLD_QUEUE_REQ,
+    OLD_TIME_PER_OUTPUT_TOKEN_SECONDS,
+    OLD_TIME_PER_OUTPUT_TOKEN,
+)
+"""Names read for older pages; a contract test checks that 0.5.23 itself exports none of them."""
+
 TP_RANK_LABEL: Final = "tp_rank"
 PP_RANK_LABEL: Final = "pp_rank"
+DP_RANK_LABEL: Final = "dp_rank"
 MODEL_NAME_LABEL: Final = "model_name"
+MODE_LABEL: Final = "mode"
+LE_LABEL: Final = "le"
+RANK_LABELS: Final = (TP_RANK_LABEL, PP_RANK_LABEL, "moe_ep_rank", "attn_tp_rank", "attn_cp_rank")
+"""Labels of the ranks inside one scheduler group: every rank of a group reports the same batch
+(``--enable-metrics-for-all-schedulers``), so one copy is read. ``dp_rank`` is not among them: each
+data-parallel rank runs its own scheduler with its own requests."""
 
 
 def full_names(name: str) -> tuple[str, str]:

@@ -43,10 +43,30 @@ SERVER_ARGS_READ: Final = (
     "speculative_adaptive_config",
     "speculative_accept_threshold_single",
     "speculative_accept_threshold_acc",
+    "dp_size",
+    "attn_dp_size",
+    "cuda_graph_max_bs_decode",
+    "enable_multi_layer_eagle",
+    "enable_two_batch_overlap",
+    "enable_pdmux",
 )
 """Resolved ``ServerArgs`` fields read from ``/server_info`` (and ``internal_states[i]``)."""
 
-TOP_LEVEL_READ: Final = (VERSION, INTERNAL_STATES, MAX_TOTAL_NUM_TOKENS, MAX_REQ_INPUT_LEN, STARTUP_TIME)
+CUDA_GRAPH_MAX_BS_DECODE: Final = "cuda_graph_max_bs_decode"
+OLD_CUDA_GRAPH_MAX_BS: Final = "cuda_graph_max_bs"
+"""What SGLang before 0.5.23 called the largest decode batch captured in a CUDA graph."""
+ENABLE_DP_ATTENTION: Final = "enable_dp_attention"
+"""Synthesized by ``/server_info`` from the attention-DP size (not a ``ServerArgs`` field)."""
+STATUS: Final = "status"
+
+TOP_LEVEL_READ: Final = (
+    VERSION,
+    INTERNAL_STATES,
+    MAX_TOTAL_NUM_TOKENS,
+    MAX_REQ_INPUT_LEN,
+    STARTUP_TIME,
+    STATUS,
+)
 
 SECRET_FIELDS: Final = ("api_key", "admin_api_key", LAUNCH_COMMAND)
 """Fields that carry key material in 0.5.23's ``/server_info``; never display or store them."""

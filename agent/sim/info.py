@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from agent.sglang import kv, launch, live_control
+from agent.sglang import server_info as si
 from agent.sim.engine import Engine
 
 SGLANG_VERSION = "0.5.23"
@@ -158,7 +159,7 @@ class ServerInfo:
             "hicache_object_layout": None,
             "kv_events": None,
             "startup_time": {},
-            "internal_states": [self.internal_state()],
+            si.INTERNAL_STATES: [self.internal_state()],
             "version": SGLANG_VERSION,
             "frontend": "python",
         }

@@ -20,14 +20,12 @@ In-process use (tests, the demo)::
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import uvicorn
@@ -38,97 +36,10 @@ from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine, SimRequest
+from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, sse
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.runner import EngineRunner
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-
-class Auth(Enum):
-    OPEN = "open"
-    NORMAL = "normal"
-    ADMIN_OPTIONAL = "admin_optional"
-
-
-@dataclass
-class HttpRequest:
-    """What a handler needs of an ASGI request."""
-
-    scope: Scope
-    receive: Receive
-    send: Send
-
-    @property
-    def method(self) -> str:
-        return str(self.scope["method"])
-
-    def header(self, name: str) -> str:
-        key = name.lower().encode()
-        for k, v in self.scope.get("headers", ()):
-            if k == key:
-                return bytes(v).decode("latin-1")
-        return ""
-
-    async def body(self) -> bytes:
-        chunks = []
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ConnectionResetError("client disconnected")
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
-    async def json(self) -> Any:
-        try:
-            return json.loads(await self.body())
-        except ValueError:
-            raise BadRequest("the request body is not valid JSON") from None
-
-    async def respond(self, status: int, body: bytes, content_type: str) -> None:
-        await self.send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", content_type.encode()),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await self.send({"type": "http.response.body", "body": body})
-
-    async def respond_json(self, obj: Any, status: int = 200) -> None:
-        await self.respond(status, responses.dumps(obj), "application/json")
-
-    async def respond_text(self, content: str, status: int = 200) -> None:
-        await self.respond(status, content.encode(), "text/plain; charset=utf-8")
-
-    async def respond_error(self, status: int, message: str, err_type: str = "BadRequestError") -> None:
-        """0.5.23's ``ErrorResponse`` shape (``openai/protocol.py``)."""
-        body = {"object": "error", "message": message, "type": err_type, "param": None, "code": status}
-        await self.respond_json(body, status)
-
-
-Handler = Callable[[HttpRequest], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Route:
-    handler: Handler
-    methods: frozenset[str]
-    auth: Auth
-
-
-def _sse(data: bytes) -> bytes:
-    return b"data: " + data + b"\n\n"
-
-
-SSE_DONE = b"data: [DONE]\n\n"
 
 
 class SimServer:
@@ -391,7 +302,7 @@ class SimServer:
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
         if gen.kind == "chat":
-            await write(_sse(responses.dumps(responses.content_chunk(gen, req, created, 0, 0, role=True))))
+            await write(sse(responses.dumps(responses.content_chunk(gen, req, created, 0, 0, role=True))))
         while True:
             await wake.wait()
             wake.clear()
@@ -402,9 +313,9 @@ class SimServer:
             if template is not None and now > sent:
                 piece = text.words(req.rid, sent, now)
                 chunk = template.render(piece=piece, completion=now, total=req.input_len + now)
-                await write(_sse(chunk))
+                await write(sse(chunk))
             elif native is not None and (now > sent or final):
-                await write(_sse(native.chunk(final)))
+                await write(sse(native.chunk(final)))
             sent = now
             if final:
                 break
@@ -418,13 +329,13 @@ class SimServer:
                     "retryable": False,
                 }
             }
-            await write(_sse(responses.dumps(error)))
+            await write(sse(responses.dumps(error)))
         elif openai:
-            await write(_sse(responses.dumps(responses.finish_chunk(gen, req, created))))
+            await write(sse(responses.dumps(responses.finish_chunk(gen, req, created))))
             if gen.return_spec_details:
-                await write(_sse(responses.dumps(responses.sglext_chunk(gen, req, created, draft))))
+                await write(sse(responses.dumps(responses.sglext_chunk(gen, req, created, draft))))
             if gen.include_usage:
-                await write(_sse(responses.dumps(responses.usage_chunk(gen, req, created))))
+                await write(sse(responses.dumps(responses.usage_chunk(gen, req, created))))
         await send({"type": "http.response.body", "body": SSE_DONE, "more_body": False})
 
     def abort_all(self) -> None:

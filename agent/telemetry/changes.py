@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.wire import Snapshot
-from agent.wire.events import EventKind
+from agent.wire.events import EventKind, EventName
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class EventDraft:
     """An Event without its seq and time (the stream numbers it; its time is the snapshot's)."""
 
     kind: EventKind
-    name: str
+    name: EventName
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 

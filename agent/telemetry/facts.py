@@ -33,7 +33,7 @@ class GpuFacts:
 class HostGpuFacts:
     state: FactsState
     detail: str | None
-    source: Literal["nvml", "nvidia-smi", "fixture", "none"]
+    source: Literal["nvml", "nvidia-smi", "fixture", "simulated", "none"]
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     gpus: list[GpuFacts] = field(default_factory=list)

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 import psutil
 
 from agent.telemetry.nvml_replay import ReplayNvml
-from agent.telemetry.smi import SmiSampler, parse_query_gpu
+from agent.telemetry.smi import CsvFixtureSampler, SmiSampler
 from agent.telemetry.throttle import decode_throttle_reasons
 from agent.wire import Gpu, GpuProcess, Gpus
 from agent.wire.snapshot import GpuSource
@@ -386,42 +386,6 @@ class FixtureSampler(NvmlSampler):
     def __init__(self, capture: Path | str | dict[str, Any], *, scale_to: int | None = None) -> None:
         data = json.loads(Path(capture).read_text()) if isinstance(capture, (str, Path)) else capture
         super().__init__(ReplayNvml(data, scale_to=scale_to), process_names=False)
-
-
-class CsvFixtureSampler:
-    """Replays a saved ``nvidia-smi --query-gpu ... --format=csv`` capture (the nvidia-smi path)."""
-
-    source: GpuSource = "fixture"
-
-    def __init__(self, capture: Path | str, *, scale_to: int | None = None) -> None:
-        text = Path(capture).read_text()
-        gpus = parse_query_gpu(text)
-        if scale_to is not None and gpus:
-            gpus = [gpus[i % len(gpus)].model_copy(update={"index": i}) for i in range(scale_to)]
-        self._gpus = Gpus(
-            source="fixture",
-            state="ok" if gpus else "no_gpu",
-            driver_version=_first_driver(text),
-            devices=gpus,
-        )
-
-    def sample(self) -> Gpus:
-        return self._gpus
-
-    def close(self) -> None:
-        return None
-
-
-def _first_driver(csv_text: str) -> str | None:
-    lines = [line for line in csv_text.splitlines() if line.strip()]
-    if len(lines) < 2:
-        return None
-    header = [cell.strip().split(" [", 1)[0] for cell in lines[0].split(",")]
-    if "driver_version" not in header:
-        return None
-    cells = [cell.strip() for cell in lines[1].split(",")]
-    at = header.index("driver_version")
-    return cells[at] if at < len(cells) else None
 
 
 def make_sampler(

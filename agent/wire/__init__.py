@@ -9,6 +9,7 @@ from agent.wire.events import (
     ActionStatus,
     Change,
     Event,
+    EventName,
     Plan,
     PlanMode,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "ActionStatus",
     "Change",
     "Event",
+    "EventName",
     "Finding",
     "Gpu",
     "GpuProcess",

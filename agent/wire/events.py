@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,11 +21,63 @@ EventKind = Literal[
 ]
 
 
+EventName = Literal[
+    # engine (the supervisor)
+    "engine.starting",
+    "engine.ready",
+    "engine.start_failed",
+    "engine.start_timeout",
+    "engine.crashed",
+    "engine.crash_loop",
+    "engine.restarting",
+    "engine.reattached",
+    "engine.profile_differs",
+    "engine.record_stale",
+    "engine.draining",
+    "engine.drain_timeout",
+    "engine.stopped",
+    "engine.killed",
+    "engine.supervisor_error",
+    # action (plan -> confirm -> apply)
+    "action.planned",
+    "action.rejected",
+    "action.applying",
+    "action.applied",
+    "action.failed",
+    "action.expired",
+    "action.cancelled",
+    # speculation (seen in telemetry, agent.telemetry.changes)
+    "speculation.on",
+    "speculation.off",
+    "speculation.steps",
+    "speculation.threshold",
+    # finding (seen in telemetry)
+    "finding.raised",
+    "finding.cleared",
+    # bench
+    "bench.started",
+    "bench.progress",
+    "bench.finished",
+    "bench.failed",
+    "bench.cancelled",
+    # agent
+    "agent.started",
+    "agent.stopping",
+    "agent.gpu_sampler",
+    "agent.unknown_event",
+]
+"""Every event name the agent publishes: ``<kind>.<what>``. ``speculation.on``/``speculation.off``
+are the speculation switches (a console draws its switch markers from them); ``agent.unknown_event``
+carries an event whose name a newer part of the agent made up (``data.name`` holds it)."""
+
+EVENT_NAMES: frozenset[str] = frozenset(get_args(EventName))
+
+
 class Event(_Wire):
     seq: int = Field(description="Shares the stream cursor with snapshots")
     time: float
     kind: EventKind
-    name: str = Field(description="e.g. 'engine.crashed', 'action.applied'")
+    name: EventName = Field(description="<kind>.<what>, e.g. 'engine.crashed', 'speculation.off'")
     message: str = Field(description="One line an operator can read")
     data: dict[str, Any] = Field(default_factory=dict)
 

@@ -24,11 +24,26 @@ EngineState = Literal[
 ]
 
 
+OutputCounter = Literal["decode", "generation"]
+"""Which SGLang counter output tokens/s comes from: ``decode`` is ``realtime_tokens_total{mode="decode"}``
+(the scheduler's tokens, advanced every ``--decode-log-interval`` decode batches); ``generation`` is
+``generation_tokens_total`` (output tokens of finished requests, older SGLang)."""
+
+
 class Throughput(_Wire):
-    output_tok_s: float | None = Field(None, description="From generation_tokens_total over the tick")
+    output_tok_s: float | None = Field(
+        None, description="Output tokens/s over window_s (smoothed); 0 on an idle server"
+    )
+    output_tok_s_raw: float | None = Field(None, description="Output tokens/s over the last tick alone")
+    prompt_tok_s: float | None = Field(None, description="Prompt (prefill) tokens/s over window_s")
+    prompt_tok_s_raw: float | None = Field(None, description="Prompt tokens/s over the last tick alone")
+    requests_per_s: float | None = Field(None, description="Finished requests/s over window_s")
     gauge_tok_s: float | None = Field(None, description="SGLang's own gen_throughput gauge")
-    prompt_tok_s: float | None = None
-    requests_per_s: float | None = None
+    window_s: float | None = Field(
+        None, description="Seconds the smoothed rates cover (less than the nominal window while it fills)"
+    )
+    raw_window_s: float | None = Field(None, description="Seconds the raw rates cover (the last tick)")
+    output_counter: OutputCounter | None = Field(None, description="The counter output_tok_s comes from")
 
 
 class Load(_Wire):
@@ -39,11 +54,25 @@ class Load(_Wire):
 
 
 class Latency(_Wire):
+    """Percentiles of the observations made within ``window_s`` (histogram deltas, interpolated inside
+    a bucket). A ``*_above_top`` flag means the percentile fell in SGLang's ``+Inf`` bucket: the value
+    is then the top bucket bound, a lower bound (show it as ``>30 s``). None: no observation in the
+    window (or no histogram on the page)."""
+
     ttft_p50_s: float | None = None
     ttft_p99_s: float | None = None
     itl_p50_s: float | None = None
     itl_p99_s: float | None = None
     e2e_p50_s: float | None = None
+    ttft_p50_above_top: bool = False
+    ttft_p99_above_top: bool = False
+    itl_p50_above_top: bool = False
+    itl_p99_above_top: bool = False
+    e2e_p50_above_top: bool = False
+    ttft_count: int | None = Field(None, description="TTFT observations in the window")
+    itl_count: int | None = Field(None, description="Inter-token latency observations in the window")
+    e2e_count: int | None = Field(None, description="Finished requests in the window")
+    window_s: float | None = Field(None, description="Seconds the percentiles cover")
 
 
 SpecOffReason = Literal[
@@ -54,6 +83,12 @@ SpecOffReason = Literal[
     "engine_down",
     "unknown",
 ]
+
+
+AcceptSource = Literal["counters", "gauge", "server_info"]
+"""``counters``: Δgeneration_tokens / Δspec_verify_calls over the window; ``gauge``: SGLang's
+``spec_accept_length`` (its last decode-log window); ``server_info``: ``avg_spec_accept_length``
+(lifetime, when /metrics is off)."""
 
 
 class Speculation(_Wire):
@@ -67,7 +102,13 @@ class Speculation(_Wire):
     threshold_available: bool = False
     pinned_steps: int | None = None
     prebuilt_steps: list[int] = Field(default_factory=list)
-    accept_length: float | None = Field(None, description="Window mean, tokens per verify incl. bonus")
+    accept_length: float | None = Field(
+        None, description="Tokens per verify incl. the bonus token, over accept_window_s (see accept_source)"
+    )
+    accept_window_s: float | None = Field(
+        None, description="Seconds the accept length covers (None for SGLang's gauge or a lifetime value)"
+    )
+    accept_source: AcceptSource | None = Field(None, description="Where accept_length comes from")
     accept_rate: float | None = None
     off_reason: SpecOffReason | None = None
     off_detail: str | None = Field(None, description="The reason in an operator's words")

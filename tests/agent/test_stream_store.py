@@ -64,8 +64,8 @@ def test_the_stored_snapshots_are_bounded_by_count_and_by_age() -> None:
     assert len(hub.snapshots) == 10
     assert [s.seq for s in hub.snapshots.since(0)] == made[-10:]
     for i in range(5):
-        hub.publish_event("agent", f"e{i}", "x")
-    assert [json.loads(s.json())["name"] for s in hub.events.since(0)] == ["e2", "e3", "e4"]
+        hub.publish_event("agent", "agent.started", f"e{i}")
+    assert [json.loads(s.json())["message"] for s in hub.events.since(0)] == ["e2", "e3", "e4"]
     clock.now += 60.0 - 0.25 * 4  # the four newest snapshots are now within the last minute
     assert [s.seq for s in hub.snapshots.since(0)] == made[-4:]
     clock.now += 3600

@@ -313,7 +313,7 @@ async def test_reset_steps_puts_the_policy_back_at_the_launch_steps() -> None:
         assert slot.current_steps == 3
         assert slot.candidate_steps == [1, 2, 3], "the pin is released: the policy chooses again"
         live = await probe.live_state()
-        assert live is not None and live["pinned_steps"] == RELEASE_PINNED_STEPS
+        assert live is not None and live.pinned_steps == RELEASE_PINNED_STEPS
 
 
 async def test_compare_starts_every_live_arm_from_the_launch_steps() -> None:
@@ -333,7 +333,7 @@ async def test_compare_starts_every_live_arm_from_the_launch_steps() -> None:
     # one pin and one release per live arm and level, and a final release when the run ends
     assert steps_calls == [3, RELEASE_PINNED_STEPS] * arms_levels + [RELEASE_PINNED_STEPS]
     assert result["live_control"]["steps_reset_to"] == 3
-    assert live is not None and live["pinned_steps"] == RELEASE_PINNED_STEPS
+    assert live is not None and live.pinned_steps == RELEASE_PINNED_STEPS
 
 
 async def test_every_arm_measures_a_level_with_the_same_prompts() -> None:

@@ -10,7 +10,9 @@ import pytest
 
 from agent.cli.main import main
 
-from .conftest import PAGE_0523, ScriptedSglang
+from .conftest import FIXTURES, PAGE_0523, ScriptedSglang
+
+REPRO = FIXTURES / "repro"
 
 
 def test_table_for_the_full_page(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,16 +25,61 @@ def test_table_for_the_full_page(capsys: pytest.CaptureFixture[str]) -> None:
     assert "not on this page" not in out
 
 
-def test_json_for_an_older_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    old = tmp_path / "old.txt"
-    old.write_text('sglang:num_running_reqs{name="m"} 7\nsglang:generation_tokens_total{name="m"} 90\n')
-    assert main(["metrics", str(old), "--json"]) == 0
+def test_json_for_an_older_page(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(REPRO / "old-names.prom"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["prefix"] == "sglang:"
     assert data["fields"]["load.running"] == 7
-    assert data["fields"]["counter.generation_tokens"] == 90
+    assert data["sources"]["load.running"] == "sglang:num_requests_running (older name)"
+    assert data["sources"]["latency.itl_p50_s"] == "sglang:time_per_output_token_seconds (lifetime)"
+    assert data["fields"]["counter.generation_tokens"] == 90000
     assert data["fields"]["speculation.accept_length"] is None
     assert "spec_accept_length" in data["missing"] and "ttft" in data["missing"]
+
+
+def test_fallbacks_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "fallback.txt"
+    page.write_text(
+        'sglang:num_used_tokens{tp_rank="0"} 500\nsglang:max_total_num_tokens{tp_rank="0"} 1000\n'
+    )
+    assert main(["metrics", str(page)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    assert (
+        "500" in rows["kv.used_tokens"]
+        and "sglang:num_used_tokens (fallback: no kv_used_tokens)" in rows["kv.used_tokens"]
+    )
+    page.write_text('sglang:token_usage{tp_rank="0"} 0.25\nsglang:max_total_num_tokens{tp_rank="0"} 1000\n')
+    assert main(["metrics", str(page), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fields"]["kv.used_tokens"] == 250
+    assert "token_usage x kv.pool_tokens" in data["sources"]["kv.used_tokens"]
+
+
+def test_json_never_holds_infinity_or_nan_and_says_what_was_wrong(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(REPRO / "inf-gauge.prom"), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "Infinity" not in out and "NaN" not in out
+    data = json.loads(out)
+    assert data["fields"]["load.running"] == 12 and data["fields"]["kv.token_usage"] is None
+    assert len(data["problems"]) == 6
+    assert main(["metrics", str(REPRO / "quantile-above-top.prom"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fields"]["latency.ttft_p99_s"] == 400.0 and data["lower_bounds"] == ["latency.ttft_p99_s"]
+    assert main(["metrics", str(REPRO / "quantile-above-top.prom")]) == 0
+    assert ">400" in next(line for line in capsys.readouterr().out.splitlines() if "ttft_p99" in line)
+
+
+def test_json_mode_fails_on_an_empty_or_foreign_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    foreign = tmp_path / "node.txt"
+    foreign.write_text("node_cpu_seconds_total 5\n")
+    for page in (empty, foreign):
+        assert main(["metrics", str(page), "--json"]) == 1
+        data = json.loads(capsys.readouterr().out)
+        assert data["prefix"] is None and "no SGLang metrics" in data["error"]
 
 
 async def test_live_url_gets_metrics_appended(

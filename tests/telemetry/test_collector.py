@@ -14,11 +14,11 @@ import pytest
 from agent.profile.schema import Profile
 from agent.sglang import kv
 from agent.sglang.live_control import READBACK_FIELD
-from agent.telemetry.collector import METRICS_RETRY_TICKS, Collector
+from agent.telemetry.collector import METRICS_RETRY_TICKS, Collector, Identity, Observation
 from agent.telemetry.nvml import FixtureSampler, NoGpuSampler
-from agent.wire import Gpus, Snapshot
+from agent.wire import Gpus
 
-from .conftest import GPU, ScriptedSglang, profile, serve_scripted
+from .conftest import FIXTURES, GPU, ScriptedSglang, profile, serve_scripted
 
 L = 'engine_type="unified",model_name="kimi-k2.5",moe_ep_rank="0",pp_rank="0",tp_rank="0"'
 T = 'engine_type="unified",model_name="kimi-k2.5"'
@@ -124,9 +124,7 @@ def collector(
     sglang: ScriptedSglang, http: httpx.AsyncClient, clock: Clock, prof: Profile | None = None, **kw: Any
 ) -> Collector:
     gpus = FixtureSampler(GPU / "h200x2-loaded" / "nvml-loaded.json", scale_to=8)
-    return Collector(
-        sglang.url, prof or profile("kimi-k25-eagle3"), gpus, http, clock, engine_kind="sglang", **kw
-    )
+    return Collector(sglang.url, prof or profile("kimi-k25-eagle3"), gpus, http, clock, **kw)
 
 
 async def test_throughput_comes_from_counter_deltas(
@@ -136,18 +134,32 @@ async def test_throughput_comes_from_counter_deltas(
     c = collector(scripted_sglang, http, clock)
     scripted_sglang.server_info = server_info()
     scripted_sglang.metrics = page(decode_tokens=10_000, generation_tokens=9_000, requests=40)
-    first = await c.tick("ready", 4242, seq=1)
+    first = await c.tick("ready", 4242)
     assert first.throughput.output_tok_s is None  # one reading is no rate
     assert first.throughput.gauge_tok_s == 123.0
     clock.now += 2.0
     scripted_sglang.metrics = page(decode_tokens=11_200, generation_tokens=9_500, requests=44)
-    second = await c.tick("ready", 4242, seq=2)
-    assert second.throughput.output_tok_s == 600.0  # (11200 - 10000) / 2 s, the real-time decode counter
-    assert second.throughput.requests_per_s == 2.0
+    second = await c.tick("ready", 4242)
+    tput = second.throughput
+    assert tput.output_tok_s == 600.0  # (11200 - 10000) / 2 s, the real-time decode counter
+    assert (tput.output_counter, tput.window_s, tput.output_tok_s_raw, tput.raw_window_s) == (
+        "decode",
+        2.0,
+        600.0,
+        2.0,
+    )
+    assert tput.requests_per_s == 2.0
     assert second.metrics_source == "metrics"
-    assert (second.seq, second.time, second.engine_pid, second.engine_kind) == (2, clock.now, 4242, "sglang")
-    assert second.profile_name == "kimi-k25-eagle3" and second.production is True
+    assert (second.time, second.engine_pid) == (clock.now, 4242)
     assert len(second.gpus.devices) == 8
+    snap = second.snapshot(7, Identity("kimi-k25-eagle3", True, "sglang"))  # the daemon stamps it
+    assert (snap.seq, snap.profile_name, snap.production, snap.engine_kind) == (
+        7,
+        "kimi-k25-eagle3",
+        True,
+        "sglang",
+    )
+    assert snap.throughput is tput and snap.engine_pid == 4242
 
 
 async def test_older_page_rates_from_generation_tokens_and_restart_resets(
@@ -159,7 +171,8 @@ async def test_older_page_rates_from_generation_tokens_and_restart_resets(
     await c.tick("ready", 1)
     clock.now += 1.0
     scripted_sglang.metrics = page(generation_tokens=5_250, realtime=False)
-    assert (await c.tick("ready", 1)).throughput.output_tok_s == 250.0
+    older = (await c.tick("ready", 1)).throughput
+    assert older.output_tok_s == 250.0 and older.output_counter == "generation"
     clock.now += 1.0
     scripted_sglang.metrics = page(generation_tokens=30, realtime=False)  # the server restarted
     assert (await c.tick("ready", 1)).throughput.output_tok_s is None  # never a negative rate
@@ -177,6 +190,7 @@ async def test_latency_percentiles_are_recent_not_lifetime(
     scripted_sglang.metrics = page(ttft={0.1: 1000, 1.0: 10})  # ten slow ones just now
     recent = (await c.tick("ready", 1)).latency
     assert recent.ttft_p50_s is not None and 0.8 < recent.ttft_p50_s <= 1.0
+    assert (recent.ttft_count, recent.window_s, recent.ttft_p50_above_top) == (10, 1.0, False)
     clock.now += 1.0
     assert (await c.tick("ready", 1)).latency.ttft_p50_s is not None  # still inside the 30 s window
     clock.now += 100.0
@@ -198,6 +212,7 @@ async def test_speculation_on_and_the_kv_view(
     spec = snap.speculation
     assert (spec.configured, spec.on, spec.steps, spec.topk, spec.draft_tokens) == (True, True, 3, 1, 4)
     assert spec.accept_length == 2.6 and spec.off_reason is None
+    assert (spec.accept_source, spec.accept_window_s) == ("gauge", None)  # one page: SGLang's own window
     assert (spec.threshold, spec.threshold_available, spec.pinned_steps, spec.prebuilt_steps) == (
         4,
         True,
@@ -228,10 +243,12 @@ async def test_speculation_off_above_the_threshold_and_by_choice(
     spec = (await c.tick("ready", 1)).speculation
     assert spec.on is False and spec.off_reason == "above_threshold"
     assert "10 requests are running, at or above the threshold of 4" in (spec.off_detail or "")
-    scripted_sglang.metrics = page(running=2, steps=0)
+    scripted_sglang.metrics = page(running=2, steps=0, accept=1.02)
     spec = (await c.tick("ready", 1)).speculation
     assert spec.off_reason == "adaptive_chose_zero"
-    assert "0.30" in (spec.off_detail or "")
+    # the detail quotes the accept length the field shows, not the policy's EMA of another window
+    assert spec.accept_length == 1.02 and "(accept length 1.02)" in (spec.off_detail or "")
+    assert "0.30" not in (spec.off_detail or "")
 
 
 async def test_no_draft_model_is_not_configured(
@@ -261,7 +278,7 @@ async def test_metrics_off_falls_back_to_server_info(
     last = snaps[-1]
     assert last.metrics_source == "server_info"
     assert last.throughput.gauge_tok_s == 321.0
-    assert last.speculation.accept_length == 2.4
+    assert last.speculation.accept_length == 2.4 and last.speculation.accept_source == "server_info"
     assert last.load.running is None and last.kv.pool_tokens == 136_800
     # /metrics is asked again only now and then, /server_info every tick while it is the only source
     assert scripted_sglang.hits["/metrics"] == 2
@@ -304,7 +321,7 @@ async def test_api_key_is_sent_and_never_kept(
     snap = await c.tick("ready", 1)
     assert scripted_sglang.auth_seen == [f"Bearer {key}"]
     assert snap.speculation.threshold == 4  # /server_info was read, so the key worked
-    assert key not in snap.model_dump_json()
+    assert key not in snap.snapshot(1, Identity(None, False, None)).model_dump_json()
     assert key not in repr(c.server_info)
     assert c.server_info is not None and c.server_info["api_key"] == "<redacted>"
 
@@ -353,7 +370,7 @@ async def test_findings_arrive_in_the_snapshot(
     await c.tick("ready", 1)
     clock.now += 1
     scripted_sglang.metrics = page(running=256, queued=40, retracted=13)
-    snap: Snapshot = await c.tick("ready", 1)
+    snap: Observation = await c.tick("ready", 1)
     found = {f.code: f for f in snap.findings}
     assert "queueing" in found and "retractions" in found
     assert found["retractions"].title.startswith("3 requests retracted")
@@ -463,8 +480,23 @@ async def test_an_idle_tick_shares_what_did_not_change(
     clock.now += 1
     d = await c.tick("ready", 1)
     assert b.kv is d.kv and b.speculation is d.speculation and b.gpus is d.gpus and b.load is d.load
-    assert a.seq == b.seq == 0 and b.time != d.time  # the snapshots themselves are distinct
+    assert a.time != b.time != d.time  # the observations themselves are distinct
     clock.now += 1
     scripted_sglang.metrics = page(running=9)
     e = await c.tick("ready", 1)
     assert e.load is not d.load and e.load.running == 9
+
+
+async def test_a_page_with_infinite_values_still_gives_the_rest_of_the_tick(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    """One +Inf gauge once stopped telemetry altogether (int(inf) raised); now it costs one field."""
+    scripted_sglang.server_info = server_info()
+    scripted_sglang.metrics = (FIXTURES / "repro" / "inf-gauge.prom").read_text()
+    c = collector(scripted_sglang, http, Clock())
+    snap = await c.tick("ready", 1)
+    assert snap.metrics_source == "metrics" and c.last_error is None
+    assert snap.load.running == 12 and snap.load.queued is None and snap.kv.used_tokens is None
+    assert snap.speculation.on is True and snap.throughput.gauge_tok_s is None
+    assert snap.gpus.state == "ok" and len(snap.gpus.devices) == 8
+    assert c.last_reading is not None and len(c.last_reading.problems) == 6

@@ -7,9 +7,8 @@ import asyncio
 import httpx
 
 from agent.sim.server import run_sim
-from agent.telemetry.collector import Collector
+from agent.telemetry.collector import Collector, Identity, Observation
 from agent.telemetry.nvml import FixtureSampler
-from agent.wire import Snapshot
 
 from .conftest import GPU, profile
 
@@ -28,7 +27,7 @@ async def test_collector_follows_a_loaded_sim() -> None:
         headers = {"Authorization": f"Bearer {API_KEY}"}
         async with httpx.AsyncClient(timeout=60.0) as http:
             gpus = FixtureSampler(GPU / "h200x2-loaded" / "nvml-loaded.json", scale_to=8)
-            collector = Collector(sim.url, prof, gpus, http, api_key=API_KEY, engine_kind="sim")
+            collector = Collector(sim.url, prof, gpus, http, api_key=API_KEY)
             idle = await collector.tick("ready", 1)
             assert idle.metrics_source == "metrics"
             assert idle.speculation.threshold == threshold and idle.speculation.threshold_available
@@ -38,7 +37,7 @@ async def test_collector_follows_a_loaded_sim() -> None:
                 asyncio.create_task(http.post(sim.url + "/generate", json=body, headers=headers))
                 for _ in range(threshold * 3)
             ]
-            snaps: list[Snapshot] = []
+            snaps: list[Observation] = []
 
             def seen_load() -> bool:
                 busy = [s for s in snaps if (s.load.running or 0) >= threshold]
@@ -60,6 +59,6 @@ async def test_collector_follows_a_loaded_sim() -> None:
     rates = [s.throughput.output_tok_s for s in snaps if s.throughput.output_tok_s]
     assert rates and max(rates) > 0
     for snap in snaps:
-        assert API_KEY not in snap.model_dump_json()
+        assert API_KEY not in snap.snapshot(1, Identity("local-sim", False, "sim")).model_dump_json()
     assert collector.server_info is not None and API_KEY not in repr(collector.server_info)
     await collector.aclose()

@@ -1,0 +1,199 @@
+"""The answers of the agent's HTTP API routes, as typed models (FastAPI's ``response_model``s).
+
+A console reads these models instead of walking dicts with ``.get()`` chains; the JSON each route
+sends is the same as before these models existed (they describe it, they do not change it). Models
+ignore keys they do not know, so that an older console reads a newer agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.wire.events import Change
+from agent.wire.snapshot import EngineState
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class VersionInfo(_Wire):
+    """``GET /v1/version`` (no token needed)."""
+
+    agent_version: str
+    api_version: int
+    wire_version: int
+    stack_manifest_hash: str | None = Field(None, description="sha256 of the installed stack's manifest")
+
+
+class AgentStatus(_Wire):
+    """``GET /v1/status``."""
+
+    profile: str
+    profile_path: str
+    engine_kind: Literal["sglang", "sim"]
+    engine_state: EngineState
+    engine_pid: int | None = None
+    engine_url: str | None = None
+    engine_failures: int = 0
+    engine_restarts: int = 0
+    engine_startup_s: float | None = None
+    last_seq: int
+    agent_pid: int
+    agent_version: str
+    started_at: float
+    tick_interval_s: float
+    state_dir: str
+
+
+class ProfileEntry(_Wire):
+    name: str
+    path: str
+    running: bool
+
+
+class ProfileList(_Wire):
+    """``GET /v1/profiles``."""
+
+    profiles: list[ProfileEntry]
+
+
+class ProfileIssueView(_Wire):
+    file: str
+    key: str
+    rule: str
+    severity: str = "error"
+
+
+class ProfileRead(_Wire):
+    """``GET /v1/profiles/{name}``: the text, the parsed profile (None when it does not parse), and
+    what SGLang's rules say about it."""
+
+    name: str
+    toml: str
+    profile: dict[str, Any] | None = None
+    warnings: list[ProfileIssueView] = Field(default_factory=list)
+    issues: list[ProfileIssueView] = Field(default_factory=list)
+
+
+class ProfileSaved(_Wire):
+    """``PUT /v1/profiles/{name}``."""
+
+    name: str
+    saved: bool
+
+
+class DiffPlan(_Wire):
+    mode: Literal["live", "restart", "noop"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ProfileDiff(_Wire):
+    """``GET /v1/profiles/{name}/diff``: what loading the profile would change, and how."""
+
+    changes: list[Change] = Field(default_factory=list)
+    plan: DiffPlan
+
+
+class SpecShapeView(_Wire):
+    steps: int
+    topk: int
+    draft_tokens: int
+    max_draft_tokens: int | None = None
+
+
+class KvSideView(_Wire):
+    """KV use of N requests of context L, speculation on or off (``agent.sglang.kv.KvSide``)."""
+
+    alloc_len_per_decode: int
+    reserve_per_decode: int
+    lookahead_per_request: int
+    tokens_per_request: int
+    tokens_held: int
+    tokens_reserved: int
+    requests_that_fit: int
+    row_extra: int
+    pool_tokens: int | None = None
+    """The pool this side runs in: a server without a drafter gets the draft's share back."""
+    fits: bool | None = None
+
+
+class DrafterCostView(_Wire):
+    """What the drafter costs in the KV pool (``agent.sglang.kv.drafter_cost``)."""
+
+    cell_bytes: float | None = None
+    cell_bytes_without_draft: float | None = None
+    draft_share_of_cell: float | None = None
+    draft_weight_bytes: int | None = None
+    pool_tokens: int | None = None
+    pool_tokens_without_drafter: int | None = None
+    tokens_for_draft_kv: int | None = None
+    tokens_for_draft_weights: int | None = None
+
+
+class KvWhatIf(_Wire):
+    """``GET /v1/kv/whatif``."""
+
+    running: int
+    context: int
+    page_size: int
+    pool: int
+    pool_source: Literal["given", "profile", "estimate"]
+    spec: SpecShapeView | None = None
+    zero_step: SpecShapeView | None = None
+    """The 0-step state inside the speculative server ("off"); None when it never runs at 0 steps."""
+    on: KvSideView | None = None
+    """Speculation on; None for a profile without a drafter."""
+    off: KvSideView | None = None
+    """Off: 0 steps inside the speculative server (still the widest candidate's reserve)."""
+    baseline: KvSideView
+    """The same server launched without a drafter."""
+    drafter: DrafterCostView | None = None
+    off_unavailable: str | None = None
+    overfull: bool = False
+    fit_summary: list[str] = Field(default_factory=list)
+
+
+BenchState = Literal["running", "finished", "failed", "cancelled"]
+
+
+class BenchStarted(_Wire):
+    """``POST /v1/bench`` (202)."""
+
+    bench_id: str
+
+
+class BenchSummary(_Wire):
+    bench_id: str
+    mode: str | None = None
+    state: BenchState | None = None
+    url: str | None = None
+    baseline_url: str | None = None
+    profile: str | None = Field(None, description="The profile the measured engine ran")
+    created_at: float | None = None
+    finished_at: float | None = None
+    recommended_threshold: int | None = None
+    error: str | None = None
+
+
+class BenchList(_Wire):
+    """``GET /v1/bench``: stored runs, newest first."""
+
+    runs: list[BenchSummary]
+
+
+class BenchRecord(BenchSummary):
+    """``GET /v1/bench/{id}``: the summary fields, the options, and the result's own keys
+    (``levels``, ``summary``, ``live_control``...: the benchmark's, kept as they are)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchCancelled(_Wire):
+    """``POST /v1/bench/{id}/cancel``."""
+
+    cancelled: bool
