@@ -50,13 +50,17 @@ def write_private(path: Path, text: str) -> Path:
     return path
 
 
-def sim_spec(profile: Profile, run_dir: Path, *, speedup: float | None = None) -> EngineSpec:
+def sim_spec(
+    profile: Profile, run_dir: Path, *, speedup: float | None = None, draft_acceptance: str | None = None
+) -> EngineSpec:
     profile_path = write_private(run_dir / "engine-profile.toml", dump_profile(profile))
     port = free_loopback_port()
     argv = [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(profile_path)]
     argv += ["--host", "127.0.0.1", "--port", str(port)]
     if speedup is not None:
         argv += ["--speedup", repr(speedup)]
+    if draft_acceptance is not None:
+        argv += ["--draft-acceptance", draft_acceptance]
     if profile.server.api_key_file:
         argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
     env = {k: v for k, v in os.environ.items()}

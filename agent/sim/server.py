@@ -36,6 +36,7 @@ from agent.profile.schema import Profile
 from agent.sglang import live_control
 from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
+from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine, SimRequest
 from agent.sim.info import ServerInfo
@@ -141,8 +142,14 @@ class SimServer:
         seed: int = 0,
         api_key: str | None = None,
         admin_api_key: str | None = None,
+        draft_acceptance: str = "calibrated",
     ) -> None:
-        self.config = sim_config(profile, api_key=api_key, admin_api_key=admin_api_key)
+        self.config = sim_config(
+            profile,
+            api_key=api_key,
+            admin_api_key=admin_api_key,
+            calibration=with_draft_acceptance(draft_acceptance),
+        )
         self.engine = Engine(self.config, seed=seed)
         self.runner = EngineRunner(self.engine, speedup)
         self.info = ServerInfo(self.engine, port, seed)
@@ -479,6 +486,7 @@ async def run_sim(
     seed: int = 0,
     api_key: str | None = None,
     admin_api_key: str | None = None,
+    draft_acceptance: str = "calibrated",
 ) -> AsyncIterator[RunningSim]:
     """Serve a simulated engine for ``profile`` on ``host:port`` (0 = any free port) until the block exits."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -497,7 +505,13 @@ async def run_sim(
     sock.setblocking(False)
     actual_port = int(sock.getsockname()[1])
     server = SimServer(
-        profile, port=actual_port, speedup=speedup, seed=seed, api_key=api_key, admin_api_key=admin_api_key
+        profile,
+        port=actual_port,
+        speedup=speedup,
+        seed=seed,
+        api_key=api_key,
+        admin_api_key=admin_api_key,
+        draft_acceptance=draft_acceptance,
     )
     config = uvicorn.Config(
         server,
