@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from agent.profile import ProfileError, load_profile
+from agent.smoke.checks import CheckRow
 
 COLUMNS = (("engine", 7), ("check", 52), ("expected", 30), ("measured", 40), ("result", 6), ("time", 8))
 
@@ -74,27 +75,27 @@ def _cell(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_table(rows: list[object]) -> list[str]:
+def render_table(rows: list[CheckRow]) -> list[str]:
     header = "  ".join(f"{name:<{width}}" for name, width in COLUMNS)
     lines = [header, "-" * len(header)]
     for row in rows:
         values = (
-            row.engine,  # type: ignore[attr-defined]
-            row.check,  # type: ignore[attr-defined]
-            row.expected,  # type: ignore[attr-defined]
-            row.measured,  # type: ignore[attr-defined]
-            "ok" if row.ok else "FAIL",  # type: ignore[attr-defined]
-            f"{row.seconds:.1f} s",  # type: ignore[attr-defined]
+            row.engine,
+            row.check,
+            row.expected,
+            row.measured,
+            "ok" if row.ok else "FAIL",
+            f"{row.seconds:.1f} s",
         )
         lines.append("  ".join(f"{_cell(v, w):<{w}}" for v, (_, w) in zip(values, COLUMNS, strict=True)))
-        if not row.ok and row.detail:  # type: ignore[attr-defined]
-            lines.append(f"{'':<9}why: {row.detail}")  # type: ignore[attr-defined]
+        if not row.ok and row.detail:
+            lines.append(f"{'':<9}why: {row.detail}")
     return lines
 
 
 def run(args: argparse.Namespace) -> int:
     from agent.serve.paths import default_state_dir
-    from agent.smoke.checks import CheckRow, Report
+    from agent.smoke.checks import Report
     from agent.smoke.run import SmokeError, SmokeOptions, run_smoke
     from agent.smoke.shapes import shape_for
 
