@@ -81,8 +81,10 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
         write_launch_files(launch)
     except LaunchError as exc:
         raise OSError(str(exc)) from None
+    from agent.install.stack import stack_environ
+
     python = Path(profile.stack.venv).expanduser() / "bin" / "python"
-    env = {k: v for k, v in os.environ.items()}
+    env = stack_environ()  # never the agent's own PYTHONPATH: it would shadow the stack's packages
     env.update(launch.env)
     return EngineSpec(
         kind="sglang",

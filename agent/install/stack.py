@@ -48,10 +48,22 @@ class CommandFailed(Exception):
         super().__init__(f"`{' '.join(self.argv)}` exited with {returncode}:\n{tail}")
 
 
+STACK_ENV_DROP = ("PYTHONPATH", "PYTHONHOME")
+
+
+def stack_environ() -> dict[str, str]:
+    """The environment for the stack's interpreter (and the one that builds it): the agent's own,
+    less ``PYTHONPATH``/``PYTHONHOME``. On the GPU host the agent itself may run as
+    ``PYTHONPATH=/tmp/agent-site python3 -m agent.cli.main``; inherited, that path would come before
+    the stack's site-packages (shadowing its packages) and its folders' .pth files would not run
+    (``import cutlass`` fails). A profile's ``server.env`` can still set them for the engine."""
+    return {k: v for k, v in os.environ.items() if k not in STACK_ENV_DROP}
+
+
 def run(argv: Sequence[str], timeout: float | None = None, env: dict[str, str] | None = None) -> str:
-    """Run one command; its combined output, or CommandFailed."""
+    """Run one command (in ``stack_environ``); its combined output, or CommandFailed."""
     merged = {
-        **os.environ,
+        **stack_environ(),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         **(env or {}),

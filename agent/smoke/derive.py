@@ -47,7 +47,9 @@ def smoke_profile(
 ) -> Profile:
     spec = profile.speculation
     graph_bs = min(MAX_GRAPH_BS, max(MIN_GRAPH_BS, (spec.threshold or 0) + 8))
-    env = {} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)}
+    env = {"HF_HUB_OFFLINE": "1"}  # local models: never ask a hub (the GPU host has no network)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     data = {
         "schema_version": 1,
         "identity": {

@@ -30,6 +30,8 @@ from agent.engine.record import EngineKind, read_record
 from agent.engine.running import RunningEngine, terminate
 from agent.engine.spec import EngineSpec, free_loopback_port, sglang_spec, sim_spec
 from agent.engine.supervisor import TERM_GRACE_S, Supervisor
+from agent.install.stack import stack_environ
+from agent.profile import dump_profile
 from agent.profile.schema import Profile
 from agent.smoke import checks as smoke_checks
 from agent.smoke.derive import MAX_TOTAL_TOKENS, smoke_profile
@@ -111,6 +113,7 @@ async def write_models(models: ModelSet, python: Path, say: Say) -> None:
         str(spec_path),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        env=stack_environ(),
     )
     try:
         out, _ = await asyncio.wait_for(child.communicate(), GENERATE_TIMEOUT_S)
@@ -189,6 +192,7 @@ def _engine_run(
         policy=RestartPolicy(crash_loop_limit=1),
         poll_s=0.1 if opts.engine == "sim" else 0.5,
     )
+    (folder / "profile.toml").write_text(dump_profile(profile))  # to serve the same engine by hand
     holder.append(EngineRun(draft, profile, supervisor, folder))
     return holder[0]
 
@@ -257,7 +261,7 @@ async def run_smoke(opts: SmokeOptions, say: Say, report: smoke_checks.Report) -
         try:
             for run in runs:
                 say(
-                    f"{run.draft}: starting the {opts.engine} engine ({run.profile.server.host}:{run.profile.server.port}, log {run.folder / 'engine.log'})"
+                    f"{run.draft}: profile {run.folder / 'profile.toml'}; starting the {opts.engine} engine ({run.profile.server.host}:{run.profile.server.port}, log {run.folder / 'engine.log'})"
                 )
                 await run.supervisor.begin(run.profile)
             await asyncio.gather(*(_check_engine(run, opts, http, report, say) for run in runs))

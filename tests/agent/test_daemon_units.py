@@ -296,7 +296,9 @@ async def test_every_route_in_the_schema_wants_the_token(tmp_path: Path) -> None
     await daemon.http.aclose()
 
 
-def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_line(tmp_path: Path) -> None:
+def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent.engine.spec import sglang_spec
     from agent.profile import parse_profile
 
@@ -321,6 +323,9 @@ def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_l
     adaptive = Path(spec.argv[spec.argv.index("--speculative-adaptive-config") + 1])
     assert adaptive.exists()
     assert spec.env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"
+    # The agent's own PYTHONPATH (PYTHONPATH=/tmp/agent-site on the GPU host) stays with the agent.
+    monkeypatch.setenv("PYTHONPATH", "/tmp/agent-site")
+    assert "PYTHONPATH" not in sglang_spec(profile, tmp_path / "run").env
 
 
 def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> None:

@@ -155,8 +155,21 @@ def test_wheelhouse_problems_are_found_before_anything_changes(
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
 def test_a_complete_wheelhouse_resolves_offline(
-    profile: Path, tmp_path: Path, pristine_tree: Path, capsys: pytest.CaptureFixture[str], installer: str
+    profile: Path,
+    tmp_path: Path,
+    pristine_tree: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    installer: str,
 ) -> None:
+    # The agent on the GPU host runs as PYTHONPATH=/tmp/agent-site python3 -m agent.cli.main: that
+    # path must not reach the stack's python (here it would shadow sgl_kernel and fail the verify).
+    leak = tmp_path / "agent-site"
+    (leak / "sgl_kernel").mkdir(parents=True)
+    (leak / "sgl_kernel" / "__init__.py").write_text(
+        "raise ImportError('the agent PYTHONPATH reached the stack')\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(leak))
     house = tmp_path / "house"
     build_wheel(house, "k25-fake-dep", "1.0", {"k25_fake_dep/__init__.py": b"VALUE = 1\n"})
     start_up_stub_wheels(house)
