@@ -197,16 +197,27 @@ def _engine_run(
     return holder[0]
 
 
+SETTLED = frozenset({"ready", "crashed", "crash_loop"})
+NOT_STOPPED = frozenset({"starting", "restarting", "ready", "draining", "crashed", "crash_loop", "unknown"})
+
+
 async def _until_settled(run: EngineRun, limit_s: float, say: Say) -> float:
-    """Wait for ready (or a failure); a line every 30 s with the engine log's last line."""
+    """Wait for ready or a failure (a held port leaves the engine "stopped" with an error), awaiting
+    the supervisor's state changes; a line every 30 s with the engine log's last line."""
+    sup = run.supervisor
     started = time.monotonic()
-    settled = {"ready", "crash_loop", "stopped", "crashed"}
-    while not await run.supervisor.wait_for_state(settled, PROGRESS_EVERY_S):
+    while True:
+        state = sup.state
+        if state in SETTLED or (state == "stopped" and sup.last_error is not None):
+            break
         waited = time.monotonic() - started
         if waited > limit_s + 60:
             break
-        last = run.supervisor.log.tail(1)
-        say(f"{run.draft}: still {run.supervisor.state} after {waited:.0f} s; log: {(last or [''])[0][:160]}")
+        # A new supervisor reads "stopped" until its lifecycle runs: wait for it to leave that first.
+        target = set(NOT_STOPPED) if state == "stopped" else {*SETTLED, "stopped"}
+        if not await sup.wait_for_state(target, PROGRESS_EVERY_S):
+            last = sup.log.tail(1)
+            say(f"{run.draft}: still {sup.state} after {waited:.0f} s; log: {(last or [''])[0][:160]}")
     return time.monotonic() - started
 
 
