@@ -34,6 +34,7 @@ OWN_KEYS = {
     ("bench/options.py", "api_key"),  # BenchOptions' own fields, dropped from a stored result
     ("bench/options.py", "admin_api_key"),
     ("bench/compare.py", "token_capacity"),  # the bench result's own key (off_memory)
+    ("install/stack.py", "version"),  # the install's import-check script prints its own JSON lines
 }
 
 

@@ -1,13 +1,23 @@
 """``agent install``: build the pinned, patched SGLang stack venv for a profile (or revert the patches).
 
-The plan is printed first, always; ``--dry-run`` stops there. See ``agent.install.installer`` for how a
-failure leaves the previous stack usable.
+The plan is printed first, always; ``--dry-run`` stops there. Each step prints what it does and how
+long it took. A failure leaves the previous stack usable (see ``agent.install.installer``).
+
+Offline (an air-gapped GPU host): ``--wheelhouse DIR`` installs from a directory of wheels with
+``--no-index``, never contacting an index. Alone, it resolves ``sglang==<pin>`` from DIR, which must
+then hold every wheel the pin needs. With ``--system-site-packages`` the venv also sees the packages of
+the interpreter that builds it (a GPU image's own torch, cuBLAS, cuDNN, ... ; when that interpreter
+is itself a venv, its site-packages are added by a .pth file); every wheel of DIR is then installed
+with ``--no-deps`` (the wheelhouse plus the image is the stack), requirements that stay unmet are
+listed as warnings, and the verify step (importing what the server imports at start-up) decides.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from agent.install.installer import StepFailed, install, revert_patches
@@ -21,6 +31,7 @@ def register(subparsers: Any) -> None:
         "install",
         help="create the pinned, patched SGLang stack venv for a profile",
         description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--profile", required=True, help="profile TOML file")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
@@ -28,6 +39,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--index-url", help="package index (e.g. a mirror, or file:///path/simple offline)")
     parser.add_argument(
         "--find-links", action="append", default=[], metavar="DIR_OR_URL", help="extra wheels (repeatable)"
+    )
+    parser.add_argument(
+        "--wheelhouse",
+        type=Path,
+        metavar="DIR",
+        help="install offline from this directory of wheels (--no-index); it must hold one sglang-<pin> wheel",
+    )
+    parser.add_argument(
+        "--system-site-packages",
+        action="store_true",
+        help="the venv also sees the packages of the interpreter that builds it (a GPU image's CUDA libraries); "
+        "with --wheelhouse: every wheel installed --no-deps, unmet requirements listed as warnings",
     )
     parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
     parser.add_argument(
@@ -54,12 +77,15 @@ def run(args: argparse.Namespace) -> int:
         venv=args.venv,
         sources=Sources(index_url=args.index_url, find_links=tuple(args.find_links)),
         installer=args.installer,
+        wheelhouse=args.wheelhouse,
+        system_site_packages=args.system_site_packages,
     )
     for line in plan.render():
         _say(line)
     if args.dry_run:
         _say("dry run: nothing changed")
         return 1 if plan.problems else 0
+    started = time.monotonic()
     try:
         if args.revert_patches:
             outcome = revert_patches(plan, _say)
@@ -69,5 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent install failed at step '{exc.step}': {exc.reason}", file=sys.stderr)
         print(f"nothing was switched: {plan.link} is as it was before this run", file=sys.stderr)
         return 1
-    _say(f"{outcome.status}: {outcome.build} (manifest {outcome.manifest})")
+    _say(
+        f"{outcome.status}: {outcome.build} (manifest {outcome.manifest}) in {time.monotonic() - started:.1f} s"
+    )
     return 0

@@ -33,6 +33,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--api-key-file", help="file holding the API key (default: profile server.api_key_file)"
     )
     parser.add_argument("--admin-api-key-file", help="file holding the admin API key")
+    parser.add_argument(
+        "--draft-acceptance",
+        choices=("calibrated", "oracle", "random"),
+        default="calibrated",
+        help="how drafts are accepted: calibrated (the Kimi K2.5 EAGLE-3 drafters, default), oracle (every "
+        "draft: accept length = steps + 1) or random (none: accept length 1), as agent smoke's tiny heads",
+    )
     parser.set_defaults(handler=run)
 
     whatif = subparsers.add_parser(
@@ -101,12 +108,13 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 api_key=api_key,
                 admin_api_key=admin_key,
+                draft_acceptance=args.draft_acceptance,
             ) as sim:
                 cfg = sim.server.config
                 print(
                     f"agent sim: {profile.identity.name} on {sim.url} (speedup {args.speedup:g}, "
                     f"speculation {cfg.mode}, KV pool {cfg.pool_tokens} tokens, "
-                    f"max running {cfg.max_running_requests})",
+                    f"max running {cfg.max_running_requests}, draft acceptance {args.draft_acceptance})",
                     flush=True,
                 )
                 for note in cfg.notes:

@@ -46,5 +46,14 @@ def run(args: argparse.Namespace) -> int:
         + (f", pid {pid}, {status['engine_url']}" if pid else "")
         + f"; restarts {status['engine_restarts']}, consecutive failures {status['engine_failures']}"
     )
+    error = status.get("engine_last_error")
+    if error:
+        print(f"last start failed: {error['summary']}")
+        if error.get("frame"):
+            print(f"  raised at {error['frame']}")
+        for line in error.get("lines") or []:
+            print(f"  | {line}")
+        if error.get("log"):
+            print(f"  (engine log: {error['log']})")
     print(f"telemetry: every {status['tick_interval_s']} s, last seq {status['last_seq']}")
     return 0

@@ -50,39 +50,22 @@ def write_private(path: Path, text: str) -> Path:
     return path
 
 
-def sim_spec(profile: Profile, run_dir: Path, *, speedup: float | None = None) -> EngineSpec:
+def sim_spec(
+    profile: Profile, run_dir: Path, *, speedup: float | None = None, draft_acceptance: str | None = None
+) -> EngineSpec:
     profile_path = write_private(run_dir / "engine-profile.toml", dump_profile(profile))
     port = free_loopback_port()
     argv = [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(profile_path)]
     argv += ["--host", "127.0.0.1", "--port", str(port)]
     if speedup is not None:
         argv += ["--speedup", repr(speedup)]
+    if draft_acceptance is not None:
+        argv += ["--draft-acceptance", draft_acceptance]
     if profile.server.api_key_file:
         argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
     env = {k: v for k, v in os.environ.items()}
     env.update(profile.server.env)
     return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env)
-
-
-AGENT_PYTHON_ENV = (
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "VIRTUAL_ENV",
-    "__PYVENV_LAUNCHER__",
-)
-"""How the agent's own interpreter was pointed at its packages; never handed to the stack's python.
-
-An agent run from a wheel directory (``PYTHONPATH=...``) or a venv would otherwise put its own pydantic,
-FastAPI, uvicorn... ahead of the stack's pinned versions inside SGLang."""
-
-
-def engine_environment(added: dict[str, str]) -> dict[str, str]:
-    """The agent's environment without its Python path settings, plus the profile's variables."""
-    env = {k: v for k, v in os.environ.items() if k not in AGENT_PYTHON_ENV}
-    env.update(added)
-    return env
 
 
 def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
@@ -98,8 +81,11 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
         write_launch_files(launch)
     except LaunchError as exc:
         raise OSError(str(exc)) from None
+    from agent.install.stack import stack_environ
+
     python = Path(profile.stack.venv).expanduser() / "bin" / "python"
-    env = engine_environment(launch.env)
+    env = stack_environ()  # never the agent's own PYTHONPATH: it would shadow the stack's packages
+    env.update(launch.env)
     return EngineSpec(
         kind="sglang",
         argv=[str(python), *launch.argv],

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
@@ -26,11 +25,12 @@ from typing import Any
 import httpx
 
 from agent.engine import proc
+from agent.engine.failure import PortHolder, port_holder, port_in_use, read_log_since, startup_error
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.engine.probe import is_ready
 from agent.engine.record import EngineKind, EngineRecord, clear_record, read_record, write_record
-from agent.engine.running import RunningEngine, port_in_use, unknown_count
+from agent.engine.running import RunningEngine, drain, terminate, unknown_running_requests
 from agent.engine.spec import EngineSpec
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
 from agent.wire.snapshot import EngineState
@@ -45,6 +45,16 @@ TERM_GRACE_S: dict[EngineKind, float] = {"sim": 10.0, "sglang": 30.0}
 
 STARTUP_TIMEOUT_S: dict[EngineKind, float] = {"sim": 60.0, "sglang": 3600.0}
 """Until ready; Kimi K2.5 loads ~600 GB of weights and may JIT kernels on a first start."""
+
+__all__ = ["STARTUP_TIMEOUT_S", "TERM_GRACE_S", "PortHeld", "RunningEngine", "Supervisor", "port_in_use"]
+
+
+class PortHeld(OSError):
+    """The engine's port is held by a process this agent did not start: starting again cannot help."""
+
+    def __init__(self, holder: PortHolder) -> None:
+        super().__init__(holder.describe())
+        self.holder = holder
 
 
 class Supervisor:
@@ -61,6 +71,7 @@ class Supervisor:
         running_requests: Callable[[], Awaitable[int | None]] | None = None,
         drain_hooks: list[Callable[[], Awaitable[None]]] | None = None,
         poll_s: float = 0.2,
+        redact: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         self.kind: EngineKind = kind
         self.record_path = record_path
@@ -69,7 +80,7 @@ class Supervisor:
         self.spec_for = spec_for
         self.emit = emit
         self.policy = policy or RestartPolicy()
-        self.running_requests = running_requests or unknown_count
+        self.running_requests = running_requests or unknown_running_requests
         self.drain_hooks = drain_hooks if drain_hooks is not None else []
         self.poll_s = poll_s
         self.state: EngineState = "stopped"
@@ -78,6 +89,10 @@ class Supervisor:
         self.failures = 0
         self.last_startup_s: float | None = None
         self.restarts = 0
+        self.last_error: dict[str, Any] | None = None
+        """Why the last start failed (the log's exception and frame, or who holds the port); None once ready."""
+        self._redact = redact or (lambda lines: lines)
+        self._log_offset = 0
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._state_changed = asyncio.Event()
@@ -211,15 +226,15 @@ class Supervisor:
 
     def _launch(self, profile: Profile) -> tuple[RunningEngine, EngineSpec]:
         spec = self.spec_for(profile)
-        if spec.kind == "sglang" and port_in_use(spec.host, spec.port):
-            raise OSError(
-                f"port {spec.host}:{spec.port} is held by another process; not starting a second server"
-            )
+        holder = port_holder(spec.host, spec.port) if spec.kind == "sglang" else None
+        if holder is not None:
+            raise PortHeld(holder)
         self.log.rotate_if_needed()
         fd = self.log.open_for_engine()
         try:
             header = f"\n--- k25console agent: starting the {spec.kind} engine at {time.strftime('%Y-%m-%dT%H:%M:%S%z')} ---\n"
             os.write(fd, header.encode())
+            self._log_offset = os.lseek(fd, 0, os.SEEK_END)  # what this start writes comes after
             popen = subprocess.Popen(
                 spec.argv,
                 stdin=subprocess.DEVNULL,
@@ -300,6 +315,9 @@ class Supervisor:
                 self._set_state("starting" if self.failures == 0 else "restarting")
                 try:
                     engine, spec = self._launch(self.profile)
+                except PortHeld as held:
+                    self._port_held(held.holder)
+                    return
                 except OSError as exc:
                     self.emit(
                         "engine.start_failed",
@@ -338,6 +356,7 @@ class Supervisor:
                     )
                     await self._terminate(engine)
             if engine is not None and ready:
+                self.last_error = None
                 self._set_state("ready")
                 self.emit(
                     "engine.ready",
@@ -350,15 +369,22 @@ class Supervisor:
                     self.failures = 0
             else:
                 code = engine.exited()[1] if engine is not None else None
+            why = self._startup_error() if engine is not None and not ready else None
             self.failures += 1
             self._set_state("crashed")
             if engine is not None:
                 how = f"exit code {code}" if code is not None else "it is gone"
+                before = "before it was ready " if not ready else ""
                 self.emit(
                     "engine.crashed",
-                    f"The engine (pid {engine.pid}) stopped unexpectedly ({how}); failure {self.failures} of "
-                    f"{self.policy.crash_loop_limit}",
-                    {"pid": engine.pid, "exit_code": code, "failures": self.failures},
+                    f"The engine (pid {engine.pid}) stopped {before}unexpectedly ({how})"
+                    + (
+                        f": {why['summary']}" + (f" (raised at {why['frame']})" if why["frame"] else "")
+                        if why
+                        else ""
+                    )
+                    + f"; failure {self.failures} of {self.policy.crash_loop_limit}",
+                    {"pid": engine.pid, "exit_code": code, "failures": self.failures, "error": why},
                 )
             clear_record(self.record_path)
             self.engine = None
@@ -382,6 +408,20 @@ class Supervisor:
             self.restarts += 1
             await asyncio.sleep(delay)
 
+    def _startup_error(self) -> dict[str, Any] | None:
+        """The engine log's account of a start that failed, redacted (kept for ``agent status``)."""
+        found = startup_error(read_log_since(self.log.path, self._log_offset))
+        if found is not None:
+            self.last_error = found.as_status(self._redact, str(self.log.path))
+        return self.last_error if found is not None else None
+
+    def _port_held(self, holder: PortHolder) -> None:
+        """One event and a stop: another start would find the same holder."""
+        self.last_error = holder.as_status()
+        self.engine = None
+        self._set_state("stopped")
+        self.emit("engine.port_held", self.last_error["summary"], dict(self.last_error["port_holder"]))
+
     async def _cancel_lifecycle(self) -> None:
         task, self._task = self._task, None
         if task is not None and not task.done():
@@ -390,30 +430,8 @@ class Supervisor:
                 await task
 
     async def _drain(self, timeout_s: float) -> None:
-        """Stop our own traffic, then wait for the engine's running requests to finish (bounded)."""
         self._set_state("draining")
-        for hook in self.drain_hooks:
-            with contextlib.suppress(Exception):
-                await hook()
-        in_flight = await self.running_requests()
-        self.emit(
-            "engine.draining",
-            f"Draining: waiting up to {timeout_s:.0f} s for {in_flight if in_flight is not None else 'the'} "
-            "running requests",
-            {"in_flight": in_flight},
-        )
-        deadline = time.monotonic() + timeout_s
-        running: int | None = None
-        while time.monotonic() < deadline:
-            running = await self.running_requests()
-            if not running:
-                return
-            await asyncio.sleep(self.poll_s)
-        self.emit(
-            "engine.drain_timeout",
-            f"{running} requests still running after {timeout_s:.0f} s; stopping anyway",
-            {"running": running},
-        )
+        await drain(self.drain_hooks, self.running_requests, self.emit, timeout_s, self.poll_s)
 
     async def _stop_locked(self, drain_timeout_s: float) -> None:
         await self._cancel_lifecycle()
@@ -428,19 +446,4 @@ class Supervisor:
         self.emit("engine.stopped", f"The engine (pid {engine.pid}) is stopped", {"pid": engine.pid})
 
     async def _terminate(self, engine: RunningEngine) -> None:
-        """SIGTERM to the group, SIGKILL after the grace period, then any worker left in the group."""
-        if not engine.identity_holds():
-            # Gone already, or the pid now belongs to someone else: never signal a stranger.
-            engine.exited()
-            return
-        proc.signal_group(engine.pgid, signal.SIGTERM)
-        grace = TERM_GRACE_S[engine.kind]
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and not engine.exited()[0]:
-            await asyncio.sleep(self.poll_s)
-        if not engine.exited()[0]:
-            self.emit("engine.killed", f"The engine ignored SIGTERM for {grace:.0f} s; sent SIGKILL", {})
-        proc.signal_group(engine.pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and (not engine.exited()[0] or proc.group_alive(engine.pgid)):
-            await asyncio.sleep(self.poll_s / 2)
+        await terminate(engine, TERM_GRACE_S[engine.kind], self.poll_s, self.emit)

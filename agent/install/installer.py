@@ -20,8 +20,9 @@ import fcntl
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,7 @@ from agent.install.patching import (
     revert_patch_set,
 )
 from agent.install.plan import InstallPlan
+from agent.sglang.startup import LAUNCHER_MODULE, START_UP_IMPORTS
 
 Say = Callable[[str], None]
 Status = Literal["unchanged", "installed", "patched", "reverted"]
@@ -105,25 +107,44 @@ def inspect_current(plan: InstallPlan) -> CurrentStack | None:
 
 
 class _Steps:
+    """Runs the named steps, printing each one as it starts and, when it ends, how long it took."""
+
     def __init__(self, say: Say) -> None:
         self.say = say
 
     def run(self, name: str, action: Callable[[], object]) -> None:
         self.say(f"- {name} ...")
+        started = time.monotonic()
         try:
-            action()
-        except (stack.CommandFailed, PatchError, OSError) as exc:
+            detail = action()
+        except (stack.CommandFailed, PatchError, OSError, ValueError) as exc:
+            self.say(f"  {name}: FAILED after {time.monotonic() - started:.1f} s")
             raise StepFailed(name, str(exc)) from exc
+        extra = f": {detail}" if isinstance(detail, str) and detail else ""
+        self.say(f"  {name}: done in {time.monotonic() - started:.1f} s{extra}")
 
 
-def _verify(plan: InstallPlan, build: Path, site: Path) -> None:
-    stack.check_imports(build, plan.sglang_version)
-    stack.check_launcher(build)
+def _verify(plan: InstallPlan, build: Path, site: Path, say: Say) -> str:
+    for module, seconds in stack.check_imports(build, plan.sglang_version, START_UP_IMPORTS):
+        say(f"    import {module}: ok ({seconds:.1f} s)")
+    seconds = stack.check_launcher(build)
+    say(f"    python -m {LAUNCHER_MODULE} --help: ok ({seconds:.1f} s)")
     if detect_state(site, plan.patch_set) is not PatchState.APPLIED:
         raise PatchError("the patched files do not reverse cleanly to the wheel's RECORD")
+    return "the stack imports what the server imports at start-up, and the patch set is applied"
 
 
-def _manifest(plan: InstallPlan, build: Path, site: Path, patched: bool) -> StackManifest:
+@dataclass
+class _BuildNotes:
+    """What a build found on the way, for the manifest."""
+
+    unmet: list[str] = field(default_factory=list)
+    compile_failures: int | None = None
+
+
+def _manifest(
+    plan: InstallPlan, build: Path, site: Path, patched: bool, notes: _BuildNotes | None = None
+) -> StackManifest:
     return StackManifest(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         profile=plan.profile_name,
@@ -139,6 +160,11 @@ def _manifest(plan: InstallPlan, build: Path, site: Path, patched: bool) -> Stac
         if patched
         else [],
         patched_files=patched_file_hashes(site, plan.patch_set) if patched else {},
+        wheelhouse=str(plan.wheelhouse.directory) if plan.wheelhouse else None,
+        system_site_packages=plan.system_site,
+        parent_site=list(plan.parent_site),
+        unmet_requirements=notes.unmet if notes else [],
+        byte_compile_failures=notes.compile_failures if notes else None,
     )
 
 
@@ -200,7 +226,7 @@ def _patch_in_place(plan: InstallPlan, current: CurrentStack, say: Say) -> Outco
     site = current.site_packages
     steps.run("apply patches", lambda: apply_patch_set(site, plan.patch_set))
     try:
-        steps.run("verify", lambda: _verify(plan, current.build, site))
+        steps.run("verify", lambda: _verify(plan, current.build, site, say))
         steps.run(
             "write manifest",
             lambda: write_manifest(current.build, _manifest(plan, current.build, site, True)),
@@ -222,32 +248,87 @@ def _rebuild(plan: InstallPlan, say: Say) -> Outcome:
     say(f"building a new stack in {build}")
     plan.builds.mkdir(parents=True, exist_ok=True)
     steps = _Steps(say)
-    python = plan.python or plan.python_version
-    site_box: list[Path] = []
     try:
-        steps.run(
-            "create venv", lambda: stack.run(stack.create_venv_argv(plan.installer, python, build, plan.uv))
-        )
-        steps.run(
-            "install packages",
-            lambda: stack.run(
-                stack.install_argv(plan.installer, build, [plan.requirement], plan.sources, plan.uv)
-            ),
-        )
-
-        def apply() -> None:
-            site_box.append(stack.site_packages(build))
-            apply_patch_set(site_box[0], plan.patch_set)
-
-        steps.run("apply patches", apply)
-        steps.run("verify", lambda: _verify(plan, build, site_box[0]))
-        steps.run("write manifest", lambda: write_manifest(build, _manifest(plan, build, site_box[0], True)))
-        steps.run("switch stack", lambda: _switch_link(plan.link, build))
+        notes = _build(plan, build, steps, say)
     except StepFailed:
         shutil.rmtree(build, ignore_errors=True)
         raise
     _prune(plan, say)
+    if notes.unmet:
+        say(f"warning: {len(notes.unmet)} requirement(s) of the installed packages are not met (pip check);")
+        say("  the stack verified with them as they are (recorded in the manifest):")
+        for line in notes.unmet:
+            say(f"  warning: {line}")
     return Outcome("installed", build, manifest_path(build))
+
+
+def _build(plan: InstallPlan, build: Path, steps: _Steps, say: Say) -> _BuildNotes:
+    python = plan.python or plan.python_version
+    pip_wheel = plan.wheelhouse.pip_wheel.path if plan.wheelhouse and plan.wheelhouse.pip_wheel else None
+    notes = _BuildNotes()
+    site_box: list[Path] = []
+    create = stack.create_venv_argv(
+        plan.installer,
+        python,
+        build,
+        plan.uv,
+        system_site=plan.system_site,
+        with_pip=plan.with_pip,
+        offline=plan.offline,
+    )
+
+    def create_venv() -> str:
+        stack.run(create, timeout=600)
+        site_box.append(stack.site_packages(build))
+        if plan.parent_site:
+            pth = stack.write_parent_site_pth(site_box[0], plan.parent_site)
+            return f"{pth.name} adds {', '.join(plan.parent_site)}"
+        return ""
+
+    steps.run("create venv", create_venv)
+    install = stack.install_argv(
+        plan.installer,
+        build,
+        plan.install_requirements(),
+        plan.sources,
+        plan.uv,
+        runner=plan.pip_runner,
+        pip_wheel=pip_wheel,
+        source_args=plan.source_args(),
+        offline=plan.offline,
+    )
+    count = len(plan.install_requirements())
+    steps.run("install packages", lambda: (stack.run(install), f"{count} requirement(s) or wheel(s)")[1])
+    if plan.no_deps:
+        check = stack.check_argv(plan.installer, build, plan.uv, runner=plan.pip_runner, pip_wheel=pip_wheel)
+
+        def check_requirements() -> str:
+            try:
+                notes.unmet = stack.unmet_requirements(check)
+            except stack.CommandFailed as exc:  # a report, not a gate: the verify step decides
+                notes.unmet = [f"pip check could not run: {str(exc).splitlines()[0]}"]
+            return (
+                f"{len(notes.unmet)} unmet (warnings below; the verify step decides)"
+                if notes.unmet
+                else "all met"
+            )
+
+        steps.run("check requirements", check_requirements)
+    steps.run("apply patches", lambda: apply_patch_set(site_box[0], plan.patch_set))
+
+    def compile_site() -> str:
+        notes.compile_failures = stack.byte_compile(build, site_box[0])
+        return (
+            f"{notes.compile_failures} file(s) did not compile (tolerated)" if notes.compile_failures else ""
+        )
+
+    steps.run("byte-compile", compile_site)
+    steps.run("verify", lambda: _verify(plan, build, site_box[0], say))
+    steps.run(
+        "write manifest", lambda: write_manifest(build, _manifest(plan, build, site_box[0], True, notes))
+    )
+    steps.run("switch stack", lambda: _switch_link(plan.link, build))
+    return notes
 
 
 def revert_patches(plan: InstallPlan, say: Say) -> Outcome:

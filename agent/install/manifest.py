@@ -43,6 +43,14 @@ class StackManifest(BaseModel):
     patch_set_sha256: str | None
     patches: list[PatchRecord]
     patched_files: dict[str, str]
+    wheelhouse: str | None = None
+    """The directory the packages came from, offline (``--wheelhouse``)."""
+    system_site_packages: bool = False
+    parent_site: list[str] = []
+    """A parent venv's site-packages the stack also sees (``--system-site-packages`` from a venv python)."""
+    unmet_requirements: list[str] = []
+    """``pip check`` lines after a ``--no-deps`` install: what the stack runs without (the verify step decides)."""
+    byte_compile_failures: int | None = None
 
 
 def manifest_path(venv: Path) -> Path:

@@ -15,10 +15,31 @@ from pathlib import Path
 
 from agent.install.manifest import MANIFEST_NAME
 from agent.install.patchset import PATCHED_SGLANG_VERSION, PatchSet, load_patch_set
-from agent.install.stack import Installer, Sources, find_python, find_uv
+from agent.install.stack import (
+    MIN_PIP_FOR_PYTHON_OPTION,
+    Installer,
+    PipRunner,
+    PythonFacts,
+    Sources,
+    agent_pip_version,
+    find_python,
+    find_uv,
+    python_facts,
+)
+from agent.install.wheelhouse import Wheelhouse, scan_wheelhouse
 from agent.profile.schema import Profile
+from agent.sglang.startup import START_UP_IMPORTS
 
-STEPS = ("create venv", "install packages", "apply patches", "verify", "write manifest", "switch stack")
+STEPS = (
+    "create venv",
+    "install packages",
+    "check requirements",
+    "apply patches",
+    "byte-compile",
+    "verify",
+    "write manifest",
+    "switch stack",
+)
 
 
 def builds_dir(link: Path) -> Path:
@@ -37,6 +58,36 @@ class InstallPlan:
     sources: Sources
     patch_set: PatchSet
     problems: tuple[str, ...] = field(default=())
+    wheelhouse: Wheelhouse | None = None
+    system_site: bool = False
+    """The venv sees the packages of the interpreter that builds it (``--system-site-packages``)."""
+    parent_site: tuple[str, ...] = ()
+    """That interpreter's own site-packages when it is itself a venv (added by a .pth file)."""
+    with_pip: bool = True
+    """False: the interpreter has no ensurepip; the venv is made --without-pip and ``pip_runner`` runs pip."""
+    pip_runner: PipRunner = "venv"
+
+    @property
+    def offline(self) -> bool:
+        return self.wheelhouse is not None
+
+    @property
+    def no_deps(self) -> bool:
+        """Every wheel of the wheelhouse, unresolved: the wheelhouse plus the image's packages is the stack."""
+        return self.wheelhouse is not None and self.system_site
+
+    def source_args(self) -> list[str] | None:
+        """Where pip/uv take packages from; None: the ``sources`` (index, find-links)."""
+        if self.wheelhouse is None:
+            return None
+        if self.no_deps:
+            return ["--no-index", "--no-deps"]
+        return ["--no-index", "--find-links", str(self.wheelhouse.directory)]
+
+    def install_requirements(self) -> list[str]:
+        if self.no_deps and self.wheelhouse is not None:
+            return [str(w.path) for w in self.wheelhouse.wheels]
+        return [self.requirement]
 
     @property
     def builds(self) -> Path:
@@ -49,7 +100,12 @@ class InstallPlan:
     @property
     def packages_fingerprint(self) -> str:
         """What decides the installed packages: the pin and the interpreter (not where they came from)."""
-        return hashlib.sha256(f"{self.requirement};python={self.python_version}".encode()).hexdigest()
+        key = f"{self.requirement};python={self.python_version}"
+        if self.wheelhouse is not None:
+            key += f";wheelhouse={self.wheelhouse.fingerprint};no-deps={self.no_deps}"
+        if self.system_site:
+            key += f";system-site={self.python};parent={','.join(self.parent_site)}"
+        return hashlib.sha256(key.encode()).hexdigest()
 
     def render(self) -> list[str]:
         lines = [f"agent install: plan for profile {self.profile_name}"]
@@ -58,7 +114,7 @@ class InstallPlan:
             lines.append(f"  {key:<15} {value}")
 
         row("stack venv", f"{self.link} (a link to the build in use; builds live in {self.builds}/)")
-        if self.installer == "uv":
+        if self.installer == "uv" and self.python == self.python_version:
             row("python", f"{self.python_version} (uv finds it, or fetches a standalone build)")
         else:
             row("python", f"{self.python_version} ({self.python or 'not found'})")
@@ -66,7 +122,31 @@ class InstallPlan:
             row("installer", f"uv ({self.uv}): uv venv + uv pip install")
         else:
             row("installer", "python -m venv + pip (uv not on PATH)")
-        row("packages", f"{self.requirement} and the versions it pins, from {self.sources.describe()}")
+        if self.no_deps and self.wheelhouse is not None:
+            row(
+                "packages",
+                f"every wheel of {self.wheelhouse.describe()}, --no-deps: the wheelhouse plus the "
+                "interpreter's own packages is the stack; unmet requirements are listed as warnings",
+            )
+        elif self.wheelhouse is not None:
+            row(
+                "packages",
+                f"{self.requirement} and the versions it pins, resolved from {self.wheelhouse.describe()}",
+            )
+        else:
+            row("packages", f"{self.requirement} and the versions it pins, from {self.sources.describe()}")
+        if self.system_site:
+            row("system site", f"the venv also sees the packages of {self.python} (--system-site-packages)")
+            for folder in self.parent_site:
+                row("", f"    {folder} (that interpreter is a venv: added by a .pth after the venv's own)")
+        if not self.with_pip:
+            how = {
+                "agent": "the agent's own pip (pip --python <venv python>)",
+                "wheel": f"the pip wheel in the wheelhouse ({self.wheelhouse.pip_wheel.path.name if self.wheelhouse and self.wheelhouse.pip_wheel else '?'})",
+                "venv": "the venv's pip",
+            }[self.pip_runner]
+            row("pip", f"{self.python} has no ensurepip: venv --without-pip, pip from {how}")
+        row("byte-compile", "site-packages with compileall -j 0 (all cores) after a --no-compile install")
         for i, patch in enumerate(self.patch_set.patches):
             row("patches" if i == 0 else "", f"{patch.name}  sha256 {patch.sha256[:16]}")
             for target in patch.targets:
@@ -77,7 +157,8 @@ class InstallPlan:
         )
         row(
             "verify",
-            "import sglang and the patch's modules, the version is the pin, "
+            "import sglang, the patch's modules and what the server imports at start-up "
+            f"({', '.join(START_UP_IMPORTS)}), the version is the pin, "
             "python -m sglang.launch_server --help, patched file hashes",
         )
         row("manifest", f"{self.link}/{MANIFEST_NAME}")
@@ -87,6 +168,26 @@ class InstallPlan:
         return lines
 
 
+def _pip_runner(
+    facts: PythonFacts | None, wheelhouse: Wheelhouse | None
+) -> tuple[bool, PipRunner, str | None]:
+    """(venv gets its own pip, who runs pip, the problem when nobody can)."""
+    if facts is None or facts.has_ensurepip:
+        return True, "venv", None
+    pip = agent_pip_version()
+    if pip is not None and pip >= MIN_PIP_FOR_PYTHON_OPTION:
+        return False, "agent", None
+    if wheelhouse is not None and wheelhouse.pip_wheel is not None:
+        return False, "wheel", None
+    return (
+        False,
+        "venv",
+        f"{facts.executable} has no ensurepip (apt-get install python3-venv), the agent's own pip is "
+        f"{'missing' if pip is None else 'older than 22.3'}, and no pip wheel is in the wheelhouse; "
+        "add one of them",
+    )
+
+
 def build_plan(
     profile: Profile,
     *,
@@ -94,6 +195,8 @@ def build_plan(
     sources: Sources | None = None,
     installer: str = "auto",
     patch_set: PatchSet | None = None,
+    wheelhouse: Path | None = None,
+    system_site_packages: bool = False,
 ) -> InstallPlan:
     """Decide everything; ``problems`` lists what stops the install (nothing has changed yet)."""
     link = Path(venv or profile.stack.venv).expanduser().absolute()
@@ -103,12 +206,28 @@ def build_plan(
     chosen: Installer = "uv" if uv else "pip"
     if installer == "uv" and uv is None:
         problems.append("--installer uv was asked for but uv is not on PATH")
-    python = version if chosen == "uv" else find_python(version)
+    # With system site packages the venv must come from the very interpreter whose packages it reuses.
+    python = version if chosen == "uv" and not system_site_packages else find_python(version)
     if python is None:
         problems.append(
             f"no python{version} with the venv module on PATH (stack.python in the profile); "
             f"install it (apt-get install python{version} python{version}-venv) or install uv"
         )
+    house: Wheelhouse | None = None
+    if wheelhouse is not None:
+        house = scan_wheelhouse(wheelhouse.expanduser().absolute(), profile.stack.sglang_version)
+        problems.extend(house.problems)
+        if sources is not None and (sources.index_url or sources.find_links):
+            problems.append(
+                "--wheelhouse installs offline from that directory only; drop --index-url/--find-links"
+            )
+    facts = python_facts(python) if python is not None and python != version else None
+    if python is not None and python != version and facts is None:
+        problems.append(f"{python} could not be asked for its site-packages and ensurepip")
+    with_pip, runner, pip_problem = (True, "venv", None) if chosen == "uv" else _pip_runner(facts, house)
+    if pip_problem:
+        problems.append(pip_problem)
+    parent = facts.site_packages if system_site_packages and facts is not None and facts.is_venv else ()
     if profile.stack.sglang_version != PATCHED_SGLANG_VERSION:
         problems.append(
             f"stack.sglang_version is {profile.stack.sglang_version}, but the patch set is written "
@@ -129,4 +248,9 @@ def build_plan(
         sources=sources or Sources(),
         patch_set=patch_set or load_patch_set(),
         problems=tuple(problems),
+        wheelhouse=house,
+        system_site=system_site_packages,
+        parent_site=parent,
+        with_pip=with_pip,
+        pip_runner=runner,
     )

@@ -106,6 +106,7 @@ class Daemon:
             emit=lambda name, msg, data: self.emit("engine", name, msg, data),
             policy=config.policy,
             running_requests=self._running_requests,
+            redact=lambda lines: redact_lines(lines, self.secrets()),
         )
         self.actions = ActionBook(
             engine=self.supervisor,
@@ -330,6 +331,7 @@ class Daemon:
             "engine_failures": s.failures,
             "engine_restarts": s.restarts,
             "engine_startup_s": s.last_startup_s,
+            "engine_last_error": s.last_error,
             "last_seq": self.hub.last_seq,
             "agent_pid": os.getpid(),
             "agent_version": agent.__version__,

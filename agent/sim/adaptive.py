@@ -11,7 +11,7 @@ reading of SGLang's JSON the launcher writes).
 with the semantics of k25console's SGLang patch 01 (``LiveAdaptiveState``): the threshold (a running
 batch of at least this many requests decodes with 0 steps; ``0`` = no threshold), whose start value
 is the config's trailing ``[0]``-only slot, and the pinned step count (every speculating slot
-narrowed to it; ``-1`` = the EMA policy chooses again).
+narrowed to it; ``-1`` = the EMA policy chooses again, from the slot's launch state).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class LiveAdaptiveController:
     a test runs that code side by side with this one): batches at or above the threshold go to a
     private slot fixed at 0 steps; smaller ones to the largest speculating slot key not above the
     (padded) batch size. Pinning narrows every speculating slot's candidates to the pinned step;
-    releasing restores them.
+    releasing restores them and resets each slot to its launch step, EMA and warm-up.
     """
 
     def __init__(
@@ -162,6 +162,10 @@ class LiveAdaptiveController:
         )
         self.zero_slot = StepSlot(0, {"candidate_steps": [0]})
         self._saved_candidates: dict[int, list[int]] = {}
+        # Each speculating slot as built (launch step, neutral EMA): what a release resets it to.
+        self._launch_state = {
+            bs: (slots[bs].current_steps, slots[bs].ema_accept_len) for bs in self.speculating_keys
+        }
         self.last_slot = slots[self.speculating_keys[0]]
         self.active_steps = (
             initial_steps if initial_steps in self.params.candidate_steps else self.last_slot.current_steps
@@ -219,6 +223,8 @@ class LiveAdaptiveController:
         self.threshold = value
 
     def set_pinned_steps(self, value: int) -> None:
+        """Pin (narrow every speculating slot to ``value``) or release (-1): a released slot is reset
+        to its launch step, neutral EMA and a new warm-up, as patch 01 does (its README says why)."""
         slots = self.params.slots
         for bs in self.speculating_keys:
             slot = slots[bs]
@@ -226,6 +232,8 @@ class LiveAdaptiveController:
                 if bs not in self._saved_candidates:
                     continue
                 slot.candidate_steps = self._saved_candidates.pop(bs)
+                slot.current_steps, slot.ema_accept_len = self._launch_state[bs]
+                slot.batch_count = 0
             else:
                 self._saved_candidates.setdefault(bs, slot.candidate_steps)
                 slot.candidate_steps = [value]

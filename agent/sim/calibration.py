@@ -67,7 +67,7 @@ context (``CROSSOVER_CONTEXT``), which is the threshold kimi-k25-eagle3 carries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.sglang.kv import DRAFT_WEIGHT_BYTES_PER_RANK
 
@@ -225,6 +225,23 @@ CALIBRATION = Calibration(
     memory=Memory(draft_weight_bytes_per_rank=DRAFT_WEIGHT_BYTES_PER_RANK),
     prefill_draft_factor=1.0,
 )
+
+
+DRAFT_ACCEPTANCE: dict[str, Acceptance | None] = {
+    "calibrated": None,  # CALIBRATION.acceptance: the Kimi K2.5 EAGLE-3 drafters
+    "oracle": Acceptance(first_accept_min=1.0, first_accept_max=1.0, depth_decay=1.0, topk_miss=0.0),
+    "random": Acceptance(first_accept_min=0.0, first_accept_max=0.0, depth_decay=1.0, topk_miss=1.0),
+}
+"""``agent sim --draft-acceptance``: the calibrated drafter, or the two tiny EAGLE-3 heads of
+``agent smoke``: ``oracle`` (every draft accepted: accept length = steps + 1) and ``random``
+(no draft accepted: accept length 1)."""
+
+
+def with_draft_acceptance(name: str, calibration: Calibration = CALIBRATION) -> Calibration:
+    if name not in DRAFT_ACCEPTANCE:
+        raise ValueError(f"draft acceptance must be one of {', '.join(DRAFT_ACCEPTANCE)}, got {name!r}")
+    acceptance = DRAFT_ACCEPTANCE[name]
+    return calibration if acceptance is None else replace(calibration, acceptance=acceptance)
 
 
 @dataclass(frozen=True)

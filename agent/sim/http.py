@@ -103,3 +103,12 @@ def sse(data: bytes) -> bytes:
 
 
 SSE_DONE = b"data: [DONE]\n\n"
+
+
+def http_impl() -> str:
+    """uvicorn's HTTP parser: httptools when installed (the faster one), else h11."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"

@@ -8,7 +8,10 @@ real server leaks them; whoever shows or stores it must redact them.
 
 from __future__ import annotations
 
+import json
 import time
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from agent.sglang import kv, launch, live_control
@@ -18,6 +21,16 @@ from agent.sim.engine import Engine
 SGLANG_VERSION = "0.5.23"
 KIMI_ARCHITECTURE = "KimiK25ForConditionalGeneration"
 KIMI_MODEL_TYPE = "kimi_k25"
+
+
+@cache
+def real_defaults() -> dict[str, Any]:
+    """Every resolved ``ServerArgs`` field as the real 0.5.23 server reported it (``server_args`` in
+    ``server_args_0.5.23.json``), and the fields only its top level carries (``top_level_only``).
+    The sim reports these for every field it does not model, so its key set is the real one."""
+    text = resources.files("agent.sim").joinpath("server_args_0.5.23.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def launch_argv(engine: Engine) -> list[str]:
@@ -32,6 +45,7 @@ def resolved_server_args(engine: Engine, port: int, seed: int) -> dict[str, Any]
     speculative = cfg.speculative
     adaptive_path = launch.render_launch(p).adaptive_config_path if cfg.mode == "adaptive" else None
     return {
+        **real_defaults()["server_args"],
         "model_path": model.path,
         "tokenizer_path": model.path,
         "served_model_name": cfg.served_model_name,
@@ -152,6 +166,7 @@ class ServerInfo:
         cfg = self.engine.config
         return {
             **self._static,
+            **real_defaults()["top_level_only"],
             "launch_command": self.launch_command,
             "status": "ready",
             "max_total_num_tokens": cfg.pool_tokens,

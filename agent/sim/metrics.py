@@ -12,6 +12,7 @@ speculative tier) are read live at every scrape, where SGLang refreshes them eve
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -20,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from agent.sglang import metrics as names
 from agent.sim.engine import Engine
+from agent.sim.metrics_extra import extra_families
 from agent.sim.stats import Histogram
 
 PREFIX = names.PREFIX
@@ -167,10 +169,11 @@ class SimCollector(Collector):
         yield _gauge(
             names.NUM_RETRACTED_REQS,
             "The number of retracted requests.",
-            s_labels,
-            s_vals,
+            (*s_labels, "pid"),
+            [*s_vals, str(os.getpid())],
             st.num_retracted_reqs,
         )
+        yield from extra_families(eng, s_labels, s_vals)
         yield _gauge(
             names.IS_CUDA_GRAPH, "Whether the batch is using CUDA graph.", s_labels, s_vals, st.is_cuda_graph
         )

@@ -34,9 +34,10 @@ from agent.profile.schema import Profile
 from agent.sglang import live_control
 from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
+from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine, SimRequest
-from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, sse
+from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, http_impl, sse
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.runner import EngineRunner
@@ -52,8 +53,14 @@ class SimServer:
         seed: int = 0,
         api_key: str | None = None,
         admin_api_key: str | None = None,
+        draft_acceptance: str = "calibrated",
     ) -> None:
-        self.config = sim_config(profile, api_key=api_key, admin_api_key=admin_api_key)
+        self.config = sim_config(
+            profile,
+            api_key=api_key,
+            admin_api_key=admin_api_key,
+            calibration=with_draft_acceptance(draft_acceptance),
+        )
         self.engine = Engine(self.config, seed=seed)
         self.runner = EngineRunner(self.engine, speedup)
         self.info = ServerInfo(self.engine, port, seed)
@@ -372,14 +379,6 @@ class RunningSim:
         return self.server.runner
 
 
-def _http_impl() -> str:
-    try:
-        import httptools  # noqa: F401
-    except ImportError:
-        return "h11"
-    return "httptools"
-
-
 @asynccontextmanager
 async def run_sim(
     profile: Profile,
@@ -390,6 +389,7 @@ async def run_sim(
     seed: int = 0,
     api_key: str | None = None,
     admin_api_key: str | None = None,
+    draft_acceptance: str = "calibrated",
 ) -> AsyncIterator[RunningSim]:
     """Serve a simulated engine for ``profile`` on ``host:port`` (0 = any free port) until the block exits."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -408,14 +408,20 @@ async def run_sim(
     sock.setblocking(False)
     actual_port = int(sock.getsockname()[1])
     server = SimServer(
-        profile, port=actual_port, speedup=speedup, seed=seed, api_key=api_key, admin_api_key=admin_api_key
+        profile,
+        port=actual_port,
+        speedup=speedup,
+        seed=seed,
+        api_key=api_key,
+        admin_api_key=admin_api_key,
+        draft_acceptance=draft_acceptance,
     )
     config = uvicorn.Config(
         server,
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http=_http_impl(),
+        http=http_impl(),
         ws="none",
         timeout_graceful_shutdown=2,
         backlog=2048,

@@ -28,6 +28,24 @@ class VersionInfo(_Wire):
     stack_manifest_hash: str | None = Field(None, description="sha256 of the installed stack's manifest")
 
 
+class PortHolderView(_Wire):
+    host: str
+    port: int
+    pid: int | None = None
+    cmdline: list[str] | None = None
+
+
+class EngineLastError(_Wire):
+    """Why the engine's last start failed, from its own log (``agent.engine.failure``)."""
+
+    time: float
+    summary: str = Field(description="The exception line, or who holds the port")
+    frame: str | None = Field(None, description="The frame that raised")
+    lines: list[str] = Field(default_factory=list)
+    log: str | None = Field(None, description="The engine log's path")
+    port_holder: PortHolderView | None = None
+
+
 class AgentStatus(_Wire):
     """``GET /v1/status``."""
 
@@ -40,6 +58,7 @@ class AgentStatus(_Wire):
     engine_failures: int = 0
     engine_restarts: int = 0
     engine_startup_s: float | None = None
+    engine_last_error: EngineLastError | None = None
     last_seq: int
     agent_pid: int
     agent_version: str

@@ -38,6 +38,7 @@ EventName = Literal[
     "engine.stopped",
     "engine.killed",
     "engine.supervisor_error",
+    "engine.port_held",
     # action (plan -> confirm -> apply)
     "action.planned",
     "action.rejected",

@@ -302,6 +302,10 @@ def test_crash_loop_stops_at_the_limit(make_agent: Any) -> None:
     loop = next(e for e in events if e["name"] == "engine.crash_loop")
     assert "3 times" in loop["message"]
     assert agent.record() is None
+    # Each failure says why, from the engine's own log (here the interpreter's fatal error).
+    crashed = [e for e in events if e["name"] == "engine.crashed"]
+    assert all("No module named 'encodings'" in e["message"] for e in crashed), crashed[-1]["message"]
+    assert "No module named 'encodings'" in status["engine_last_error"]["summary"]
 
 
 def _sim_engines(state_dir: Path) -> list[int]:

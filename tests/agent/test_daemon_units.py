@@ -334,7 +334,7 @@ def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_l
 def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> None:
     import socket as socketlib
 
-    from agent.engine.supervisor import port_in_use
+    from agent.engine.failure import port_in_use
 
     with socketlib.socket() as holder:
         holder.bind(("127.0.0.1", 0))

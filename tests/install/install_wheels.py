@@ -63,3 +63,34 @@ def build_index(root: Path, wheels: list[Path]) -> str:
     projects = "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(by_project))
     (simple / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{projects}</body></html>\n")
     return simple.resolve().as_uri()
+
+
+STUB_REQUIRES = ("sglang-kernel==0.4.10", "flashinfer-python==0.7.2", "nvidia-cutlass-dsl==4.4.0")
+"""What the stand-in sglang wheel requires so that the start-up imports (``agent.sglang.startup``) resolve."""
+
+SGLANG_START_UP_FILES = {
+    "sglang/srt/entrypoints/http_server.py": b"import sgl_kernel, flashinfer  # noqa\n",
+    "sglang/utils.py": b"",
+}
+"""The stand-in sglang's modules that the verify step imports beside the patch's."""
+
+
+def start_up_stub_wheels(out_dir: Path) -> list[Path]:
+    """Stand-ins for the GPU wheels the server imports at start-up. ``cutlass`` is reached the way
+    nvidia-cutlass-dsl ships it: a ``.pth`` file puts ``nvidia_cutlass_dsl/dsl_packages`` on the path."""
+    return [
+        build_wheel(out_dir, "sglang-kernel", "0.4.10", {"sgl_kernel/__init__.py": b"KERNELS = 'stub'\n"}),
+        build_wheel(
+            out_dir, "flashinfer-python", "0.7.2", {"flashinfer/__init__.py": b"__version__ = '0.7.2'\n"}
+        ),
+        build_wheel(
+            out_dir,
+            "nvidia-cutlass-dsl",
+            "4.4.0",
+            {
+                "nvidia_cutlass_dsl.pth": b"nvidia_cutlass_dsl/dsl_packages\n",
+                "nvidia_cutlass_dsl/__init__.py": b"",
+                "nvidia_cutlass_dsl/dsl_packages/cutlass/__init__.py": b"DSL = True\n",
+            },
+        ),
+    ]

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from install_wheels import build_index, build_wheel
+from install_wheels import (
+    SGLANG_START_UP_FILES,
+    STUB_REQUIRES,
+    build_index,
+    build_wheel,
+    start_up_stub_wheels,
+)
 
 from agent.cli.main import main
 from agent.install.installer import stack_problems
@@ -34,7 +40,11 @@ LAUNCHER_BROKEN = b"raise SystemExit('launcher broken on purpose')\n"
 
 
 def _sglang_files(pristine_tree: Path, launcher: bytes) -> dict[str, bytes]:
-    files = {"sglang/__init__.py": b'__version__ = "0.5.23"\n', "sglang/launch_server.py": launcher}
+    files = {
+        "sglang/__init__.py": b'__version__ = "0.5.23"\n',
+        "sglang/launch_server.py": launcher,
+        **SGLANG_START_UP_FILES,
+    }
     for target in load_patch_set().targets():
         if not target.created:
             files[target.path] = (pristine_tree / target.path).read_bytes()
@@ -45,20 +55,16 @@ def _sglang_files(pristine_tree: Path, launcher: bytes) -> dict[str, bytes]:
 def indexes(pristine_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("index")
     dep = build_wheel(root / "dep", "k25-fake-dep", "1.0", {"k25_fake_dep/__init__.py": b"VALUE = 1\n"})
-    good = build_wheel(
-        root / "good", "sglang", "0.5.23", _sglang_files(pristine_tree, LAUNCHER_OK), ("k25-fake-dep==1.0",)
-    )
+    stubs = start_up_stub_wheels(root / "stubs")
+    requires = ("k25-fake-dep==1.0", *STUB_REQUIRES)
+    good = build_wheel(root / "good", "sglang", "0.5.23", _sglang_files(pristine_tree, LAUNCHER_OK), requires)
     broken = build_wheel(
-        root / "broken",
-        "sglang",
-        "0.5.23",
-        _sglang_files(pristine_tree, LAUNCHER_BROKEN),
-        ("k25-fake-dep==1.0",),
+        root / "broken", "sglang", "0.5.23", _sglang_files(pristine_tree, LAUNCHER_BROKEN), requires
     )
     return {
-        "good": build_index(root / "good-index", [good, dep]),
-        "broken": build_index(root / "broken-index", [broken, dep]),
-        "no-dep": build_index(root / "no-dep-index", [good]),
+        "good": build_index(root / "good-index", [good, dep, *stubs]),
+        "broken": build_index(root / "broken-index", [broken, dep, *stubs]),
+        "no-dep": build_index(root / "no-dep-index", [good, *stubs]),
     }
 
 

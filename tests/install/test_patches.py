@@ -301,6 +301,57 @@ def test_pinned_steps_hold_against_the_ema_and_release_restores_it(rank: Rank) -
     assert rank.readback()[live_control.READBACK_FIELD]["slots"]["1"]["candidate_steps"] == [1, 2, 3]
 
 
+def _drafter(rank: Rank, batch_size: int, rounds: int, accepted_of: Any) -> None:
+    """Decode rounds whose verify accepts ``accepted_of(steps)`` drafts per request, at the step the
+    worker actually runs: a verify at k steps can accept at most k (the EMA of a pinned slot is censored)."""
+    for _ in range(rounds):
+        steps = rank.steps_for(batch_size)
+        rank.controller.on_verify_complete([accepted_of(steps)] * batch_size, batch_size)
+
+
+def test_releasing_a_pin_relearns_from_the_launch_state(rank: Rank) -> None:
+    """The real engine's case: pinned to 1 with every draft accepted, then released."""
+    oracle = lambda steps: steps  # noqa: E731  every draft accepted
+    _drafter(rank, 2, 30, oracle)
+    assert rank.steps_for(2) == 3
+    assert rank.set(adaptive_spec_steps=1)
+    _drafter(rank, 2, 60, oracle)
+    pinned = rank.readback()[live_control.READBACK_FIELD]["slots"]["1"]
+    assert pinned["current_steps"] == 1 and pinned["ema_accept_len"] == pytest.approx(1.0, abs=0.01)
+
+    assert rank.set(adaptive_spec_steps=-1)
+    released = rank.readback()[live_control.READBACK_FIELD]
+    assert released["pinned_steps"] == -1
+    assert released["slots"]["1"] == {
+        "current_steps": 3,  # the launch step, not the censored EMA's 1
+        "candidate_steps": [1, 2, 3],
+        "ema_accept_len": 2.0,  # SGLang's neutral start: steps - 1
+        "batch_count": 0,  # a new warm-up
+    }
+    assert rank.steps_for(2) == 3  # the very next batch runs at 3 steps
+    slot = rank.params._slots[1]
+    warmup_and_one_update = slot.warmup_batches + slot.update_interval
+    _drafter(rank, 2, warmup_and_one_update, oracle)
+    assert rank.steps_for(2) == 3
+    assert slot.ema_accept_len > 2.9
+
+
+def test_after_a_release_a_bad_drafter_is_dropped_within_the_warmup(rank: Rank) -> None:
+    assert rank.set(adaptive_spec_steps=2)
+    _drafter(rank, 2, 40, lambda steps: steps)
+    assert rank.set(adaptive_spec_steps=-1)
+    slot = rank.params._slots[1]
+    _drafter(rank, 2, slot.warmup_batches + slot.update_interval, lambda steps: 0)  # nothing accepted
+    assert rank.steps_for(2) == 1  # the smallest live step: the policy adapted after its warm-up
+
+
+def test_a_release_without_a_pin_changes_nothing(rank: Rank) -> None:
+    _drafter(rank, 2, 23, lambda steps: 1)
+    before = rank.readback()[live_control.READBACK_FIELD]
+    assert rank.set(adaptive_spec_steps=-1)
+    assert rank.readback()[live_control.READBACK_FIELD] == before
+
+
 def test_release_moves_a_slot_whose_step_left_its_candidates(patched_sglang: Any, tmp_path: Path) -> None:
     config = {"1": {"candidate_steps": [1, 3]}, "8": {"candidate_steps": [2]}, "32": {"candidate_steps": [0]}}
     rank = Rank(patched_sglang, config, tmp_path, initial_steps=3)

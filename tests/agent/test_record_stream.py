@@ -1,0 +1,39 @@
+"""bench/record_stream.py against a real ``agent serve --engine sim``: it records the stream in the
+console's --record format while it moves the threshold through the agent API, and the console's own
+replay reader loads the file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from daemon_harness import REPO, Agent
+
+from agent.wire import Snapshot
+from console.link.replay import load_recording
+
+
+def test_the_recorder_records_snapshots_while_the_threshold_moves(make_agent: Any, tmp_path: Path) -> None:
+    agent: Agent = make_agent("sim-record", extra=["--sim-speedup", "5"]).start()
+    agent.wait_state("ready")
+    out = tmp_path / "stream.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "record_stream.py"), "--socket", str(agent.socket),
+         "--out", str(out), "--seconds", "5", "--thresholds", "2,0", "--every", "1.5", "--traffic", "2",
+         "--engine-key-file", str(agent.root / "engine.key")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "threshold 2: applied" in done.stdout and "threshold 0: applied" in done.stdout
+    items, responses = load_recording(out)
+    snapshots = [Snapshot.model_validate(i.data) for i in items if i.kind == "snapshot"]
+    assert len(snapshots) >= 3
+    thresholds = [s.speculation.threshold for s in snapshots if s.speculation.threshold is not None]
+    assert thresholds[0] not in (0, 2) and 2 in thresholds and thresholds[-1] == 0
+    events = [i.data["name"] for i in items if i.kind == "event"]
+    assert events.count("action.applied") == 2
+    assert "GET /v1/status" in responses and "GET /v1/profiles" in responses
+    assert "0 requests served" not in done.stdout, done.stdout
+    assert any((s.load.running or 0) > 0 for s in snapshots), done.stdout  # the traffic ran
