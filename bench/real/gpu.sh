@@ -113,10 +113,10 @@ benches() {
     wait_ready 240 tiny-oracle tiny-random heavy-spec heavy-skip heavy-base
     say "recording the oracle agent's stream during the first comparison"
     $AP bench/record_stream.py --socket /tmp/st-tiny-oracle/run/agent.sock \
-        --out "$R/out/real-oracle-compare.jsonl" --seconds 170 > "$R/out/record.txt" 2>&1 &
+        --out "$R/out/real-oracle-compare.jsonl" --seconds 400 > "$R/out/record.txt" 2>&1 &
     local rec=$!
     compare tiny-oracle compare-oracle-1.json
-    wait $rec; tail -n 3 "$R/out/record.txt"
+    kill -TERM $rec; wait $rec; tail -n 3 "$R/out/record.txt"
     compare tiny-oracle compare-oracle-2.json
     compare tiny-random compare-random.json
     curl -s 127.0.0.1:9464/metrics | grep -E '^k25_(speculation|engine_state|bench)' | head -20
@@ -128,8 +128,8 @@ heavy() {
     compare heavy-skip compare-heavy-skip.json --baseline-url "$(url_of heavy-base)"
     for n in heavy-spec heavy-skip; do
         say "upshift recovery on $n"
-        $AP bench/upshift_recovery.py --url "$(url_of "$n")" --concurrency 8 --zero-s 10 \
-            --input-len 256 --output-len 1024 --json "$R/out/upshift-$n.json" 2>&1 | tail -n 8
+        $AP bench/upshift_recovery.py --url "$(url_of "$n")" --concurrency 8 --zero-s 8 \
+            --input-len 256 --output-len 3600 --json "$R/out/upshift-$n.json" 2>&1 | tail -n 12
     done
     say "agent metrics against the real engine"
     $A metrics "$(url_of tiny-oracle)/metrics" --json > "$R/out/agent-metrics.json" 2>&1
