@@ -52,6 +52,17 @@ class AgentClient:
         result: ActionResult = _parse(ActionResult, data, "action result")
         return result
 
+    async def cancel_plan(self, action_id: str) -> bool:
+        """Tell the agent the operator cancelled a plan, so its audit says "cancelled". Returns False
+        for an agent without the cancel route (the unconfirmed plan then simply expires there)."""
+        try:
+            await self.link.request("POST", f"/v1/actions/{action_id}/cancel")
+        except LinkError as exc:
+            if exc.status in (404, 405):
+                return False
+            raise
+        return True
+
     async def kv_whatif(self, running: int, context: int, pool: int | None = None) -> dict[str, Any]:
         params: dict[str, str | int] = {"running": running, "context": context}
         if pool is not None:
