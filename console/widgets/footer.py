@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.events import Resize
 from textual.widgets import Footer
+
+WIDE_COLUMNS = 150
+"""From this width each screen key is shown with its name; below it they share one group entry."""
 
 
 class ConsoleFooter(Footer):
@@ -18,3 +22,9 @@ class ConsoleFooter(Footer):
         if watchers:
             watchers[:] = [(node, callback) for node, callback in watchers if node.is_attached]
         yield from super().compose()
+
+    def on_resize(self, event: Resize) -> None:
+        combine = event.size.width < WIDE_COLUMNS
+        if combine != self.combine_groups:
+            self.combine_groups = combine
+            self.call_after_refresh(self.recompose)
