@@ -21,7 +21,7 @@ from agent.wire import ActionKind, ActionRequest, ActionResult, Event, Plan
 from console.link import LinkError
 from console.model.actions import ActionState, ActionTracker
 from console.screens.confirm import ConfirmPlan
-from console.widgets.format import clock, human
+from console.widgets.format import clock, human, human_setting
 
 if TYPE_CHECKING:
     from console.app import ConsoleApp
@@ -47,7 +47,18 @@ def rejection_text(plan: Plan) -> Text:
     return Text.assemble(("Rejected", "bold red"), f"{field}: {plan.reason}. Nothing was changed.")
 
 
+def changes_words(plan: Plan) -> str:
+    """The plan's changes, old → new in an operator's units: what an applied action did."""
+    return "; ".join(
+        f"{c.key.removeprefix('speculation.')} {human_setting(c.key, c.old)} → {human_setting(c.key, c.new)}"
+        for c in plan.changes
+    )
+
+
 def result_text(request: ActionRequest, result: ActionResult) -> Text:
+    if result.status == "applied":
+        done = changes_words(result.plan)
+        return Text(f"{action_label(request)}: applied" + (f" ({done})." if done else "."), style="green")
     if result.status == "applying":
         return Text(
             f"{action_label(request)}: applying — {result.message or 'the agent is carrying it out'}. "

@@ -132,13 +132,13 @@ class ControlsScreen(LiveScreen):
             return
         spec = snap.speculation
         live = live_settings(spec)
+        self._follow_pending(model)  # first: an action that just ended puts its field back on live
         self._follow(live)
         text = badge_text(spec, snap.load)
         prebuilt = human(spec.prebuilt_steps) if spec.prebuilt_steps else DASH
         text.append(f"\nbuilt step states: {prebuilt}   live steps: ", style="dim")
         text.append("adaptive policy" if live.steps is None else str(live.steps))
         self.query_one("#controls-now", Static).update(text)
-        self._follow_pending(model)
         actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
         log = Text()
         for n, event in enumerate(actions):

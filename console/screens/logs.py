@@ -26,7 +26,7 @@ KEEP_LINES = 2000
 POLL_S = 2.0
 _KIND_STYLE = {"action": "bold cyan", "engine": "yellow", "speculation": "green", "finding": "magenta"}
 MATCH_STYLE = "bold black on yellow"
-CURRENT_STYLE = "bold black on dark_orange"
+CURRENT_STYLE = "on grey30"
 
 
 class LogsScreen(LiveScreen):
@@ -94,11 +94,10 @@ class LogsScreen(LiveScreen):
 
     # -- drawing ----------------------------------------------------------------------------------
     def _styled(self, line: str, current_line: int | None, index: int = -1) -> Text:
-        text = Text(line)
+        """The line with every match highlighted; the match in view also gets a band across its line."""
+        text = Text(line, style=CURRENT_STYLE if self.term and index == current_line else "")
         if self.term:
             text.highlight_words([self.term], style=MATCH_STYLE, case_sensitive=False)
-            if index == current_line:
-                text.stylize(CURRENT_STYLE)
         return text
 
     def _redraw(self) -> None:

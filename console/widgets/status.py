@@ -84,7 +84,9 @@ def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool
     grid = Table.grid(expand=True)
     grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     grid.add_column(no_wrap=True, justify="right")
-    grid.add_row(status_left(model, where), status_right(model, paused=paused, readonly=readonly, unseen=unseen))
+    grid.add_row(
+        status_left(model, where), status_right(model, paused=paused, readonly=readonly, unseen=unseen)
+    )
     return grid
 
 
