@@ -21,7 +21,7 @@ from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 
-from agent.wire import WIRE_VERSION
+from agent.wire import WIRE_VERSION, Event
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
 from console.link.client import AgentClient
@@ -30,6 +30,7 @@ from console.model import ConsoleModel, LinkStatus
 from console.model.window import DEFAULT_WINDOW_S, next_window, window_label
 from console.palette import ConsoleCommands
 from console.registry import bindings, writing_actions
+from console.screens.action_flow import action_label
 from console.screens.base import LiveScreen
 from console.screens.bench import BenchScreen
 from console.screens.controls import ControlsScreen
@@ -128,6 +129,8 @@ class ConsoleApp(App[None]):
                     if self.model.ingest(item):
                         self._arrival = time.perf_counter()
                         self.post_message(ModelUpdated(self.model.version))
+                        if isinstance(item, Event) and item.kind == "action":
+                            self._learn_action(item)
             except Exception as exc:
                 # Anything unexpected is reported and retried like a drop: the stream must never die
                 # silently and leave the operator looking at a frozen screen.
@@ -147,6 +150,24 @@ class ConsoleApp(App[None]):
                 self.model.set_link(LinkStatus("reconnecting", str(exc), attempt, retry_in_s=delay))
                 self.call_later(self.paint_now)  # in the app's loop: a paint error never ends the stream
                 await asyncio.sleep(delay)
+
+    def _learn_action(self, event: Event) -> None:
+        action_id = self.model.actions.needs_label(event)
+        if action_id is not None:
+            self.model.actions.looking_up.add(action_id)
+            self.look_up_action(action_id)
+
+    @work(group="actions", exit_on_error=False)
+    async def look_up_action(self, action_id: str) -> None:
+        """Another console's action: the agent's typed record of it gives the words for its lines
+        (its event messages are for logs, not for an operator's screen)."""
+        try:
+            result = await self.client.action(action_id)
+        except LinkError:
+            self.model.label_action(action_id, None)
+        else:
+            self.model.label_action(action_id, action_label(result.plan.request))
+        self.post_message(ModelUpdated(self.model.version))
 
     async def _check_agent(self) -> None:
         version = await self.client.version()

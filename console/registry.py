@@ -26,6 +26,12 @@ class Command:
     writes: bool = False
     screens: tuple[str, ...] = ()
     """Bound on these screens (modes) only, and shown in their footers; empty: bound on the app."""
+    short: str | None = None
+    """The footer's word for it, where the title is too long for 100 columns."""
+
+    @property
+    def footer_label(self) -> str:
+        return self.short or self.title
 
 
 SCREENS: tuple[tuple[str, str, str, str], ...] = (
@@ -165,8 +171,24 @@ COMMANDS: tuple[Command, ...] = (
         key_display="/",
         screens=("logs",),
     ),
-    Command("Next match", "next_match", "Jump to the next line that matches", "Logs", "n", screens=("logs",)),
-    Command("Previous match", "previous_match", "Jump to the previous match", "Logs", "N", screens=("logs",)),
+    Command(
+        "Next match",
+        "next_match",
+        "Jump to the next line that matches",
+        "Logs",
+        "n",
+        screens=("logs",),
+        short="next",
+    ),
+    Command(
+        "Previous match",
+        "previous_match",
+        "Jump to the previous match",
+        "Logs",
+        "N",
+        screens=("logs",),
+        short="prev",
+    ),
     Command(
         "Follow",
         "toggle_follow",
@@ -189,7 +211,7 @@ def bindings() -> list[Binding]:
         Binding(
             c.key,
             c.action.removeprefix("app."),
-            c.title,
+            c.footer_label,
             show=c.footer,
             key_display=c.key_display,
             group=SCREENS_GROUP if c.group == "Screens" else None,
@@ -202,7 +224,7 @@ def bindings() -> list[Binding]:
 def screen_bindings(mode: str) -> list[Binding]:
     """The bindings of the commands that belong to one screen (its footer shows them)."""
     return [
-        Binding(c.key, c.action, c.title, show=c.footer, key_display=c.key_display)
+        Binding(c.key, c.action, c.footer_label, show=c.footer, key_display=c.key_display)
         for c in COMMANDS
         if c.key is not None and mode in c.screens
     ]

@@ -52,11 +52,16 @@ class AgentClient:
         result: ActionResult = _parse(ActionResult, data, "action result")
         return result
 
-    async def cancel_plan(self, action_id: str) -> bool:
+    async def action(self, action_id: str) -> ActionResult:
+        data = await self.link.request("GET", f"/v1/actions/{action_id}")
+        result: ActionResult = _parse(ActionResult, data, "action")
+        return result
+
+    async def cancel_plan(self, action_id: str, operator: str | None = None) -> bool:
         """Tell the agent the operator cancelled a plan, so its audit says "cancelled". Returns False
         for an agent without the cancel route (the unconfirmed plan then simply expires there)."""
         try:
-            await self.link.request("POST", f"/v1/actions/{action_id}/cancel")
+            await self.link.request("POST", f"/v1/actions/{action_id}/cancel", body={"operator": operator})
         except LinkError as exc:
             if exc.status in (404, 405):
                 return False

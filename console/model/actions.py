@@ -49,11 +49,23 @@ class ActionTracker:
     def __init__(self) -> None:
         self._states: OrderedDict[str, ActionState] = OrderedDict()
         self.labels: dict[str, str] = {}
+        self.looking_up: set[str] = set()
+        """Actions of other consoles whose request is being fetched from the agent for its words."""
 
-    def label(self, action_id: str, words: str) -> None:
-        self.labels[action_id] = words
+    def label(self, action_id: str, words: str | None) -> None:
+        """The words for an action (None: the lookup failed; its lines fall back to the message)."""
+        self.looking_up.discard(action_id)
+        if words is not None:
+            self.labels[action_id] = words
         while len(self.labels) > MAX_TRACKED:
             self.labels.pop(next(iter(self.labels)))
+
+    def needs_label(self, event: Event) -> str | None:
+        """The action id of an action event nobody has words for yet (and no lookup is running)."""
+        action_id = event.data.get("action_id")
+        if not isinstance(action_id, str) or action_id in self.labels or action_id in self.looking_up:
+            return None
+        return action_id
 
     def ingest(self, event: Event) -> bool:
         """Take an action event; returns True when it moved an action to a new phase."""

@@ -42,11 +42,17 @@ class BenchRun:
     levels: int | None = None
     message: str = ""
     error: str | None = None
+    stated_eta_s: float | None = None
+    """The agent's own estimate on its last progress event, when it sends one (preferred)."""
 
     @property
     def eta_s(self) -> float | None:
         """Seconds left at the pace so far (by requests done), or None while that says nothing yet."""
-        if self.state != "running" or self.fraction < ETA_MIN_FRACTION or self.fraction >= 1.0:
+        if self.state != "running" or self.fraction >= 1.0:
+            return None
+        if self.stated_eta_s is not None:
+            return self.stated_eta_s
+        if self.fraction < ETA_MIN_FRACTION:
             return None
         elapsed = self.updated_at - self.started_at
         if elapsed <= 0:
@@ -90,6 +96,7 @@ class BenchTracker:
             levels=_int(data.get("levels")) or run.levels,
             message=event.message,
             error=str(data["error"]) if data.get("error") else run.error,
+            stated_eta_s=float(eta) if isinstance(eta := data.get("eta_s"), int | float) else None,
         )
         if state == "finished":
             run = replace(run, fraction=1.0)

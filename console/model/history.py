@@ -104,6 +104,11 @@ class ConsoleModel:
             self.spec_switches.append(SpecSwitch(event.time, SWITCH_EVENTS[event.name]))
         self.events.append(event)
 
+    def label_action(self, action_id: str, words: str | None) -> None:
+        """Words for an action arrived (or its lookup failed): the screens that show it draw again."""
+        self.actions.label(action_id, words)
+        self.version += 1
+
     def set_link(self, status: LinkStatus) -> None:
         if status != self.link:
             self.link = status
@@ -115,7 +120,9 @@ class ConsoleModel:
 
     @property
     def stale(self) -> bool:
-        return self.link.state != "connected"
+        """Values drawn while the link is down (or never came up) are old: greyed. A replay that reached
+        its end is not stale: it shows the recording as it was, and the status line says it ended."""
+        return self.link.state not in ("connected", "ended")
 
     def series(
         self, value: Callable[[Snapshot], float | int | None], window_s: float, max_points: int = 240

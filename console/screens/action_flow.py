@@ -79,8 +79,16 @@ def ended_text(request: ActionRequest, state: ActionState) -> Text:
 
 
 def action_line(event: Event, tracker: ActionTracker) -> Text:
-    """One line of the actions log: the console's own words for an action it asked for (or the
-    agent's kind and value when it sends them), the phase, and why it failed."""
+    """One line of the actions log: the time, then ``action_words``."""
+    text = Text(f"{clock(event.time)} ", style="dim")
+    text.append_text(action_words(event, tracker))
+    return text
+
+
+def action_words(event: Event, tracker: ActionTracker) -> Text:
+    """An action event in the console's words: what was asked (from this console's own request, the
+    agent's record of another's, or the kind and value when the event carries them), the phase, and
+    why it failed. Only an action nobody could look up falls back to the agent's message."""
     data = event.data
     action_id = str(data.get("action_id", ""))
     phase = event.name.removeprefix("action.")
@@ -88,7 +96,7 @@ def action_line(event: Event, tracker: ActionTracker) -> Text:
     if label is None and isinstance(data.get("kind"), str) and "value" in data:
         with contextlib.suppress(ValueError):  # a kind this console does not know: the agent's message
             label = action_label(ActionRequest(request_id="x" * 8, kind=data["kind"], value=data["value"]))
-    text = Text(f"{clock(event.time)} ", style="dim")
+    text = Text()
     if label is None:
         text.append(event.message)
         return text
@@ -138,7 +146,7 @@ async def plan_confirm_apply(
     production = bool(latest and latest.production)
     if not await app.push_screen_wait(ConfirmPlan(plan, running=running, production=production)):
         try:
-            told = await client.cancel_plan(plan.action_id)
+            told = await client.cancel_plan(plan.action_id, app.operator)
             note = "" if told else " (this agent keeps the unconfirmed plan until it expires)"
         except LinkError as exc:
             note = f" (could not tell the agent: {exc}; the unconfirmed plan expires there)"

@@ -40,6 +40,8 @@ ARM_STYLE = {
 }
 """Each arm its colour and its own point glyph: where two lines overlap, both stay visible."""
 
+DRAW_ORDER = ("sweep", "adaptive", "baseline", "off", "on")
+
 MODE_WORDS = {
     "compare": "compare: each level with speculation on, then off, then adaptive",
     "sweep": "sweep: each level with the server as it runs",
@@ -54,7 +56,7 @@ def result_title(result: BenchResult) -> str:
 def result_table(result: BenchResult) -> Table:
     table = Table(title=f"{result_title(result)}: output tok/s", expand=False, title_justify="left")
     table.add_column("asked", justify="right")
-    table.add_column("reached", justify="right")
+    table.add_column("ran", justify="right")
     for arm in result.arms:
         table.add_column(arm, justify="right", style=ARM_STYLE.get(arm, ("", ""))[0])
     for level in result.levels:
@@ -64,8 +66,9 @@ def result_table(result: BenchResult) -> Table:
             reached,
             *(num(level.arms[a].tok_s) if a in level.arms else "" for a in result.arms),
         )
+    table.caption = "ran: the engine's mean running requests"
     if any(level.short for level in result.levels):
-        table.caption = "reached in yellow: the engine ran fewer requests than asked"
+        table.caption += "; yellow: fewer than asked"
     return table
 
 
@@ -86,7 +89,8 @@ def recommendation_text(result: BenchResult) -> Text:
 def result_chart(result: BenchResult) -> ChartData:
     """tok/s against concurrency on a log axis (1–16 is not squashed against 250)."""
     series = []
-    for arm in result.arms:
+    # "on" is drawn last, over "adaptive" (which often equals it): both stay visible, each with its glyph.
+    for arm in sorted(result.arms, key=lambda a: DRAW_ORDER.index(a) if a in DRAW_ORDER else -1):
         color, glyph = ARM_STYLE.get(arm, ("white", "·"))
         pts = [(math.log2(lv.asked), t) for lv in result.levels if lv.asked > 0
                and arm in lv.arms and (t := lv.arms[arm].tok_s) is not None]  # fmt: skip
@@ -171,7 +175,7 @@ class BenchScreen(LiveScreen):
                 compact=True,
             )
             yield Button("Start…", id="bench-start", classes="apply", compact=True)
-        with Horizontal(classes="form-row"):
+        with Horizontal(classes="form-row", id="bench-form-2"):
             yield Label("requests per level")
             yield Input("", id="bench-requests", type="integer", placeholder="default", compact=True)
             yield Label("output tokens")
@@ -190,16 +194,27 @@ class BenchScreen(LiveScreen):
                 yield Static("", id="bench-table")
                 runs: DataTable[str] = DataTable(id="bench-runs", cursor_type="row")
                 yield runs
-            yield ChartPanel("tok/s by concurrency", id="bench-chart")
+            yield ChartPanel("tok/s", id="bench-chart")
 
     def on_mount(self) -> None:
         if self.console.readonly:
             self.query_one("#bench-start", Button).disabled = True
         self.query_one("#bench-apply", Button).disabled = True
-        runs = self.query_one("#bench-runs", DataTable)
-        for label, key in (("earlier run", "id"), ("mode", "mode"), ("state", "state"), ("threshold", "t")):
-            runs.add_column(label, key=key)
         self.load_runs()
+
+    def _runs_table(self) -> DataTable[str]:
+        """The run list, its columns added on first use: a paint (which may fetch the list when a run
+        ends) can come before this screen's mount handler."""
+        table: DataTable[str] = self.query_one("#bench-runs", DataTable)
+        if not table.columns:
+            for label, key in (
+                ("earlier run", "id"),
+                ("mode", "mode"),
+                ("state", "state"),
+                ("threshold", "t"),
+            ):
+                table.add_column(label, key=key)
+        return table
 
     # -- history ----------------------------------------------------------------------------------
     @work(exclusive=True, group="bench-runs")
@@ -221,11 +236,11 @@ class BenchScreen(LiveScreen):
         finished = [r for r in runs if r.state == "finished"]
         if runs:
             words = f"{len(runs)} run{'s' if len(runs) != 1 else ''} on this host"
-            words += f"; newest finished: {finished[0].bench_id}" if finished else ""
+            words += f" (newest finished: {finished[0].bench_id})" if finished else ""
         else:
             words = "No benchmark has run on this host yet"
-        label.update(words + ". Start shows what will run and asks you to confirm.")
-        table = self.query_one("#bench-runs", DataTable)
+        label.update(words + ". Start asks you to confirm.")
+        table = self._runs_table()
         table.clear()
         for run in runs[:20]:
             threshold = "" if run.recommended_threshold is None else str(run.recommended_threshold)
@@ -348,4 +363,4 @@ class BenchScreen(LiveScreen):
         self.query_one("#bench-apply", Button).disabled = self.console.readonly or self.recommended is None
         panel = self.query_one("#bench-chart", ChartPanel)
         panel.add_class("-shown")
-        panel.show(result_chart(result), note=f"run {result.bench_id}, log scale")
+        panel.show(result_chart(result), note="(log concurrency)")

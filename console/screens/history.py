@@ -120,7 +120,10 @@ class HistoryScreen(LiveScreen):
             if key == "throughput" and self.console.show_raw:
                 gauge = model.points.series(lambda p: p.gauge_tok_s, window)
                 series = (*series, Series("raw (SGLang gauge)", *gauge, "magenta", marker="dot"))
-            rule = Rule(float(threshold), f"threshold {threshold}") if key == "load" and threshold else None
+            rule = None
+            if key == "load" and threshold:
+                history = model.points.series(lambda p: p.threshold, window)
+                rule = Rule(float(threshold), f"threshold {threshold}", history=history)
             self.query_one(f"#history-{key}", ChartPanel).show(
                 ChartData(series=series, window_s=window, y_format=fmt, markers=markers, hline=rule)
             )

@@ -17,6 +17,7 @@ from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.logtail import matching_lines, new_lines, step_match
 from console.registry import screen_bindings
+from console.screens.action_flow import action_words
 from console.screens.base import LiveScreen
 from console.widgets.format import clock
 
@@ -176,8 +177,13 @@ class LogsScreen(LiveScreen):
         for event in model.events:
             if event.seq <= self.shown_event_seq:
                 continue
+            if event.kind == "action" and event.data.get("action_id") in model.actions.looking_up:
+                break  # its words are on the way: keep the log in order, write it when they arrive
             self.shown_event_seq = event.seq
             line = Text(f"{clock(event.time)} ", style="dim")
             line.append(f"{event.kind:<11}", style=_KIND_STYLE.get(event.kind, ""))
-            line.append(f" {event.message}")
+            line.append(" ")
+            line.append_text(
+                action_words(event, model.actions) if event.kind == "action" else Text(event.message)
+            )
             log.write(line)

@@ -136,6 +136,10 @@ class OverviewScreen(LiveScreen):
         threshold = None
         if latest is not None and latest.speculation.threshold_available and latest.speculation.threshold:
             threshold = latest.speculation.threshold
+        rule = None
+        if threshold:
+            history = points.series(lambda p: p.threshold, window)
+            rule = Rule(float(threshold), f"threshold {threshold}", history=history)
         self.query_one("#load-panel", ChartPanel).show(
             ChartData(
                 series=(
@@ -145,6 +149,6 @@ class OverviewScreen(LiveScreen):
                 window_s=window,
                 y_format=fmt_count,
                 markers=markers,
-                hline=Rule(float(threshold), f"threshold {threshold}") if threshold else None,
+                hline=rule,
             )
         )

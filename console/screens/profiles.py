@@ -103,9 +103,6 @@ class ProfilesScreen(LiveScreen):
                 yield Static("", id="profile-result")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("profile", key="name")
-        table.add_column("", key="running")
         if self.console.readonly:
             for widget in self.query("Button.apply, #profile-new-name"):
                 widget.disabled = True
@@ -141,6 +138,9 @@ class ProfilesScreen(LiveScreen):
             self._say(Text(f"Cannot list profiles: {exc}", style="red"))
             return
         table: DataTable[str] = self.query_one(DataTable)
+        if not table.columns:  # added on first use: a paint may reload the list before on_mount
+            table.add_column("profile", key="name")
+            table.add_column("", key="running")
         self.running = None
         for entry in profiles:
             name = str(entry.get("name"))

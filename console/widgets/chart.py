@@ -19,6 +19,28 @@ from textual_plotext import PlotextPlot
 
 from console.widgets.ticks import Formatter, fmt_count, nice_ticks, time_ticks
 
+PALETTE: dict[str, tuple[int, int, int]] = {
+    "cyan": (40, 200, 230),
+    "green": (120, 220, 60),
+    "red": (235, 70, 90),
+    "magenta": (225, 90, 225),
+    "yellow": (240, 200, 40),
+    "blue": (90, 150, 255),
+    "orange": (255, 150, 40),
+    "grey": (150, 150, 150),
+}
+"""Chart colours as RGB: plotext's named colours are ANSI ones, which each terminal theme draws its
+own way (magenta as pink, yellow as purple); a legend must show the colour the line really has."""
+
+
+def rgb(color: str) -> tuple[int, int, int]:
+    return PALETTE.get(color, PALETTE["grey"])
+
+
+def hex_color(color: str) -> str:
+    r, g, b = rgb(color)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
 
 @dataclass(frozen=True)
 class Series:
@@ -26,6 +48,7 @@ class Series:
     xs: tuple[float, ...]
     ys: tuple[float, ...]
     color: str
+    """A PALETTE name."""
     marker: str = "braille"
     """plotext's line marker: "braille" (thin), "dot", "hd", or one character."""
     points: str | None = None
@@ -39,6 +62,9 @@ class Rule:
     value: float
     label: str
     color: str = "orange"
+    history: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """For a time chart: the rule's value over the window (a threshold that moved), drawn as a step
+    line instead of one level across the whole window."""
 
 
 @dataclass(frozen=True)
@@ -100,21 +126,28 @@ class TimeChart(PlotextPlot):
         if ticks:
             plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
         top = 0.0
-        for s in data.series:
-            if not s.ys:
-                continue
-            top = max(top, max(s.ys))
-            plt.plot(list(s.xs), list(s.ys), color=s.color, marker=s.marker)
-            if s.points:
-                plt.scatter(list(s.xs), list(s.ys), color=s.color, marker=s.points)
         left = data.x_range[0] if data.x_range is not None else -data.window_s
-        if data.hline is not None:
-            top = max(top, data.hline.value)
-            plt.hline(data.hline.value, color=data.hline.color)
+        rule = data.hline
+        if rule is not None:
+            top = max(top, rule.value)
+            if rule.history is not None and rule.history[0]:
+                top = max(top, max(rule.history[1]))
+                plt.plot(
+                    list(rule.history[0]), list(rule.history[1]), color=rgb(rule.color), marker="braille"
+                )
+            else:
+                plt.hline(rule.value, color=rgb(rule.color))
+        for s in data.series:
+            if s.ys:
+                top = max(top, max(s.ys))
+                plt.plot(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.marker)
+        for s in data.series:  # the point glyphs last, so a later line never hides an earlier arm's points
+            if s.ys and s.points:
+                plt.scatter(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.points)
         for x, on in data.markers:
-            plt.vline(x, color="green" if on else "red")
+            plt.vline(x, color=rgb("green" if on else "red"))
         if data.vline is not None:
-            plt.vline(data.vline.value, color=data.vline.color)
+            plt.vline(data.vline.value, color=rgb(data.vline.color))
         self._top = top
         self._ticks_for_height = -1  # y ticks depend on the height: set at render time
         self._left = left
@@ -131,10 +164,13 @@ class TimeChart(PlotextPlot):
         # canvas colour so the label reads as a gap in the line.
         canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
         if data.hline is not None:
-            self.plt.text(f" {data.hline.label} ", self._left, data.hline.value, color=data.hline.color,
+            at = (
+                data.hline.history[1][0] if data.hline.history and data.hline.history[1] else data.hline.value
+            )
+            self.plt.text(f" {data.hline.label} ", self._left, at, color=rgb(data.hline.color),
                           background=canvas, alignment="left")  # fmt: skip
         if data.vline is not None:
-            self.plt.text(f" {data.vline.label} ", data.vline.value, ticks[-1], color=data.vline.color,
+            self.plt.text(f" {data.vline.label} ", data.vline.value, ticks[-1], color=rgb(data.vline.color),
                           background=canvas, alignment="left")  # fmt: skip
 
     def render(self) -> RenderResult:

@@ -11,17 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from console.widgets.chart import ChartData, TimeChart
+from console.widgets.chart import ChartData, TimeChart, hex_color
 
-_STYLE_GLYPH = {"braille": "⣤⣤", "dot": "••", "hd": "▄▄", "fhd": "▄▄", "sd": "▄▄"}
-_RICH_COLOR = {"orange": "dark_orange", "gray": "grey50"}
-
-
-def rich_color(plotext_color: str) -> str:
-    """plotext's colour names as Rich knows them ("orange" is not one; "red+" is bright red)."""
-    if plotext_color.endswith("+"):
-        return f"bright_{plotext_color[:-1]}"
-    return _RICH_COLOR.get(plotext_color, plotext_color)
+_STYLE_GLYPH = {"braille": "⣤", "dot": "•", "hd": "▄", "fhd": "▄", "sd": "▄"}
 
 
 def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
@@ -31,14 +23,14 @@ def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
     if data is None:
         return text
     for s in data.series:
-        glyph = s.points or _STYLE_GLYPH.get(s.marker, s.marker * 2)
+        glyph = s.points or _STYLE_GLYPH.get(s.marker, s.marker)
         text.append("  ")
-        text.append(glyph, style=rich_color(s.color))
+        text.append(glyph, style=f"bold {hex_color(s.color)}")
         text.append(f" {s.label}")
-    for rule, glyph in ((data.hline, "──"), (data.vline, "│")):
+    for rule, glyph in ((data.hline, "─"), (data.vline, "│")):
         if rule is not None:
             text.append("  ")
-            text.append(glyph, style=rich_color(rule.color))
+            text.append(glyph, style=f"bold {hex_color(rule.color)}")
             text.append(f" {rule.label}")
     return text
 
@@ -49,9 +41,9 @@ def window_legend(window_label: str, *, switches: bool = True) -> Text:
     text = Text.assemble(("last ", "dim"), (window_label, "bold"), (" (w changes it)", "dim"))
     if switches:
         text.append("   markers: ", style="dim")
-        text.append("│", style="bold green")
+        text.append("│", style=f"bold {hex_color('green')}")
         text.append(" speculation switched on  ")
-        text.append("│", style="bold red")
+        text.append("│", style=f"bold {hex_color('red')}")
         text.append(" switched off")
     return text
 

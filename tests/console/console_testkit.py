@@ -192,6 +192,15 @@ def _stop_agent(agent: RunningAgent) -> None:
             os.killpg(engine_pid, signal.SIGKILL)
 
 
+def screen_text(app: App[None]) -> str:
+    """Everything the terminal shows now, as plain text (what an SVG snapshot draws, without styles)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=StringIO(), record=True, color_system=None,
+                      legacy_windows=False, safe_box=False)  # fmt: skip
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
 def text_of(app: App[None], selector: str) -> str:
     """The plain text a Static in the current screen shows (Text, str or any Rich renderable)."""
     content = app.screen.query_one(selector, Static).content

@@ -160,7 +160,7 @@ async def test_a_bench_sweep_from_the_console_ends_with_a_table_and_a_recommenda
         table = await until(lambda: "asked" in text_of(app, "#bench-table") and text_of(app, "#bench-table"),
                             timeout_s=120, what="the results table",
                             explain=lambda: text_of(app, "#bench-status"))  # fmt: skip
-        assert "on" in table and "off" in table and "reached" in table
+        assert "on" in table and "off" in table and "ran" in table
         assert f"Run {screen.bench_id}" in table, "the table names the run it belongs to"
         status = text_of(app, "#bench-status")
         assert "Recommended threshold" in status or "No recommendation" in status

@@ -139,3 +139,9 @@ def test_a_bench_row_is_labelled_by_the_asked_concurrency_with_the_reached_one()
     assert first.asked == 64 and first.reached == 40.0 and first.short
     assert second.reached == 1.0 and not second.short and second.arms["off"].unavailable == "no off arm"
     assert result.recommended_threshold == 48 and result.reason == "off wins from 48"
+
+
+def test_the_agents_own_eta_is_preferred_when_it_sends_one() -> None:
+    model = ConsoleModel()
+    model.ingest(event(1, 100.0, "bench", "bench.progress", bench_id="b1", fraction=0.5, eta_s=42.0))
+    assert model.bench.latest is not None and model.bench.latest.eta_s == 42.0
