@@ -86,7 +86,10 @@ def test_render_json_for_eagle3() -> None:
     )
     threshold_slot = {k: v for k, v in data["adaptive_config"].items() if v == {"candidate_steps": [0]}}
     assert list(threshold_slot) == [THRESHOLD_LINE.split(" = ")[1]]
-    assert data["env"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
+    assert data["env"] == {
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1",
+        "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND": "0",
+    }
 
 
 def test_render_refuses_an_invalid_profile(tmp_path: Path) -> None:
@@ -118,24 +121,28 @@ def test_diff_live_and_restart(tmp_path: Path) -> None:
     assert "plan: restart" in text.stdout and "topk" in text.stdout
 
 
-def test_kv_json_has_both_sides() -> None:
+def test_kv_json_has_the_three_states() -> None:
     done = agent(
         "kv", str(PROFILES / "kimi-k25-eagle3-tree.toml"), "--running", "48", "--context", "2000", "--json"
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    for side in ("on", "off"):
+    for side in ("on", "baseline"):
         assert {
             "alloc_len_per_decode",
             "reserve_per_decode",
             "tokens_held",
             "tokens_reserved",
             "requests_that_fit",
+            "pool_tokens",
+            "fits",
         } <= set(data[side])
     assert data["on"]["tokens_reserved"] == 48 * 32  # reference example A: 48 requests keep 1,536 slots ahead
+    assert data["off"] is None and "topk=1" in data["off_unavailable"]  # a tree server has no 0-step state
+    assert data["baseline"]["pool_tokens"] == data["drafter"]["pool_tokens_without_drafter"] > data["pool"]
     table = agent(
         "kv",
-        str(PROFILES / "kimi-k25-eagle3-tree.toml"),
+        str(PROFILES / "kimi-k25-eagle3.toml"),
         "--running",
         "48",
         "--context",
@@ -143,7 +150,36 @@ def test_kv_json_has_both_sides() -> None:
         "--pool",
         "100000",
     )
-    assert "spec on" in table.stdout and "1,536" in table.stdout and "(given)" in table.stdout
+    header = next(line for line in table.stdout.splitlines() if "spec on" in line)
+    assert header.split() == ["spec", "on", "off", "(0", "steps)", "no", "drafter"]
+    reserve = next(line for line in table.stdout.splitlines() if line.startswith("reserve per request"))
+    assert reserve.split()[-3:] == ["8", "8", "2"]  # 3/1/4 adaptive: 0 steps still reserves the widest
+    assert "(given)" in table.stdout and "without the drafter the pool would be" in table.stdout
+
+
+def test_kv_says_when_the_requests_do_not_fit_and_can_fail() -> None:
+    """Issue 14 item 10: 64 requests of 4,000 tokens in the estimated pool."""
+    args = ["kv", str(PROFILES / "kimi-k25-eagle3.toml"), "--running", "64", "--context", "4000"]
+    plain = agent(*args)
+    assert plain.returncode == 0, plain.stderr
+    assert (
+        "does not fit (spec on, off (0 steps)): 64 requests of 4000 tokens hold 256,512 tokens"
+        in plain.stdout
+    )
+    strict = agent(*args, "--fail-if-overfull")
+    assert strict.returncode == 1 and "does not fit" in strict.stdout
+    as_json = agent(*args, "--json", "--fail-if-overfull")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["overfull"] is True
+    fits = agent(
+        "kv",
+        str(PROFILES / "kimi-k25-eagle3.toml"),
+        "--running",
+        "16",
+        "--context",
+        "4000",
+        "--fail-if-overfull",
+    )
+    assert fits.returncode == 0 and "fits: the pool holds all 16 requests at once" in fits.stdout
 
 
 def test_kv_rejects_bad_numbers() -> None:

@@ -16,7 +16,7 @@ from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
 from agent.control.library import UnknownProfile, issue_dict
-from agent.profile import ProfileError
+from agent.profile import ProfileError, dump_profile
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
@@ -40,6 +40,10 @@ class EngineCommand(_Body):
 
 class AgentStop(_Body):
     engine_too: bool = False
+
+
+class ActionCancel(_Body):
+    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
 
 
 class SnapshotList(BaseModel):
@@ -126,6 +130,13 @@ def create_app(daemon: Daemon) -> FastAPI:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
 
+    @api.post("/actions/{action_id}/cancel")
+    async def cancel_action(action_id: str, body: ActionCancel | None = None) -> ActionResult:
+        result = await daemon.actions.cancel(action_id, body.operator if body else None)
+        if result is None:
+            raise HTTPException(404, f"no action {action_id!r}")
+        return result
+
     @api.get("/actions/{action_id}")
     async def get_action(action_id: str) -> ActionResult:
         result = daemon.actions.get(action_id)
@@ -148,6 +159,16 @@ def create_app(daemon: Daemon) -> FastAPI:
             )
             out.append({"name": f.name, "path": str(f.path), "running": is_running})
         return {"profiles": out}
+
+    @api.get("/profile")
+    async def running_profile() -> dict[str, Any]:
+        """The profile the engine runs now, live changes included (what Controls shows as current)."""
+        profile = daemon.profile
+        return {
+            "name": profile.identity.name,
+            "toml": dump_profile(profile),
+            "profile": profile.model_dump(mode="json"),
+        }
 
     @api.get("/profiles/{name}")
     async def read_profile(name: str) -> dict[str, Any]:

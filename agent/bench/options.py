@@ -103,7 +103,7 @@ def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     allowed = {
         "concurrency", "requests_per_level", "input_len", "output_len", "chat", "warmup_requests", "min_level_seconds",
     }  # fmt: skip
-    unknown = sorted(set(data) - allowed - {"mode", "baseline_url"})
+    unknown = sorted(set(data) - allowed - {"mode", "baseline_url", "confirm_production"})
     if unknown:
         raise BenchOptionError(unknown[0], f"unknown field; allowed: {', '.join(sorted(allowed))}")
     concurrency = data.get("concurrency", list(DEFAULT_CONCURRENCY))

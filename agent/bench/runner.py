@@ -22,16 +22,67 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.bench.compare import run_compare
+from agent.bench.engine import live_unavailable_reason
 from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
 from agent.bench.progress import BenchProgress
-from agent.bench.store import BenchStore, new_bench_id
+from agent.bench.store import SUMMARY_KEYS, BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 
-PROGRESS_EVENT_INTERVAL_S = 1.0
+PROGRESS_EVENT_INTERVAL_S = 5.0
+"""At most one bench.progress event this often (the first one at once): the stream is shared with
+every console's event log, and a compare that sent one a second filled it with a few hundred lines.
+The run's end is its own event (bench.finished / failed / cancelled), never coalesced away."""
 
 
 class BenchBusy(RuntimeError):
     """A benchmark is already running; two at once would measure each other."""
+
+
+class BenchRefused(BenchOptionError):
+    """The run could not give what it is asked for, or needs the operator's confirmation first; said
+    before any request is sent."""
+
+
+def production_refusal(body: Mapping[str, Any], profile_name: str, production: bool) -> BenchRefused | None:
+    """A production server gets load only when the request repeats its profile's name.
+
+    The console asks the operator to type the name; a script must say it too. A benchmark sends up
+    to the highest concurrency level at once to the server that serves real traffic.
+    """
+    if not production:
+        return None
+    given = body.get("confirm_production")
+    if given == profile_name:
+        return None
+    levels = body.get("concurrency")
+    peak = (
+        max(levels)
+        if isinstance(levels, list) and levels and all(isinstance(c, int) for c in levels)
+        else None
+    )
+    load = f"up to {peak} concurrent requests" if peak else "concurrent requests"
+    got = "" if given is None else f" (got {given!r})"
+    return BenchRefused(
+        "confirm_production",
+        f"{profile_name} is a production profile: a benchmark sends {load} to the server that serves its "
+        f"traffic. Repeat the profile's name in confirm_production to start it{got}",
+    )
+
+
+def compare_refusal(body: Mapping[str, Any], server_info: Mapping[str, Any]) -> BenchRefused | None:
+    """A compare that cannot force speculation on and off would run every level for one arm and then
+    recommend nothing; it is refused before it starts, with SGLang's reason."""
+    if body.get("mode", "compare") != "compare" or body.get("baseline_url") is not None:
+        return None
+    reason = live_unavailable_reason(dict(server_info))
+    if reason is None:
+        return None
+    return BenchRefused(
+        "mode",
+        f"a compare needs the live speculation threshold to measure speculation on and off on one server, "
+        f"and this server has none ({reason}). Run a sweep (mode sweep) to measure the server as it is "
+        "configured, or give baseline_url (a second server launched without a drafter) to compare against it",
+    )
 
 
 @dataclass(frozen=True)
@@ -49,9 +100,16 @@ def failure_reason(exc: BaseException) -> str:
 
 
 class BenchRuns:
-    def __init__(self, store: BenchStore, publish: Callable[[BenchEvent], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: BenchStore,
+        publish: Callable[[BenchEvent], None] | None = None,
+        *,
+        progress_interval_s: float = PROGRESS_EVENT_INTERVAL_S,
+    ) -> None:
         self.store = store
         self.publish = publish or (lambda _: None)
+        self.progress_interval_s = progress_interval_s
         self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}
         self._cancels: dict[str, asyncio.Event] = {}
         store.mark_abandoned("the agent stopped while this benchmark was running")
@@ -67,18 +125,13 @@ class BenchRuns:
         api_key: str | None = None,
         baseline_url: str | None = None,
         admin_api_key: str | None = None,
+        profile: str | None = None,
     ) -> str:
-        """Validate, record and launch a run; returns its id at once (needs a running event loop)."""
-        mode = body.get("mode", "compare")
-        if mode not in ("sweep", "compare"):
-            raise BenchOptionError("mode", f"{mode!r}: must be 'sweep' or 'compare'")
-        options = options_from_mapping(body).with_api_key(api_key, admin_api_key)
-        if baseline_url is None and body.get("baseline_url") is not None:
-            baseline_url = body["baseline_url"]
-            if not isinstance(baseline_url, str) or not baseline_url.startswith(("http://", "https://")):
-                raise BenchOptionError(
-                    "baseline_url", f"{baseline_url!r}: must be an http:// or https:// URL"
-                )
+        """Validate, record and launch a run; returns its id at once (needs a running event loop).
+
+        ``profile`` names what the server ran, so a listed run says which deployment it measured."""
+        mode, options, baseline_url = self.check(body, baseline_url)
+        options = options.with_api_key(api_key, admin_api_key)
         busy = self.running()
         if busy is not None:
             raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")
@@ -90,6 +143,7 @@ class BenchRuns:
             "url": url,
             "baseline_url": baseline_url,
             "options": options.public_dict(),
+            "profile": profile,
             "created_at": time.time(),
             "finished_at": None,
             "error": None,
@@ -101,9 +155,30 @@ class BenchRuns:
             self._run(record, options, cancel, baseline_url), name=f"bench-{bench_id}"
         )
         self.publish(
-            BenchEvent("bench.started", f"benchmark {bench_id} ({mode}) started", {"bench_id": bench_id})
+            BenchEvent(
+                "bench.started",
+                f"benchmark {bench_id} ({mode}) started",
+                {k: record.get(k) for k in SUMMARY_KEYS},
+            )
         )
         return bench_id
+
+    @staticmethod
+    def check(
+        body: Mapping[str, Any], baseline_url: str | None = None
+    ) -> tuple[str, BenchOptions, str | None]:
+        """The mode, the options and the baseline URL of a request body; BenchOptionError names a bad field."""
+        mode = body.get("mode", "compare")
+        if mode not in ("sweep", "compare"):
+            raise BenchOptionError("mode", f"{mode!r}: must be 'sweep' or 'compare'")
+        options = options_from_mapping(body)
+        if baseline_url is None and body.get("baseline_url") is not None:
+            baseline_url = body["baseline_url"]
+            if not isinstance(baseline_url, str) or not baseline_url.startswith(("http://", "https://")):
+                raise BenchOptionError(
+                    "baseline_url", f"{baseline_url!r}: must be an http:// or https:// URL"
+                )
+        return str(mode), options, baseline_url
 
     def cancel(self, bench_id: str) -> bool:
         event = self._cancels.get(bench_id)
@@ -136,22 +211,29 @@ class BenchRuns:
         self, record: dict[str, Any], options: BenchOptions, cancel: asyncio.Event, baseline_url: str | None
     ) -> dict[str, Any]:
         bench_id = record["bench_id"]
-        last_sent = 0.0
-        last_key: tuple[str, int] | None = None
+        started = time.monotonic()
+        last_sent: float | None = None
 
         def on_progress(progress: BenchProgress) -> None:
-            nonlocal last_sent, last_key
+            nonlocal last_sent
             now = time.monotonic()
-            key = (progress.arm, progress.concurrency)
-            if key == last_key and now - last_sent < PROGRESS_EVENT_INTERVAL_S:
+            if last_sent is not None and now - last_sent < self.progress_interval_s:
                 return
-            last_sent, last_key = now, key
+            last_sent = now
+            elapsed = now - started
+            eta = elapsed * (1 - progress.fraction) / progress.fraction if progress.fraction >= 0.02 else None
+            left = f", about {eta:.0f} s left" if eta is not None else ""
             self.publish(
                 BenchEvent(
                     "bench.progress",
                     f"benchmark {bench_id}: {progress.arm} c={progress.concurrency} "
-                    f"{progress.completed}/{progress.requests} ({progress.fraction:.0%})",
-                    {"bench_id": bench_id, **progress.as_dict()},
+                    f"{progress.completed}/{progress.requests} ({progress.fraction:.0%}{left})",
+                    {
+                        "bench_id": bench_id,
+                        **progress.as_dict(),
+                        "elapsed_s": round(elapsed, 1),
+                        "eta_s": None if eta is None else round(eta, 1),
+                    },
                 )
             )
 
@@ -183,12 +265,7 @@ class BenchRuns:
             BenchEvent(
                 name,
                 message,
-                {
-                    "bench_id": record["bench_id"],
-                    "state": state,
-                    "error": error,
-                    "recommended_threshold": final.get("recommended_threshold"),
-                },
+                {k: final.get(k) for k in SUMMARY_KEYS},  # the run's line in GET /v1/bench, as it is now
             )
         )
         return final

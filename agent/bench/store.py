@@ -23,6 +23,7 @@ SUMMARY_KEYS = (
     "state",
     "url",
     "baseline_url",
+    "profile",
     "created_at",
     "finished_at",
     "recommended_threshold",

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the agent daemon: supervise the engine, sample telemetry, serve the control API",
         description="Run the agent daemon. It listens on a UNIX socket (default) or a loopback port, "
         "needs the bearer token from <state-dir>/token on every request, and leaves the engine "
-        "running when it exits (unless stopped with `agent stop --engine-too`).",
+        "running when it exits (unless stopped with `agent stop --engine-too`). With --metrics-listen "
+        "it also serves its own Prometheus series (k25_*) on that address, read-only and without a token.",
     )
     p.add_argument("--profile", required=True, type=Path, help="the profile to launch (TOML)")
     p.add_argument(
@@ -28,13 +29,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where.add_argument(
         "--listen", metavar="HOST:PORT", help="loopback TCP instead of a socket (127.0.0.1:PORT)"
     )
+    p.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve the agent's Prometheus series (k25_*) at http://HOST:PORT/metrics; loopback only "
+        "(127.0.0.1:PORT, [::1]:PORT) unless --metrics-listen-any",
+    )
+    p.add_argument(
+        "--metrics-listen-any",
+        action="store_true",
+        help="allow --metrics-listen on an address that is not loopback (e.g. 0.0.0.0:9464): the page "
+        "needs no token and holds nothing secret, but firewall it",
+    )
     p.add_argument("--state-dir", type=Path, help="default $XDG_STATE_HOME/k25console")
     p.add_argument(
         "--profiles-dir",
         type=Path,
         help="profiles the API lists and saves (default: the --profile's directory)",
     )
-    p.add_argument("--gpus", choices=("auto", "nvml", "smi", "fixture", "none"), default="auto")
+    p.add_argument(
+        "--gpus",
+        choices=("auto", "nvml", "smi", "fixture", "sim", "none"),
+        default="auto",
+        help="where GPU readings come from; sim: a simulated 8-GPU host (the demo), labelled as simulated",
+    )
     p.add_argument("--gpu-fixture", type=Path, help="an nvml*.json capture for --gpus fixture")
     p.add_argument(
         "--drain-timeout", type=float, default=60.0, metavar="S", help="drain before a stop/restart"
@@ -55,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from agent.api.transport import InstanceLock, ListenError, bind_tcp, bind_unix, parse_listen
     from agent.engine.policy import RestartPolicy
     from agent.serve.daemon import ServeConfig
+    from agent.serve.exporter import AgentExporter
+    from agent.serve.metrics_http import MetricsServer, parse_metrics_listen, start_metrics_server
     from agent.serve.paths import StatePaths, UnsafePathError, default_state_dir
     from agent.serve.run import serve
     from agent.serve.token import load_or_create_token
@@ -82,9 +102,18 @@ def run(args: argparse.Namespace) -> int:
     if args.gpus == "fixture" and args.gpu_fixture is None:
         print("agent serve: --gpus fixture needs --gpu-fixture FILE", file=sys.stderr)
         return 2
+    if args.metrics_listen_any and not args.metrics_listen:
+        print("agent serve: --metrics-listen-any needs --metrics-listen HOST:PORT", file=sys.stderr)
+        return 2
     paths = StatePaths((args.state_dir or default_state_dir()).expanduser().absolute())
     lock = InstanceLock(paths.lock)
+    metrics: MetricsServer | None = None
     try:
+        metrics_at = (
+            parse_metrics_listen(args.metrics_listen, allow_any=args.metrics_listen_any)
+            if args.metrics_listen
+            else None
+        )
         paths.prepare()
         lock.acquire()
         token = load_or_create_token(paths.token)
@@ -94,6 +123,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             socket_path = (args.socket or paths.socket).expanduser().absolute()
             sock = bind_unix(socket_path)
+        if metrics_at is not None:
+            try:
+                metrics = start_metrics_server(*metrics_at, AgentExporter())
+            except ListenError:
+                sock.close()
+                if socket_path is not None:
+                    socket_path.unlink(missing_ok=True)
+                raise
     except (ListenError, UnsafePathError, OSError) as exc:
         print(f"agent serve: {exc}", file=sys.stderr)
         lock.release()
@@ -115,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         sim_speedup=args.sim_speedup,
     )
     try:
-        return asyncio.run(serve(config, token, sock, socket_path))
+        return asyncio.run(serve(config, token, sock, socket_path, metrics.exporter if metrics else None))
     finally:
+        if metrics is not None:
+            metrics.close()
         lock.release()

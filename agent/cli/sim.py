@@ -47,7 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     whatif.add_argument("--profile", required=True, help="profile TOML file")
     whatif.add_argument("--concurrency", required=True, help="comma-separated levels, e.g. 1,8,64")
     whatif.add_argument(
-        "--threshold", type=int, help="live threshold to apply (0 = none; adaptive profiles only)"
+        "--threshold",
+        type=int,
+        help=(
+            "live threshold to apply (0 = none; adaptive profiles only); default: the profile's "
+            "speculation.threshold. The output says which one was used"
+        ),
     )
     whatif.add_argument("--input-len", type=int, default=1024)
     whatif.add_argument("--output-len", type=int, default=256)
@@ -145,6 +150,7 @@ def run_whatif(args: argparse.Namespace) -> int:
         return 2
     config = sim_config(profile)
     rows = []
+    threshold: int | None = None
     for level in levels:
         engine = Engine(config, seed=args.seed)
         if args.threshold is not None:
@@ -158,14 +164,29 @@ def run_whatif(args: argparse.Namespace) -> int:
                 print(f"agent sim-whatif: --threshold: {reason}", file=sys.stderr)
                 return 2
             engine.controller.set_threshold(args.threshold)
+        # Without --threshold the engine starts as the profile launches it: its adaptive config's
+        # 0-step slot is the profile's threshold. What the engine runs with is what is reported.
+        threshold = engine.controller.threshold if engine.controller is not None else None
         result = run_closed_loop(
             config, level, args.input_len, args.output_len, num_requests=args.requests, engine=engine
         )
         rows.append(asdict(result))
+    source = "option" if args.threshold is not None else ("profile" if threshold is not None else "none")
+    used = threshold_words(threshold, source, config.mode)
     if args.json:
-        print(json.dumps({"profile": profile.identity.name, "threshold": args.threshold, "levels": rows}))
+        print(
+            json.dumps(
+                {
+                    "profile": profile.identity.name,
+                    "threshold": threshold,
+                    "threshold_source": source,
+                    "threshold_text": used,
+                    "levels": rows,
+                }
+            )
+        )
         return 0
-    print(f"{profile.identity.name}: {args.input_len} in / {args.output_len} out, modelled")
+    print(f"{profile.identity.name}: {args.input_len} in / {args.output_len} out, modelled; {used}")
     print(
         f"{'concurrency':>11} {'output tok/s':>12} {'mean running':>12} {'accept len':>10} {'retracted':>9}"
     )
@@ -176,3 +197,17 @@ def run_whatif(args: argparse.Namespace) -> int:
             f"{accept:>10} {row['retractions']:>9}"
         )
     return 0
+
+
+def threshold_words(threshold: int | None, source: str, mode: str) -> str:
+    """Which speculation threshold the what-if ran with, and where it came from, in words."""
+    if threshold is None:
+        if mode == "none":
+            return "no speculation (the profile has no drafter)"
+        return "no live threshold (static speculation: it speculates at every batch size)"
+    origin = "--threshold" if source == "option" else "the profile's speculation.threshold"
+    if threshold == 0:
+        if source != "option":
+            return "threshold 0 (the profile sets none: speculate at every batch size)"
+        return f"threshold 0 ({origin}: speculate at every batch size)"
+    return f"threshold {threshold} ({origin}: no speculation at {threshold} running requests or more)"

@@ -23,6 +23,7 @@ from agent.control.audit import AuditLog
 from agent.control.live import apply_live
 from agent.control.planner import Draft, plan_request
 from agent.profile import Profile
+from agent.profile.words import value_words
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
 from agent.wire.snapshot import EngineState
 
@@ -30,6 +31,46 @@ PLAN_TTL_S = 15 * 60
 """A plan left unconfirmed this long is stale: the operator saw it too long ago."""
 
 MAX_ACTIONS = 1000
+
+TERMINAL: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled", "expired", "rejected"})
+"""An action in one of these states is over: nothing more happens to it, and its event says so."""
+AUDITED: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled"})
+"""What the operator decided and what came of it; a plan nobody confirmed yet is not an audit line."""
+EVENT_OF: dict[ActionStatus, str] = {
+    "planned": "action.planned",
+    "rejected": "action.rejected",
+    "applying": "action.applying",
+    "applied": "action.applied",
+    "failed": "action.failed",
+    "cancelled": "action.cancelled",
+    "expired": "action.expired",
+}
+_KIND_WORDS = {"apply_profile": "load profile"}
+_MODE_WORDS = {
+    "live": "applied live, the server keeps serving",
+    "restart": "needs an engine restart",
+    "noop": "nothing to change",
+    "rejected": "rejected",
+}
+
+
+def action_words(request: ActionRequest) -> str:
+    """ "threshold 64", "adaptive off", "load profile kimi-k25-eagle3": what the operator asked for."""
+    return f"{_KIND_WORDS.get(request.kind, request.kind)} {value_words(request.value)}"
+
+
+def event_data(plan: Plan, status: ActionStatus) -> dict[str, Any]:
+    """The same fields on every action event, so a console can follow one action from plan to end."""
+    return {
+        "action_id": plan.action_id,
+        "request_id": plan.request.request_id,
+        "kind": plan.request.kind,
+        "value": plan.request.value,
+        "mode": plan.mode,
+        "status": status,
+        "terminal": status in TERMINAL,
+        "rejected_field": plan.rejected_field,
+    }
 
 
 class EngineControl(Protocol):
@@ -127,16 +168,18 @@ class ActionBook:
             drain_timeout_s=self.drain_timeout_s if draft.mode == "restart" else None,
             rejected_field=draft.rejected_field,
         )
-        status = "rejected" if draft.mode == "rejected" else "planned"
+        status: ActionStatus = "rejected" if draft.mode == "rejected" else "planned"
         result = ActionResult(action_id=action_id, status=status, plan=plan, message=draft.reason)
         self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock())
         self._by_request[request.request_id] = action_id
         self._evict()
+        what = action_words(request)
         self.emit(
-            "action.planned" if status == "planned" else "action.rejected",
-            f"{request.kind} {request.value!r}: {draft.mode}"
-            + (f" ({draft.reason})" if status == "rejected" else ""),
-            {"action_id": action_id, "mode": draft.mode, "rejected_field": draft.rejected_field},
+            EVENT_OF[status],
+            f"{what}: rejected: {draft.reason}"
+            if status == "rejected"
+            else f"{what}: planned ({_MODE_WORDS[draft.mode]}); waiting for the operator to confirm",
+            event_data(plan, status),
         )
         return plan
 
@@ -170,7 +213,13 @@ class ActionBook:
             return self._start_restart(entry)
 
     def _finish(
-        self, entry: _Entry, status: ActionStatus, message: str, *, audit: bool = True
+        self,
+        entry: _Entry,
+        status: ActionStatus,
+        message: str,
+        *,
+        audit: bool = True,
+        operator: str | None = None,
     ) -> ActionResult:
         plan = entry.result.plan
         entry.result = ActionResult(
@@ -180,9 +229,9 @@ class ActionBook:
             message=message,
             applied_at=time.time() if status == "applied" else None,
         )
-        if audit and status in ("applied", "failed"):
+        if audit and status in AUDITED:
             self.audit.append(
-                operator=plan.request.operator,
+                operator=operator or plan.request.operator,
                 action={
                     "action_id": plan.action_id,
                     "request_id": plan.request.request_id,
@@ -194,16 +243,26 @@ class ActionBook:
                 after={c.key: c.new for c in plan.changes},
                 result={"status": status, "message": message},
             )
-        name = {"applied": "action.applied", "failed": "action.failed", "expired": "action.expired"}.get(
-            status
+        self.emit(
+            EVENT_OF[status], f"{action_words(plan.request)}: {status}. {message}", event_data(plan, status)
         )
-        if name:
-            self.emit(
-                name,
-                f"{plan.request.kind} {plan.request.value!r}: {message}",
-                {"action_id": plan.action_id, "mode": plan.mode, "status": status},
-            )
         return entry.result
+
+    async def cancel(self, action_id: str, operator: str | None = None) -> ActionResult | None:
+        """The operator said no to a plan: it ends as "cancelled", audited as such, and never applies.
+
+        Only a plan still waiting for its confirm can be cancelled; an action already applying (a
+        restart under way), applied or otherwise over is returned as it is.
+        """
+        entry = self._entries.get(action_id)
+        if entry is None:
+            return None
+        async with entry.lock:
+            if entry.result.status != "planned":
+                return entry.result
+            return self._finish(
+                entry, "cancelled", "cancelled by the operator; nothing was changed", operator=operator
+            )
 
     async def _apply_live(self, entry: _Entry) -> ActionResult:
         draft = entry.draft
@@ -235,9 +294,9 @@ class ActionBook:
             message="draining, then restarting the engine",
         )
         self.emit(
-            "action.applying",
-            f"{plan.request.kind} {plan.request.value!r}: restarting the engine",
-            {"action_id": plan.action_id},
+            EVENT_OF["applying"],
+            f"{action_words(plan.request)}: applying: draining, then restarting the engine",
+            event_data(plan, "applying"),
         )
         task = asyncio.create_task(self._restart(entry), name=f"restart-{plan.action_id}")
         self._tasks.add(task)
@@ -253,9 +312,16 @@ class ActionBook:
             if maybe is not None:
                 await maybe
             await self.engine.wait_for_state({"ready", "crash_loop", "stopped", "unknown"})
+        except asyncio.CancelledError:
+            # The agent is stopping: the action still ends, with an event, so no console waits on it.
+            self._stopped_during_restart(entry)
+            raise
         except Exception as exc:  # reported as the action's result, not lost in a task
-            self._finish(entry, "failed", f"restart failed: {type(exc).__name__}: {exc}")
+            if entry.result.status == "applying":
+                self._finish(entry, "failed", f"restart failed: {type(exc).__name__}: {exc}")
             return
+        if entry.result.status != "applying":
+            return  # ended already (the agent stopped while it ran)
         if self.engine.state == "ready":
             self._finish(entry, "applied", "the engine restarted with the new profile and is ready")
         else:
@@ -263,6 +329,20 @@ class ActionBook:
                 entry, "failed", f"the engine restarted but is {self.engine.state}; read the engine log"
             )
 
-    async def close(self) -> None:
-        for task in list(self._tasks):
+    def _stopped_during_restart(self, entry: _Entry) -> None:
+        if entry.result.status == "applying":
+            self._finish(
+                entry,
+                "failed",
+                f"the agent stopped before the restart finished; the engine is {self.engine.state}",
+            )
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the restarts under way; each action ends (failed, with its event) before this returns."""
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout_s)
+        for entry in self._entries.values():
+            self._stopped_during_restart(entry)

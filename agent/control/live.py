@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from agent.profile.words import value_words
 from agent.sglang import live_control
 
 READBACK_OF = {
@@ -52,7 +53,9 @@ async def apply_live(
         return LiveOutcome(False, f"the engine answered /set_internal_state with HTTP {response.status_code}")
     body = response.json()
     if not isinstance(body, list) or not body or not all(x is True for x in body):
-        return LiveOutcome(False, f"the engine refused the change (answer {body!r}); nothing was changed")
+        return LiveOutcome(
+            False, f"the engine refused the change (it answered {response.text[:200]}); nothing was changed"
+        )
     try:
         live = await read_live_state(http, url, headers)
     except (httpx.HTTPError, ValueError) as exc:
@@ -64,5 +67,24 @@ async def apply_live(
     readback = {READBACK_OF[k]: live.get(READBACK_OF[k]) for k in args}
     wrong = {k: v for k, v in args.items() if live.get(READBACK_OF[k]) != v}
     if wrong:
-        return LiveOutcome(False, f"the engine reports {readback} after asking for {args}", readback)
-    return LiveOutcome(True, f"applied live; the engine reports {readback}", readback)
+        asked = {READBACK_OF[k]: v for k, v in args.items()}
+        return LiveOutcome(
+            False,
+            f"the engine reports {readback_words(readback)} after asking for {readback_words(asked)}",
+            readback,
+        )
+    return LiveOutcome(True, f"applied live; the engine reports {readback_words(readback)}", readback)
+
+
+def readback_words(values: dict[str, Any]) -> str:
+    """``{"threshold": 64, "pinned_steps": -1}`` → "threshold 64, steps chosen by SGLang's policy"."""
+    parts = []
+    for key, value in values.items():
+        if key == "threshold":
+            parts.append("no threshold" if value == live_control.NO_THRESHOLD else f"threshold {value}")
+        elif key == "pinned_steps":
+            released = value == live_control.RELEASE_PINNED_STEPS
+            parts.append("steps chosen by SGLang's policy" if released else f"steps pinned at {value}")
+        else:
+            parts.append(f"{key} {value_words(value)}")
+    return ", ".join(parts) or "nothing"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.profile import Profile, ProfileError, diff_profiles
+from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
 from agent.sglang import live_control, rules
 from agent.wire import ActionRequest, Change, PlanMode
@@ -57,6 +58,16 @@ def _with_speculation(running: Profile, **updates: Any) -> Profile | Draft:
         return _reject(first.key, "; ".join(f"{i.key}: {i.rule}" for i in exc.issues))
 
 
+def _without_zero_step_skip(spec: Speculation) -> dict[str, Any]:
+    """The update that drops the zero-step draft-extend skip with adaptive mode (it only acts at 0 steps)."""
+    return {"skip_zero_step_draft_extend": None} if spec.skip_zero_step_draft_extend else {}
+
+
+def _and_skip(spec: Speculation) -> str:
+    """Words for the note when the skip goes with adaptive mode."""
+    return " and the 0-step draft-extend skip" if spec.skip_zero_step_draft_extend else ""
+
+
 def _candidate(
     req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]
 ) -> tuple[Profile, list[str]] | Draft:
@@ -83,10 +94,11 @@ def _candidate(
             return value
         updates: dict[str, Any] = {"eagle_topk": value}
         if value > 1 and spec.adaptive:
-            updates.update(adaptive=False, threshold=None, live_steps=None)
+            updates.update(adaptive=False, threshold=None, live_steps=None, **_without_zero_step_skip(spec))
             notes.append(
                 f"topk {value} turns SGLang's adaptive mode off (it supports only topk = 1), so the speculation "
-                "threshold and the live step choice go away: the server speculates at every batch size"
+                f"threshold and the live step choice{_and_skip(spec)} go away: the server speculates at every "
+                "batch size"
             )
         new = _with_speculation(running, **updates)
     elif req.kind == "adaptive":
@@ -95,9 +107,14 @@ def _candidate(
                 "speculation.adaptive", f"speculation.adaptive: must be true or false (got {req.value!r})"
             )
         updates = {"adaptive": req.value}
-        if not req.value and (spec.threshold is not None or spec.live_steps):
-            updates.update(threshold=None, live_steps=None)
-            notes.append("without adaptive mode there is no speculation threshold and no live step choice")
+        if not req.value and (
+            spec.threshold is not None or spec.live_steps or spec.skip_zero_step_draft_extend
+        ):
+            updates.update(threshold=None, live_steps=None, **_without_zero_step_skip(spec))
+            gone = "; the 0-step draft-extend skip goes too" if spec.skip_zero_step_draft_extend else ""
+            notes.append(
+                f"without adaptive mode there is no speculation threshold and no live step choice{gone}"
+            )
         new = _with_speculation(running, **updates)
     else:  # apply_profile
         if not isinstance(req.value, str) or not req.value:

@@ -64,6 +64,27 @@ def sim_spec(profile: Profile, run_dir: Path, *, speedup: float | None = None) -
     return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env)
 
 
+AGENT_PYTHON_ENV = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "VIRTUAL_ENV",
+    "__PYVENV_LAUNCHER__",
+)
+"""How the agent's own interpreter was pointed at its packages; never handed to the stack's python.
+
+An agent run from a wheel directory (``PYTHONPATH=...``) or a venv would otherwise put its own pydantic,
+FastAPI, uvicorn... ahead of the stack's pinned versions inside SGLang."""
+
+
+def engine_environment(added: dict[str, str]) -> dict[str, str]:
+    """The agent's environment without its Python path settings, plus the profile's variables."""
+    env = {k: v for k, v in os.environ.items() if k not in AGENT_PYTHON_ENV}
+    env.update(added)
+    return env
+
+
 def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
     """The real server: ``<stack venv>/bin/python`` + the rendered SGLang argv, never a shell string.
 
@@ -78,8 +99,7 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
     except LaunchError as exc:
         raise OSError(str(exc)) from None
     python = Path(profile.stack.venv).expanduser() / "bin" / "python"
-    env = {k: v for k, v in os.environ.items()}
-    env.update(launch.env)
+    env = engine_environment(launch.env)
     return EngineSpec(
         kind="sglang",
         argv=[str(python), *launch.argv],

@@ -192,6 +192,11 @@ class Speculation(_Section):
     ema_alpha: float | None = Field(None, gt=0.0, le=1.0)
     update_interval: int | None = Field(None, ge=1)
     warmup_batches: int | None = Field(None, ge=0)
+    skip_zero_step_draft_extend: bool = Field(
+        False,
+        description="At 0 steps, skip the draft model's extend pass (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND): "
+        "a cheaper 'off', but the draft starts cold when the server steps back up",
+    )
 
     @field_validator("live_steps")
     @classmethod
@@ -219,6 +224,35 @@ class Speculation(_Section):
 class Telemetry(_Section):
     tick_interval_s: float = Field(1.0, ge=0.25, le=5.0)
     server_info_every_ticks: int = Field(5, ge=1, le=60)
+
+
+class Health(_Section):
+    """When the health findings that watch the load fire (``agent.telemetry.health``).
+
+    The defaults suit the shipped deployment; a finding that cries wolf is one an operator learns to
+    ignore, so each rule waits for its condition to hold, not for one bad tick.
+    """
+
+    queue_window_s: float = Field(
+        30.0, ge=1.0, le=3600.0, description="The queue must not have shrunk over this long"
+    )
+    queue_min_requests: int = Field(8, ge=1, le=100_000, description="... and hold at least this many")
+    ttft_p99_target_s: float = Field(
+        10.0, gt=0.0, le=3600.0, description="Time to first token (p99 over the telemetry window) above this"
+    )
+    kv_used_max_pct: float = Field(90.0, gt=0.0, le=100.0, description="KV pool used at or above this")
+    idle_after_s: float = Field(
+        300.0, ge=0.0, le=86_400.0, description="No request running or waiting this long while ready; 0 = off"
+    )
+    restart_window_s: float = Field(
+        600.0, ge=10.0, le=86_400.0, description="A restart or crash stays a finding this long"
+    )
+    crash_loop_crashes: int = Field(
+        3, ge=2, le=100, description="This many crashes within restart_window_s: crash-looping"
+    )
+    stale_after_s: float = Field(
+        15.0, ge=1.0, le=3600.0, description="No reading from a ready engine this long: telemetry stale"
+    )
 
 
 class BenchPreset(_Section):
@@ -252,8 +286,24 @@ class Profile(_Section):
     server: Server = Server()
     speculation: Speculation = Speculation(algorithm="none")
     telemetry: Telemetry = Telemetry()
+    health: Health = Health()
     bench: Bench = Bench()
 
     @property
     def speculative(self) -> bool:
         return self.speculation.algorithm != "none"
+
+    @model_validator(mode="after")
+    def _health_outlasts_ticks(self) -> Profile:
+        # A rule that must hold for a time needs a few telemetry ticks inside that time, or it fires
+        # (stale) or never settles (queue) on a single tick.
+        tick = self.telemetry.tick_interval_s
+        for key in ("stale_after_s", "queue_window_s"):
+            value = getattr(self.health, key)
+            if value < 3 * tick:
+                raise KeyedValueError(
+                    f"health.{key}",
+                    f"must be at least 3 telemetry ticks (3 × telemetry.tick_interval_s = {3 * tick:g} s), "
+                    f"got {value:g}",
+                )
+        return self

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException
 
+from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.options import BenchOptionError
-from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns
+from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ class BenchService:
     async def close(self) -> None:
         await self.runs.close()
 
+    async def _server_info(self, url: str) -> dict[str, Any]:
+        probe = EngineProbe(self.daemon.http, url, self.daemon.engine_headers(admin=False))
+        return await probe.server_info()
+
     def add_routes(self, api: APIRouter) -> None:
         runs = self.runs
         daemon = self.daemon
@@ -45,13 +50,22 @@ class BenchService:
             url = daemon.supervisor.url
             if url is None or daemon.supervisor.state != "ready":
                 raise HTTPException(409, f"the engine is not ready (state {daemon.supervisor.state})")
+            identity = daemon.profile.identity
             key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
             try:
-                bench_id = runs.start(url, body, api_key=key)
+                runs.check(body)  # a bad field is named before anything else is said
+                refused = production_refusal(body, identity.name, identity.production)
+                if refused is None and runs.running() is None:
+                    refused = compare_refusal(body, await self._server_info(url))
+                if refused is not None:
+                    raise refused
+                bench_id = runs.start(url, body, api_key=key, profile=identity.name)
             except BenchOptionError as exc:
                 raise HTTPException(422, str(exc)) from None
             except BenchBusy as exc:
                 raise HTTPException(409, str(exc)) from None
+            except EngineError as exc:
+                raise HTTPException(409, f"the engine did not answer before the benchmark: {exc}") from None
             return {"bench_id": bench_id}
 
         @api.get("/bench")

@@ -123,6 +123,15 @@ class Daemon:
         log.info("%s: %s", name, message)
         self.hub.publish_event(kind, name, message, data)
 
+    def _sim_gpu_load(self) -> Any:
+        """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""
+        from agent.telemetry.sim_gpus import SimGpuLoad
+
+        snap = self.hub.latest
+        running = snap.load.running if snap is not None and snap.load.running is not None else 0
+        fraction = self.profile.server.mem_fraction_static or 0.85
+        return SimGpuLoad(running=running, engine_pid=self.supervisor.pid, memory_fraction=fraction)
+
     def _spec_for(self, profile: Profile) -> EngineSpec:
         if self.supervisor.kind == "sim":
             return sim_spec(profile, self.paths.engine_dir, speedup=self.config.sim_speedup)
@@ -177,6 +186,10 @@ class Daemon:
         self.bench = self._make_bench()
 
     def _make_gpu_sampler(self) -> Any:
+        if self.config.gpus == "sim":
+            from agent.telemetry.sim_gpus import SimulatedGpus
+
+            return SimulatedGpus(self._sim_gpu_load)
         try:
             from agent.telemetry.nvml import make_sampler
         except ImportError:
@@ -225,11 +238,13 @@ class Daemon:
 
     async def _telemetry_loop(self) -> None:
         from agent.telemetry.collector import Collector
+        from agent.telemetry.health import EngineCounts, HealthWatch
         from agent.telemetry.nvml import NoGpuSampler
 
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
         collector = Collector(None, self.profile, gpus, self.http, engine_kind=self.supervisor.kind)
         self.collector = collector
+        health = HealthWatch()
         pointed_at: tuple[str | None, Profile] | None = None
         while True:
             started = time.monotonic()
@@ -240,6 +255,8 @@ class Daemon:
                 pointed_at = target
             try:
                 snap = await collector.tick(self.supervisor.state, self.supervisor.pid)
+                counts = EngineCounts(self.supervisor.restarts, self.supervisor.failures)
+                snap = health.observe(snap, profile.health, counts, collector.last_error)
                 self.hub.publish_snapshot(self._numbered(snap, profile))
             except Exception:
                 log.exception("telemetry tick failed")

@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -15,12 +16,25 @@ from agent.api.app import create_app
 from agent.api.transport import remove_socket, socket_identity
 from agent.serve.daemon import Daemon, ServeConfig
 
+if TYPE_CHECKING:
+    from agent.serve.exporter import AgentExporter
+
 log = logging.getLogger(__name__)
 
 
-async def serve(config: ServeConfig, token: str, sock: socket.socket, socket_path: Path | None) -> int:
+async def serve(
+    config: ServeConfig,
+    token: str,
+    sock: socket.socket,
+    socket_path: Path | None,
+    exporter: AgentExporter | None = None,
+) -> int:
     identity = socket_identity(socket_path) if socket_path is not None else None
     daemon = Daemon(config, token)
+    if exporter is not None:
+        # Before start(), so the exporter counts from the first event. The autopilot (issue 16)
+        # registers its k25_autopilot_* series here: exporter.add_source(<its MetricsSource>).
+        exporter.attach(daemon)
     await daemon.start()
     app = create_app(daemon)
     server = uvicorn.Server(

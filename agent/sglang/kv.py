@@ -14,8 +14,9 @@ context parallelism 1 (the allocation page is the page size):
   the page is larger than 1).
 
 With adaptive speculation D is ``max(candidate steps) + 1`` at all times, so a server that has
-dropped to 0 steps still reserves for its widest tier; that is why "speculation off" in the
-what-if means a server launched without speculation, not the adaptive server at 0 steps.
+dropped to 0 steps ("off") still reserves for its widest tier, and it keeps the drafter's weights
+and its share of every KV cell. The what-if therefore has three states: speculating, at 0 steps,
+and the same server launched without the drafter (the baseline).
 """
 
 from __future__ import annotations
@@ -117,6 +118,37 @@ def spec_shape_for_profile(profile: Profile) -> SpecShape | None:
     return SpecShape(steps=steps, topk=topk, draft_tokens=spec.num_draft_tokens or steps + 1)
 
 
+def zero_step_shape_for_profile(profile: Profile) -> SpecShape | None:
+    """The shape of this profile's server while it runs at 0 steps ("off" inside the speculative server).
+
+    SGLang's 0-step tier is ``speculative_num_steps = 0`` with one draft token, while
+    ``max_speculative_num_draft_tokens`` keeps the widest candidate: the KV formulas then give the
+    widest candidate's reserve (``max(1, D)``), exactly as when speculating. None when the server
+    never runs at 0 steps: no speculation, no adaptive mode, or no 0-step candidate (no threshold).
+    """
+    from agent.sglang import adaptive
+
+    on = spec_shape_for_profile(profile)
+    if on is None or on.max_draft_tokens is None:
+        return None
+    config = adaptive.adaptive_config(profile)
+    if config is None or adaptive.NO_SPECULATION_STEPS not in adaptive.candidate_steps(config):
+        return None
+    return SpecShape(steps=0, topk=1, draft_tokens=1, max_draft_tokens=on.max_draft_tokens)
+
+
+def zero_step_unavailable_reason(profile: Profile) -> str | None:
+    """Why this profile's server never runs at 0 steps, in an operator's words; None when it does."""
+    from agent.sglang.rules import threshold_unavailable_reason
+
+    if zero_step_shape_for_profile(profile) is not None:
+        return None
+    unavailable = threshold_unavailable_reason(profile)
+    if unavailable is not None:
+        return unavailable
+    return "no speculation.threshold is set, so the 0-step state is not built"
+
+
 # --- Pool size -----------------------------------------------------------------------------------
 
 MLA_KV_LORA_RANK = 512
@@ -139,11 +171,17 @@ KV_DTYPE_BYTES: dict[str, float] = {
 
 GIB = 1024**3
 ESTIMATE_REST_BYTES_AT_085 = int(9.1 * GIB)
-"""KV budget per rank of Kimi K2.5 INT4 at mem_fraction_static 0.85 on a 96 GB card (reference §3.5 E)."""
+"""KV budget per rank of Kimi K2.5 INT4 at mem_fraction_static 0.85 on a 96 GB card, before a draft is
+loaded (reference §3.5 E's 9.1 GiB; the simulated engine is calibrated on the same budget)."""
 ESTIMATE_PRE_LOAD_FREE_BYTES = 95 * GIB
 """Free memory of an RTX PRO 6000 before the model loads; SGLang's budget grows by this per unit of mem_fraction_static."""
 DEFAULT_MEM_FRACTION_STATIC = 0.833
 """SGLang's heuristic on a 96 GB card at TP 8 (reference §8.5), used when the profile leaves it unset."""
+DRAFT_WEIGHT_BYTES_PER_RANK = 700 * 1024**2
+"""The EAGLE-3 draft's weights on one rank (one dense layer and its share of the LM head), an estimate.
+
+SGLang measures the KV budget after the target *and* the draft are loaded
+(``KVCacheConfigurator._profile_available_bytes``), so these bytes come out of the pool."""
 
 
 def mla_cell_bytes(kv_cache_dtype: str, speculative: bool) -> float:
@@ -158,21 +196,90 @@ def mla_cell_bytes(kv_cache_dtype: str, speculative: bool) -> float:
     return cell
 
 
-def estimate_pool_tokens(profile: Profile) -> int:
+def estimate_pool_tokens(
+    profile: Profile,
+    draft_weight_bytes: int = DRAFT_WEIGHT_BYTES_PER_RANK,
+    *,
+    with_drafter: bool | None = None,
+) -> int:
     """An estimate of SGLang's ``max_total_num_tokens`` for a Kimi K2.5 INT4 profile on RTX PRO 6000s.
 
     SGLang measures the budget at start-up: ``rest = free_after_load − free_before_load · (1 − mem_fraction)``.
     Here it is anchored on the reference's 9.1 GiB at 0.85 and moved linearly with mem_fraction_static
-    (the slope is the free memory before load), then divided by the MLA cell size and rounded down to
-    a page. Real servers report the true value in ``/server_info`` (``max_total_num_tokens``); prefer
-    ``server.max_total_tokens`` or ``--pool`` when it is known.
+    (the slope is the free memory before load); a speculative server loses the draft's weights from
+    it. It is divided by the MLA cell size (the draft's share included) and rounded down to a page.
+    Real servers report the true value in ``/server_info`` (``max_total_num_tokens``); prefer
+    ``server.max_total_tokens`` or ``--pool`` when it is known. ``with_drafter=False`` estimates the
+    same server launched without the drafter.
     """
     server = profile.server
+    drafter = profile.speculative if with_drafter is None else with_drafter
     fraction = server.mem_fraction_static or DEFAULT_MEM_FRACTION_STATIC
     rest = ESTIMATE_REST_BYTES_AT_085 + (fraction - 0.85) * ESTIMATE_PRE_LOAD_FREE_BYTES
-    cell = mla_cell_bytes(server.kv_cache_dtype, profile.speculative)
+    if drafter:
+        rest -= draft_weight_bytes
+    cell = mla_cell_bytes(server.kv_cache_dtype, drafter)
     tokens = max(0, math.floor(rest / cell))
     return tokens // server.page_size * server.page_size
+
+
+@dataclass(frozen=True)
+class DrafterCost:
+    """What the drafter takes from the KV pool of one rank: its share of every KV cell, and its weights.
+
+    A server launched without the drafter has the speculative server's budget plus the draft's
+    weights, divided by a cell without the draft's share.
+    """
+
+    cell_bytes: float
+    """KV bytes per token with the draft's layer."""
+    cell_bytes_without_draft: float
+    draft_share_of_cell: float
+    """The draft's fraction of each KV cell: draft layers / (target + draft layers)."""
+    draft_weight_bytes: int
+    """An estimate (``DRAFT_WEIGHT_BYTES_PER_RANK``); SGLang does not report target and draft apart."""
+    pool_tokens: int
+    """The speculative server's pool."""
+    pool_tokens_without_drafter: int
+    tokens_for_draft_kv: int
+    """Tokens the pool would hold more without the draft's share of each cell."""
+    tokens_for_draft_weights: int
+    """Tokens the draft's weights take from the budget."""
+
+
+def drafter_cost(
+    profile: Profile,
+    pool: int,
+    cap: int | None = None,
+    draft_weight_bytes: int = DRAFT_WEIGHT_BYTES_PER_RANK,
+    baseline_pool: int | None = None,
+) -> DrafterCost:
+    """The drafter's share of ``pool`` (the speculative server's pool) and the pool a server without it would have.
+
+    ``cap`` is ``--max-total-tokens`` when the profile sets it: it would cap the other server too.
+    ``baseline_pool``, when known (an estimate made the same way), replaces the one derived from ``pool``.
+    """
+    server = profile.server
+    with_draft = mla_cell_bytes(server.kv_cache_dtype, speculative=True)
+    without = mla_cell_bytes(server.kv_cache_dtype, speculative=False)
+    budget = pool * with_draft
+    for_kv = math.floor(budget / without) - pool
+    for_weights = math.floor(draft_weight_bytes / without)
+    baseline = math.floor((budget + draft_weight_bytes) / without) // server.page_size * server.page_size
+    if baseline_pool is not None:
+        baseline = baseline_pool
+    if cap is not None:
+        baseline = min(baseline, cap)
+    return DrafterCost(
+        cell_bytes=with_draft,
+        cell_bytes_without_draft=without,
+        draft_share_of_cell=round(DRAFT_LAYERS / (TARGET_LAYERS + DRAFT_LAYERS), 6),
+        draft_weight_bytes=draft_weight_bytes,
+        pool_tokens=pool,
+        pool_tokens_without_drafter=baseline,
+        tokens_for_draft_kv=for_kv,
+        tokens_for_draft_weights=for_weights,
+    )
 
 
 # --- What-ifs ------------------------------------------------------------------------------------
@@ -182,7 +289,7 @@ PoolSource = Literal["given", "profile", "estimate"]
 
 @dataclass(frozen=True)
 class KvSide:
-    """KV use of N requests of context L on one side (speculation on or off)."""
+    """KV use of N requests of context L in one server state (speculating, at 0 steps, or no drafter)."""
 
     alloc_len_per_decode: int
     reserve_per_decode: int
@@ -196,21 +303,60 @@ class KvSide:
     requests_that_fit: int
     """How many such requests the pool holds at once."""
     row_extra: int
+    pool_tokens: int
+    """The pool of this server (a server without the drafter has a larger one)."""
+    fits: bool
+    """Whether the N requests fit in the pool at once; when not, SGLang runs ``requests_that_fit`` of them."""
 
 
 @dataclass(frozen=True)
 class KvWhatIf:
+    """N requests of L tokens in three states: the profile's server speculating ("on") and at 0 steps
+    ("off", None when it never runs at 0 steps), and the same server launched without the drafter
+    ("baseline"). ``on`` and ``drafter`` are None for a profile without speculation."""
+
     running: int
     context: int
     page_size: int
     pool: int
+    """The pool of the profile's own server."""
     pool_source: PoolSource
     spec: SpecShape | None
-    on: KvSide
-    off: KvSide
+    zero_step: SpecShape | None
+    on: KvSide | None
+    off: KvSide | None
+    baseline: KvSide
+    drafter: DrafterCost | None
+    off_unavailable: str | None
+    """Why there is no "off" state, when ``off`` is None."""
+
+    @property
+    def own(self) -> KvSide:
+        """The profile's own server (speculating, or the baseline when it does not speculate)."""
+        return self.on if self.on is not None else self.baseline
+
+    @property
+    def overfull(self) -> bool:
+        return not self.own.fits
+
+    def fit_summary(self) -> list[str]:
+        """Whether the requests fit, in words: one line per pool that cannot hold them all at once."""
+        groups: dict[tuple[int, int], list[tuple[str, KvSide]]] = {}
+        for label, side in (("spec on", self.on), ("off (0 steps)", self.off), ("no drafter", self.baseline)):
+            if side is not None and not side.fits:
+                groups.setdefault((side.tokens_held, side.pool_tokens), []).append((label, side))
+        if not groups:
+            return [f"fits: the pool holds all {self.running} requests at once"]
+        return [
+            f"does not fit ({', '.join(label for label, _ in group)}): {self.running} requests of "
+            f"{self.context} tokens hold {held:,} tokens, the pool has {pool:,}; SGLang runs "
+            f"{group[0][1].requests_that_fit} of them at once and queues the rest (and retracts running "
+            "requests when decoding runs out of KV)"
+            for (held, pool), group in groups.items()
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "overfull": self.overfull, "fit_summary": self.fit_summary()}
 
 
 def _side(spec: SpecShape | None, page_size: int, running: int, context: int, pool: int) -> KvSide:
@@ -231,15 +377,18 @@ def _side(spec: SpecShape | None, page_size: int, running: int, context: int, po
         tokens_reserved=running * (per_request - context),
         requests_that_fit=pool // per_request,
         row_extra=req_to_token_extra_context_len(spec, page_size),
+        pool_tokens=pool,
+        fits=running * per_request <= pool,
     )
 
 
 def kv_whatif(profile: Profile, running: int, context: int, pool: int | None = None) -> KvWhatIf:
-    """KV held and reserved by ``running`` requests of ``context`` tokens, speculation on and off.
+    """KV held and reserved by ``running`` requests of ``context`` tokens: speculating, at 0 steps, no drafter.
 
-    "On" is the profile as SGLang resolves it; "off" is the same server launched without speculation.
-    Both use the same pool: ``pool`` when given, else ``server.max_total_tokens``, else
-    :func:`estimate_pool_tokens`.
+    The pool is the profile's server's: ``pool`` when given, else ``server.max_total_tokens``, else
+    :func:`estimate_pool_tokens`. "On" and "off" share it (the 0-step state keeps the drafter's
+    memory and the widest candidate's reserve); the baseline has it plus what the drafter takes
+    (:func:`drafter_cost`).
     """
     if running < 0:
         raise ValueError("running must be 0 or more")
@@ -256,6 +405,13 @@ def kv_whatif(profile: Profile, running: int, context: int, pool: int | None = N
         pool, source = estimate_pool_tokens(profile), "estimate"
     page = profile.server.page_size
     spec = spec_shape_for_profile(profile)
+    zero = zero_step_shape_for_profile(profile)
+    drafter: DrafterCost | None = None
+    baseline_pool = pool
+    if spec is not None:
+        estimated = estimate_pool_tokens(profile, with_drafter=False) if source == "estimate" else None
+        drafter = drafter_cost(profile, pool, cap=profile.server.max_total_tokens, baseline_pool=estimated)
+        baseline_pool = drafter.pool_tokens_without_drafter
     return KvWhatIf(
         running=running,
         context=context,
@@ -263,6 +419,34 @@ def kv_whatif(profile: Profile, running: int, context: int, pool: int | None = N
         pool=pool,
         pool_source=source,
         spec=spec,
-        on=_side(spec, page, running, context, pool),
-        off=_side(None, page, running, context, pool),
+        zero_step=zero,
+        on=_side(spec, page, running, context, pool) if spec is not None else None,
+        off=_side(zero, page, running, context, pool) if zero is not None else None,
+        baseline=_side(None, page, running, context, baseline_pool),
+        drafter=drafter,
+        off_unavailable=zero_step_unavailable_reason(profile),
     )
+
+
+def view_fields(profile: Profile, page_size: int, pool: int | None) -> dict[str, Any]:
+    """The ``KvView`` fields (``agent.wire``) about "off" against no drafter, for a server running ``profile``.
+
+    ``pool`` is the server's ``max_total_num_tokens`` when known. Keys: ``reserve_per_request_zero_step``
+    (None when the server never runs at 0 steps), ``pool_tokens_without_drafter``,
+    ``draft_share_of_cell`` and ``draft_weight_bytes`` (None without speculation).
+    """
+    zero = zero_step_shape_for_profile(profile)
+    fields: dict[str, Any] = {
+        "reserve_per_request_zero_step": reserve_per_decode(zero, page_size) if zero is not None else None,
+        "pool_tokens_without_drafter": None,
+        "draft_share_of_cell": None,
+        "draft_weight_bytes": None,
+    }
+    if not profile.speculative:
+        return fields
+    cost = drafter_cost(profile, pool or 0, cap=profile.server.max_total_tokens)
+    fields["draft_share_of_cell"] = cost.draft_share_of_cell
+    fields["draft_weight_bytes"] = cost.draft_weight_bytes
+    if pool:
+        fields["pool_tokens_without_drafter"] = cost.pool_tokens_without_drafter
+    return fields

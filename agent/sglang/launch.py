@@ -14,7 +14,8 @@ reports the keys in ``/server_info`` (its ``api_key`` fields and ``launch_comman
 from the merged arguments), so ``/server_info`` must stay behind the key, and the agent redacts it.
 
 The adaptive config (``agent.sglang.adaptive``) is written next to it and passed with
-``--speculative-adaptive --speculative-adaptive-config PATH``.
+``--speculative-adaptive --speculative-adaptive-config PATH``. Environment switches that profile keys
+stand for (``agent.sglang.spec_env``: the zero-step draft-extend skip) are added to ``server.env``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from agent.profile.atomic import write_atomic
 from agent.profile.schema import Profile
-from agent.sglang import adaptive
+from agent.sglang import adaptive, spec_env
 
 LAUNCH_MODULE = ("-m", "sglang.launch_server")
 
@@ -135,7 +136,7 @@ def render_launch(profile: Profile, run_dir: str | os.PathLike[str] | None = Non
     argv += list(server.extra_flags)
     return LaunchSpec(
         argv=argv,
-        env=dict(server.env),
+        env={**server.env, **spec_env.render_env(profile)},
         adaptive_config=adaptive_cfg,
         adaptive_config_path=adaptive_path,
         secrets_config_path=secrets_path,

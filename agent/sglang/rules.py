@@ -16,7 +16,8 @@ from typing import Literal
 
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
-from agent.sglang import adaptive, live_control
+from agent.profile.words import value_words
+from agent.sglang import adaptive, live_control, spec_env
 from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import first_value, flag_names, has_flag
 
@@ -337,6 +338,8 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
     if profile.speculative:
         _check_shape(profile, report)
     _check_live_controls(profile, report)
+    for severity, key, rule in spec_env.check(profile):
+        (report.error if severity == "error" else report.warning)(key, rule)
     return report.issues
 
 
@@ -357,7 +360,7 @@ class ChangePlan:
     reasons: list[str] = field(default_factory=list)
 
 
-NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.")
+NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.", "health.")
 """Keys the agent and console apply themselves; SGLang never sees them."""
 
 _RESTART_WHY: tuple[tuple[str, str], ...] = (
@@ -372,6 +375,7 @@ _RESTART_WHY: tuple[tuple[str, str], ...] = (
     ("speculation.ema_alpha", "the adaptive config file is read once, when SGLang starts"),
     ("speculation.update_interval", "the adaptive config file is read once, when SGLang starts"),
     ("speculation.warmup_batches", "the adaptive config file is read once, when SGLang starts"),
+    (spec_env.SKIP_ZERO_STEP_KEY, spec_env.RESTART_REASON),
     ("server.page_size", "the page size fixes the KV cache layout when SGLang starts"),
     ("server.env", "the environment of a process is set when it starts"),
     ("server.", "it is a launch setting of SGLang and applies at the next start"),
@@ -392,7 +396,7 @@ def _restart_reason(key: str) -> str:
 
 
 def _fmt(value: object) -> str:
-    return "unset" if value is None else repr(value)
+    return value_words(value)
 
 
 def classify_change(old: Profile, new: Profile) -> ChangePlan:

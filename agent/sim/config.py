@@ -3,14 +3,13 @@
 Speculation: EAGLE-3 with the profile's steps/topk/draft tokens (topk 1 forces draft tokens to
 steps + 1), adaptive only when ``agent.sglang.rules`` says SGLang would keep it on; the KV reserve
 per running request from ``agent.sglang.kv`` (the widest adaptive candidate, all the time).
-Capacity: the KV pool from ``agent.sglang.kv.estimate_pool_tokens`` less the draft's weights
-(``server.max_total_tokens`` caps it, as ``--max-total-tokens`` does); ``max_running_requests``
+Capacity: the KV pool from ``agent.sglang.kv.estimate_pool_tokens`` (a speculative server loses the
+draft's weights from it; ``server.max_total_tokens`` caps it, as ``--max-total-tokens`` does); ``max_running_requests``
 defaults to 48 with EAGLE, as SGLang resets it.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,11 +111,8 @@ def sim_config(
     shape = kv.spec_shape_for_profile(profile) if mode != "none" else None
     reserve = kv.reserve_per_decode(shape, server.page_size) if shape is not None else 0
 
-    pool = kv.estimate_pool_tokens(profile)
-    if mode != "none":
-        # SGLang measures the budget after the draft is loaded: its weights come out of the pool.
-        cell = kv.mla_cell_bytes(server.kv_cache_dtype, speculative=True)
-        pool -= math.ceil(calibration.memory.draft_weight_bytes_per_rank / cell)
+    # SGLang measures the budget after the draft is loaded: its weights come out of the pool.
+    pool = kv.estimate_pool_tokens(profile, draft_weight_bytes=calibration.memory.draft_weight_bytes_per_rank)
     if server.max_total_tokens is not None:
         pool = min(pool, server.max_total_tokens)
     pool = max(server.page_size, pool // server.page_size * server.page_size)

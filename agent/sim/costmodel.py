@@ -48,15 +48,11 @@ def spec_step_s(
     """One EAGLE-3 round (spec v2): ``steps`` draft passes, one verify, one draft-extend pass.
 
     At ``steps == 0`` the verify is one token per request (a plain decode) but the draft-extend
-    pass and part of the round overhead remain: the cost of "not speculating" inside a speculative
-    server.
+    pass and part of the verify path remain: the cost of "not speculating" inside a speculative
+    server, ``SpecCosts.zero_step_tax`` times a plain decode step.
     """
     if steps <= 0:
-        return (
-            target_pass_s(cal, batch, kv_tokens, eager)
-            + draft_pass_s(cal, batch)
-            + cal.spec.zero_step_overhead_s
-        )
+        return decode_step_s(cal, batch, kv_tokens, eager) * (1.0 + cal.spec.zero_step_tax)
     verify_tokens = batch * draft_tokens
     verify_kv = kv_tokens * (1.0 + cal.target.verify_kv_factor * (draft_tokens - 1))
     drafting = sum(draft_pass_s(cal, batch * (1 if i == 0 else topk)) for i in range(steps))

@@ -596,12 +596,14 @@ class Collector:
         reserve_on = kv.reserve_per_decode(shape, page) if shape is not None else None
         pool = (r.gauge_int("max_total_num_tokens") if r else None) or _int(info.get(si.MAX_TOTAL_NUM_TOKENS))
         pool = pool or profile.server.max_total_tokens
+        drafter = kv.view_fields(profile, page, pool)
         if r is None:
             return KvView(
                 pool_tokens=pool,
                 page_size=page,
                 reserve_per_request_on=reserve_on,
                 reserve_per_request_off=reserve_off,
+                **drafter,
             )
         used = r.gauge_int("kv_used_tokens")
         if used is None:
@@ -628,6 +630,7 @@ class Collector:
             reserve_per_request_on=reserve_on,
             reserve_per_request_off=reserve_off,
             speculation_share=share,
+            **drafter,
         )
 
     def _health(

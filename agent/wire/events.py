@@ -64,7 +64,7 @@ class Plan(_Wire):
     rejected_field: str | None = None
 
 
-ActionStatus = Literal["planned", "applying", "applied", "rejected", "failed", "expired"]
+ActionStatus = Literal["planned", "applying", "applied", "rejected", "failed", "expired", "cancelled"]
 
 
 class ActionResult(_Wire):

@@ -82,8 +82,22 @@ class KvView(_Wire):
     reserve_per_request_on: int | None = Field(
         None, description="Tokens reserved per request per step, spec on"
     )
-    reserve_per_request_off: int | None = Field(None, description="Same with speculation off")
+    reserve_per_request_off: int | None = Field(
+        None, description="Same for a server launched without the drafter (no speculation: the baseline)"
+    )
     speculation_share: float | None = Field(None, description="Fraction of the pool held for speculation")
+    reserve_per_request_zero_step: int | None = Field(
+        None,
+        description="Same at 0 steps inside the speculative server ('off'): still the widest candidate's; "
+        "None when the server never runs at 0 steps",
+    )
+    pool_tokens_without_drafter: int | None = Field(
+        None, description="The pool a server launched without the drafter would have (estimate)"
+    )
+    draft_share_of_cell: float | None = Field(None, description="The draft's fraction of every KV cell")
+    draft_weight_bytes: int | None = Field(
+        None, description="The draft's weights on one rank (estimate), taken from the KV budget"
+    )
 
 
 class GpuProcess(_Wire):
@@ -113,7 +127,8 @@ class Gpu(_Wire):
     processes: list[GpuProcess] = Field(default_factory=list)
 
 
-GpuSource = Literal["nvml", "nvidia-smi", "fixture", "none"]
+GpuSource = Literal["nvml", "nvidia-smi", "fixture", "simulated", "none"]
+"""``simulated``: a modelled host (the demo's ``--gpus sim``), never a measurement; ``detail`` says what."""
 
 
 class Gpus(_Wire):
@@ -129,13 +144,22 @@ Severity = Literal["info", "warning", "critical"]
 
 
 class Finding(_Wire):
-    """A health finding: what is wrong, why it matters, what to do."""
+    """A health finding: what is wrong, why it matters, what to do, and since when.
+
+    ``value``/``limit``/``unit`` are the reading that raised it and the threshold it crossed (the
+    profile's ``[health]`` section, where the rule has one), for a console that wants to show the
+    number on its own; ``title`` already says it in words.
+    """
 
     code: str
     severity: Severity
     title: str
     explanation: str
     action: str
+    value: float | None = Field(None, description="The reading that raised it, in `unit`")
+    limit: float | None = Field(None, description="The threshold it crossed, in `unit`")
+    unit: str | None = Field(None, description="Unit of value and limit: 'requests', 's', '%'")
+    since: float | None = Field(None, description="Unix time since which it has held without a break")
 
 
 class Snapshot(_Wire):

@@ -43,8 +43,9 @@ class DemoStack:
         period_s: float = 120.0,
         gpu_fixture: Path | None = None,
     ) -> None:
+        # Without a capture to replay, the GPU screen shows the simulated 8-GPU host (labelled so).
         self.gpus = (
-            ["--gpus", "fixture", "--gpu-fixture", str(gpu_fixture)] if gpu_fixture else ["--gpus", "none"]
+            ["--gpus", "fixture", "--gpu-fixture", str(gpu_fixture)] if gpu_fixture else ["--gpus", "sim"]
         )
         self.profile_path = find_profile(profile)
         self.traffic = traffic

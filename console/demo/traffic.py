@@ -2,6 +2,17 @@
 
 Run as its own process (``python -m console.demo.traffic``) so 250 open streams never compete with
 the console's event loop; it exits by itself when the console that started it is gone.
+
+It follows the agent, not a fixed address: a restarted engine (a topk change, a profile load)
+listens on a new port, and the agent says so on its event stream (``engine.ready`` carries the URL),
+so the traffic moves there as soon as the engine is ready. While the agent runs a benchmark the
+traffic pauses: the benchmark measures the engine alone, and the Overview shows the benchmark's load,
+not the sum of both.
+
+The requests have the shape of the demo profile's "crossover" benchmark preset (256 prompt tokens,
+up to 256 output tokens), so the speculation threshold that benchmark finds is the one that matters
+for this traffic. Longer prompts would make the two-minute ramp prefill-bound: on the calibrated
+model, 1,024-token prompts arriving at the climb's rate leave decode idle for half a minute.
 """
 
 from __future__ import annotations
@@ -9,55 +20,133 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import math
 import os
 import random
 import sys
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
-CLIMB_FRACTION = 0.12
-"""Share of a period spent climbing to the peak. The climb is quick so that a fresh demo crosses the
-speculation threshold within seconds; the long geometric descent then gives every concurrency, the
-low ones where speculation pays included, its share of the time."""
+CLIMB, TOP, DESCENT = 0.375, 0.125, 0.375
+"""Shares of a period: a geometric climb from 1 to the peak, a hold at the peak, the same descent,
+and the rest held at 1. Geometric (1, 2, 4, ... like a benchmark sweep) gives every doubling the same
+time; the holds give both ends of the story (speculation ahead at 1, behind at the peak) time to show."""
+PROMPT_WORDS = 256
+MAX_TOKENS = 256
+WORDS = ("speculative", "decoding", "drafts", "tokens", "that", "the", "target", "model", "verifies",
+         "in", "one", "pass", "and", "keeps", "what", "it", "would", "have", "written")  # fmt: skip
+PAUSE_EVENTS = {"bench.started"}
+RESUME_EVENTS = {"bench.finished", "bench.failed", "bench.cancelled"}
+DOWN_EVENTS = {"engine.stopped", "engine.crashed", "engine.starting", "engine.restarting", "engine.draining"}
 
 
 def target_concurrency(elapsed_s: float, period_s: float, peak: int) -> int:
-    """1 at the start of each period, ``peak`` after the climb, both ways geometric (1, 2, 4, ... like
-    a benchmark sweep)."""
+    """1 at the start of each period, climbing geometrically to ``peak``, held, and back down to 1."""
     phase = (elapsed_s % period_s) / period_s
-    if phase < CLIMB_FRACTION:
-        level = phase / CLIMB_FRACTION
+    if phase < CLIMB:
+        level = phase / CLIMB
+    elif phase < CLIMB + TOP:
+        level = 1.0
+    elif phase < CLIMB + TOP + DESCENT:
+        level = 1.0 - (phase - CLIMB - TOP) / DESCENT
     else:
-        level = 1.0 - (phase - CLIMB_FRACTION) / (1.0 - CLIMB_FRACTION)
-    return max(1, round(math.pow(peak, level)))
+        level = 0.0
+    return max(1, min(peak, round(math.pow(peak, level))))
 
 
-async def _find_engine(socket_path: str, token: str) -> str:
-    """Ask the agent for the engine URL (it reports it once the simulated engine listens)."""
+class EngineAddress:
+    """Where the engine listens now, and whether the traffic may send: kept by ``follow_agent``."""
+
+    def __init__(self) -> None:
+        self.url: str | None = None
+        self.benchmark = False
+        self._changed = asyncio.Event()
+
+    @property
+    def open(self) -> bool:
+        return self.url is not None and not self.benchmark
+
+    def set_url(self, url: str | None) -> None:
+        self.url = url
+        self._notify()
+
+    def set_benchmark(self, running: bool) -> None:
+        self.benchmark = running
+        self._notify()
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def wait_open(self) -> str:
+        while not self.open:
+            await self._changed.wait()
+        assert self.url is not None
+        return self.url
+
+    async def wait_change(self, timeout_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+
+
+def apply_event(address: EngineAddress, name: str, data: dict[str, Any]) -> None:
+    """One agent event's effect on where (and whether) the traffic sends."""
+    if name == "engine.ready" and isinstance(data.get("url"), str):
+        address.set_url(data["url"])
+    elif name in DOWN_EVENTS:
+        address.set_url(None)
+    elif name in PAUSE_EVENTS:
+        address.set_benchmark(True)
+    elif name in RESUME_EVENTS:
+        address.set_benchmark(False)
+
+
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    kind = None
+    async for line in response.aiter_lines():
+        if line.startswith("event: "):
+            kind = line.removeprefix("event: ")
+        elif line.startswith("data: ") and kind == "event":
+            item = json.loads(line.removeprefix("data: "))
+            yield str(item.get("name")), dict(item.get("data") or {})
+
+
+async def follow_agent(socket_path: str, token: str, address: EngineAddress) -> None:
+    """Read the engine's address from the agent's status, then follow the agent's event stream."""
     transport = httpx.AsyncHTTPTransport(uds=socket_path)
-    async with httpx.AsyncClient(
-        transport=transport,
-        base_url="http://agent",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=5.0,
-    ) as client:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent", headers=headers) as agent:
         while True:
-            with contextlib.suppress(httpx.HTTPError, ValueError):
-                status = (await client.get("/v1/status")).json()
-                if status.get("engine_url") and status.get("engine_state") == "ready":
-                    return str(status["engine_url"])
-            await asyncio.sleep(0.5)
+            try:
+                status = (await agent.get("/v1/status", timeout=5.0)).json()
+                ready = status.get("engine_state") == "ready" and status.get("engine_url")
+                address.set_url(str(status["engine_url"]) if ready else None)
+                runs = (await agent.get("/v1/bench", timeout=5.0)).json().get("runs", [])
+                address.set_benchmark(any(r.get("state") == "running" for r in runs))
+                params = {"since": status.get("last_seq", 0)}
+                async with agent.stream("GET", "/v1/stream", params=params, timeout=None) as response:
+                    async for name, data in _sse_events(response):
+                        apply_event(address, name, data)
+            except (httpx.HTTPError, ValueError, KeyError):
+                pass
+            await asyncio.sleep(1.0)  # the agent went away or restarts: ask again shortly
 
 
-async def _one_request(client: httpx.AsyncClient, rng: random.Random) -> None:
+def make_prompt(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(PROMPT_WORDS))
+
+
+async def _one_request(client: httpx.AsyncClient, url: str, prompt: str) -> None:
     body = {
         "model": "default",
-        "messages": [{"role": "user", "content": "Tell me about speculative decoding."}],
-        "max_tokens": rng.randint(64, 256),
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": MAX_TOKENS,
         "stream": True,
     }
-    async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+    async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
         async for _ in response.aiter_lines():
             pass
 
@@ -65,31 +154,35 @@ async def _one_request(client: httpx.AsyncClient, rng: random.Random) -> None:
 async def run(socket_path: str, token_path: str, peak: int, period_s: float, parent: int) -> None:
     with open(token_path, encoding="utf-8") as handle:
         token = handle.read().strip()
-    url = await _find_engine(socket_path, token)
+    address = EngineAddress()
+    follower = asyncio.create_task(follow_agent(socket_path, token, address))
     rng = random.Random(7)
+    prompts = [make_prompt(rng) for _ in range(16)]
     limits = httpx.Limits(max_connections=peak + 8, max_keepalive_connections=peak + 8)
     loop = asyncio.get_running_loop()
     start = loop.time()
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120.0) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=300.0) as client:
 
         async def worker(index: int) -> None:
             while True:
+                url = await address.wait_open()
                 if index >= target_concurrency(loop.time() - start, period_s, peak):
-                    await asyncio.sleep(0.25)
+                    await address.wait_change(0.25)  # the ramp's resolution, or the address changed
                     continue
                 try:
-                    await _one_request(client, rng)
+                    await _one_request(client, url, prompts[index % len(prompts)])
                 except httpx.HTTPError:
-                    await asyncio.sleep(1.0)  # the engine restarts (a profile load): wait, then carry on
+                    # The engine went away (a restart): the agent's next engine.ready moves us on.
+                    await address.wait_change(1.0)
 
         tasks = [asyncio.create_task(worker(i)) for i in range(peak)]
         try:
             while os.getppid() == parent:
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(1.0)  # no event tells a process that its parent died: poll
         finally:
-            for task in tasks:
+            for task in [*tasks, follower]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, follower, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -15,7 +16,7 @@ from agent.wire import KvView
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.screens.base import LiveScreen
-from console.widgets.format import num
+from console.widgets.format import gib, num
 from console.widgets.stacked_bar import Segment, StackedBar
 
 WHATIF_ROWS = (
@@ -24,7 +25,10 @@ WHATIF_ROWS = (
     ("reserve_per_decode", "tokens reserved per request"),
     ("tokens_held", "tokens held"),
     ("tokens_reserved", "tokens reserved"),
+    ("pool_tokens", "KV pool"),
 )
+WHATIF_COLUMNS = (("on", "speculation on"), ("off", "off (0 steps)"), ("baseline", "no drafter"))
+"""The agent's three server states: speculating, 0 steps inside the speculative server, launched without a drafter."""
 
 
 def pool_segments(kv: KvView) -> tuple[Segment, ...]:
@@ -38,29 +42,44 @@ def pool_segments(kv: KvView) -> tuple[Segment, ...]:
     )
 
 
-def reserve_text(kv: KvView) -> Text:
+def reserve_text(kv: KvView, speculative: bool) -> Text:
+    """Three lines: the pool (and without the drafter), the reserve in the three states, what speculation holds."""
     text = Text()
     text.append("Pool ", style="dim")
     text.append(num(kv.pool_tokens, unit=" tokens"), style="bold")
     text.append(f"   page size {num(kv.page_size)}", style="dim")
+    if speculative:
+        text.append("   without the drafter ", style="dim")
+        text.append(num(kv.pool_tokens_without_drafter, unit=" tokens"), style="bold")
     text.append("\nReserve per request: speculation on ", style="dim")
     text.append(num(kv.reserve_per_request_on, unit=" tokens"), style="bold")
-    text.append("  ·  off ", style="dim")
+    text.append("  ·  off (0 steps) ", style="dim")
+    text.append(num(kv.reserve_per_request_zero_step, unit=" tokens"), style="bold")
+    text.append("  ·  no drafter ", style="dim")
     text.append(num(kv.reserve_per_request_off, unit=" tokens"), style="bold")
     text.append("\nShare of the pool held for speculation ", style="dim")
     text.append(num(kv.speculation_share, ".1%"), style="bold")
+    if speculative:
+        text.append("   the draft: ", style="dim")
+        text.append(num(kv.draft_share_of_cell, ".1%"), style="bold")
+        text.append(" of each KV cell, weights ", style="dim")
+        text.append(gib(kv.draft_weight_bytes), style="bold")
+        text.append(" per rank", style="dim")
     return text
 
 
-def whatif_table(answer: dict[str, Any], context: int, running: int) -> Table:
+def whatif_table(answer: dict[str, Any], context: int, running: int) -> Group:
+    """The agent's answer as a table, then its own words on whether the requests fit."""
     table = Table(title=f"What-if at context {context:,} with {running} running", expand=False)
     table.add_column("")
-    table.add_column("speculation on", justify="right")
-    table.add_column("speculation off", justify="right")
-    on, off = answer.get("on") or {}, answer.get("off") or {}
+    for _, label in WHATIF_COLUMNS:
+        table.add_column(label, justify="right")
+    sides = [answer.get(key) or {} for key, _ in WHATIF_COLUMNS]
     for key, label in WHATIF_ROWS:
-        table.add_row(label, num(on.get(key)), num(off.get(key)))
-    return table
+        table.add_row(label, *(num(side.get(key)) for side in sides))
+    summary = [str(line) for line in answer.get("fit_summary") or []]
+    overfull = answer.get("overfull") is True
+    return Group(table, *(Text(line, style="red" if overfull else "green") for line in summary))
 
 
 class KvScreen(LiveScreen):
@@ -77,7 +96,10 @@ class KvScreen(LiveScreen):
                 "", id="whatif-running", type="integer", max_length=5, placeholder="now", compact=True
             )
             yield Button("Ask the agent", id="whatif-ask", compact=True)
-        yield Static("Ask the agent how many requests fit, with and without speculation.", id="whatif-result")
+        yield Static(
+            "Ask the agent how many requests fit: speculating, at 0 steps, and without the drafter.",
+            id="whatif-result",
+        )
 
     def paint_body(self, model: ConsoleModel) -> None:
         snap = model.latest
@@ -86,7 +108,7 @@ class KvScreen(LiveScreen):
         bar = self.query_one(StackedBar)
         bar.unit = ""
         bar.segments = pool_segments(snap.kv)
-        self.query_one("#reserve", Static).update(reserve_text(snap.kv))
+        self.query_one("#reserve", Static).update(reserve_text(snap.kv, snap.speculation.configured))
 
     @on(Button.Pressed, "#whatif-ask")
     @on(Input.Submitted, "#whatif-context, #whatif-running")

@@ -296,8 +296,14 @@ async def test_every_route_in_the_schema_wants_the_token(tmp_path: Path) -> None
     await daemon.http.aclose()
 
 
-def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_line(tmp_path: Path) -> None:
+def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from agent.engine.spec import sglang_spec
+
+    # The agent's own package path (e.g. PYTHONPATH=/tmp/agent-site on a GPU host) must not reach SGLang.
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "agent-site"))
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "agent-venv"))
     from agent.profile import parse_profile
 
     key_file = tmp_path / "api.key"
@@ -321,6 +327,8 @@ def test_real_engine_spec_runs_the_stack_python_and_keeps_keys_off_the_command_l
     adaptive = Path(spec.argv[spec.argv.index("--speculative-adaptive-config") + 1])
     assert adaptive.exists()
     assert spec.env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"
+    assert "PYTHONPATH" not in spec.env and "VIRTUAL_ENV" not in spec.env
+    assert spec.env.get("PATH") == os.environ.get("PATH")
 
 
 def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> None:

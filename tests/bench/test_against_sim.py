@@ -187,7 +187,7 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
         if event.name == "bench.progress" and event.data.get("arm") == "on":
             on_arm_started.set()
 
-    runs = BenchRuns(BenchStore(tmp_path), publish)
+    runs = BenchRuns(BenchStore(tmp_path), publish, progress_interval_s=0)  # every progress: see the arm
     body = {
         "mode": "compare",
         "concurrency": [2, 4],

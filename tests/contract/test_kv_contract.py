@@ -37,6 +37,9 @@ CASES = [
     ("C 2/4/8 page16", SpecShape(2, 4, 8), 16, 128, 271),
     ("D adaptive default table", SpecShape(3, 1, 4, max_draft_tokens=8), 1, 8, 12),
     ("D tier 0", SpecShape(0, 1, 1, max_draft_tokens=8), 1, 8, 12),
+    # "off" in the shipped 3/1/4 adaptive profile: 0 steps still reserves 2 x 4 (no drafter: 2 x 1)
+    ("3/1/4 adaptive at 0 steps", SpecShape(0, 1, 1, max_draft_tokens=4), 1, 4, 8),
+    ("3/1/4 adaptive at 0 steps page16", SpecShape(0, 1, 1, max_draft_tokens=4), 16, 4, 23),
     ("5/4/8 page1", SpecShape(5, 4, 8), 1, 20, 12),
     ("3/2/6 page4", SpecShape(3, 2, 6), 4, 16, 35),
     ("7/8/64 page64", SpecShape(7, 8, 64), 64, 1024, 2111),
@@ -165,17 +168,26 @@ def test_agent_kv_json_agrees_with_sglang(sizing: tuple[types.ModuleType, Bags],
         profile = load_profile(path)
         page = profile.server.page_size
         _configure(bags, kv.spec_shape_for_profile(profile), page)
-        assert data["on"]["alloc_len_per_decode"] == module.get_alloc_len_per_decode()
-        reserve = module.get_alloc_reserve_per_decode()
-        assert data["on"]["reserve_per_decode"] == reserve
         req = types.SimpleNamespace(kv=types.SimpleNamespace(kv_committed_len=1001, kv_allocated_len=1001))
-        _, nxt, _ = module.page_aligned_decode_alloc_lens([req], reserve=reserve, page_size=page)
-        if profile.speculative:
-            assert data["on"]["tokens_held"] == 48 * nxt[0]
-            assert data["on"]["tokens_reserved"] == 48 * (nxt[0] - 1001)
-        assert data["on"]["requests_that_fit"] == data["pool"] // data["on"]["tokens_per_request"]
+        states = [
+            ("on", kv.spec_shape_for_profile(profile)),
+            ("off", kv.zero_step_shape_for_profile(profile)),
+        ]
+        for side, shape in states:
+            if shape is None:
+                assert data[side] is None, (path.name, side)
+                continue
+            _configure(bags, shape, page)
+            assert data[side]["alloc_len_per_decode"] == module.get_alloc_len_per_decode()
+            reserve = module.get_alloc_reserve_per_decode()
+            assert data[side]["reserve_per_decode"] == reserve
+            _, nxt, _ = module.page_aligned_decode_alloc_lens([req], reserve=reserve, page_size=page)
+            assert data[side]["tokens_held"] == 48 * nxt[0]
+            assert data[side]["tokens_reserved"] == 48 * (nxt[0] - 1001)
+            assert data[side]["requests_that_fit"] == data["pool"] // data[side]["tokens_per_request"]
         _configure(bags, None, page)
-        assert data["off"]["alloc_len_per_decode"] == module.get_alloc_len_per_decode() == 1
+        assert data["baseline"]["alloc_len_per_decode"] == module.get_alloc_len_per_decode() == 1
+        assert data["baseline"]["reserve_per_decode"] == module.get_alloc_reserve_per_decode() == 2
     # the page-16 tree case is the one the reference works out: 128 per step, 256 reserved
     tree = json.loads(
         subprocess.run(

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -115,3 +116,41 @@ def test_whatif_refuses_a_threshold_on_a_static_profile() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "adaptive" in done.stderr
+
+
+def _whatif(profile: Path, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "sim-whatif", "--profile", str(profile),
+         "--concurrency", "12", "--input-len", "256", "--output-len", "32", "--requests", "24", "--json", *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_whatif_runs_with_the_profiles_threshold_unless_told_and_says_which(tmp_path: Path) -> None:
+    """local-sim with threshold 4: at 12 running the profile's run never speculates, like --threshold 4,
+    and unlike --threshold 0; each run names the threshold it used and where it came from."""
+    text = re.sub(
+        r"^threshold = \d+$", "threshold = 4", (ROOT / "profiles" / "local-sim.toml").read_text(), flags=re.M
+    )
+    assert "threshold = 4" in text
+    profile = tmp_path / "thr4.toml"
+    profile.write_text(text)
+    default, same, none = (
+        _whatif(profile),
+        _whatif(profile, "--threshold", "4"),
+        _whatif(profile, "--threshold", "0"),
+    )
+    assert (default["threshold"], default["threshold_source"]) == (4, "profile")
+    assert (same["threshold"], same["threshold_source"]) == (4, "option")
+    assert (none["threshold"], none["threshold_source"]) == (0, "option")
+    assert default["levels"] == same["levels"]
+    assert default["levels"][0]["accept_length"] == 1.0 and none["levels"][0]["accept_length"] > 2
+    assert "profile's speculation.threshold" in default["threshold_text"]
+    table = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "sim-whatif", "--profile", str(profile), "--concurrency", "2",
+         "--requests", "4", "--output-len", "16"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert "threshold 4 (the profile's speculation.threshold" in table.splitlines()[0]

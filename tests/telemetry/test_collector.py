@@ -212,6 +212,10 @@ async def test_speculation_on_and_the_kv_view(
     assert (view.reserve_per_request_on, view.reserve_per_request_off) == (on, off)
     assert view.reserved_tokens == 2 * on
     assert view.speculation_share == pytest.approx(2 * (on - off) / 136_800, abs=1e-4)
+    # "off" against no drafter (agent.sglang.kv.view_fields): 0 steps keeps the widest reserve
+    assert view.reserve_per_request_zero_step == on
+    assert view.pool_tokens_without_drafter == kv.drafter_cost(prof, 136_800).pool_tokens_without_drafter
+    assert view.draft_share_of_cell is not None and view.draft_weight_bytes is not None
 
 
 async def test_speculation_off_above_the_threshold_and_by_choice(
@@ -239,6 +243,7 @@ async def test_no_draft_model_is_not_configured(
     snap = await c.tick("ready", 1)
     assert snap.speculation.configured is False and snap.speculation.off_reason == "not_configured"
     assert snap.kv.reserve_per_request_on is None and snap.kv.speculation_share is None
+    assert snap.kv.reserve_per_request_zero_step is None and snap.kv.pool_tokens_without_drafter is None
     assert snap.kv.reserved_tokens == 8 * kv.reserve_per_decode(None, 1)
 
 
