@@ -79,6 +79,11 @@ class AgentClient:
         data = await self.link.request("GET", "/v1/profiles")
         return list(data.get("profiles", []))
 
+    async def running_profile(self) -> dict[str, Any]:
+        """The profile the engine runs now, live changes included (GET /v1/profile)."""
+        result: dict[str, Any] = await self.link.request("GET", "/v1/profile")
+        return result
+
     async def profile(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.link.request("GET", f"/v1/profiles/{name}")
         return result

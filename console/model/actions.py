@@ -65,6 +65,8 @@ class ActionTracker:
         action_id = event.data.get("action_id")
         if not isinstance(action_id, str) or action_id in self.labels or action_id in self.looking_up:
             return None
+        if isinstance(event.data.get("kind"), str) and "value" in event.data:
+            return None  # the event says what was asked itself
         return action_id
 
     def ingest(self, event: Event) -> bool:

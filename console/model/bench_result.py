@@ -14,7 +14,7 @@ from typing import Any
 
 ARMS: tuple[str, ...] = ("sweep", "on", "off", "adaptive", "baseline")
 
-REACHED_SHORT = 0.9
+REACHED_SHORT = 0.8
 """A level whose engine ran under this share of the asked concurrency is marked: it measured less."""
 
 

@@ -1,8 +1,9 @@
 """Health findings with the time each began, and the worst severity for the header.
 
-A finding that is still there on the next snapshot is the same finding: its "since" is the time of
-the first snapshot in the unbroken run that carried it (the agent's clock). A finding that clears
-and comes back starts a new run.
+The agent stamps each finding with the time since which it has held (``Finding.since``); for an
+agent that does not, a finding that is still there on the next snapshot is the same finding and its
+"since" is the time of the first snapshot in the unbroken run that carried it (the agent's clock too).
+A finding that clears and comes back starts a new run.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class HealthTracker:
         for finding in snap.findings:
             self._since.setdefault(finding.code, snap.time)
         ordered = sorted(snap.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
-        self.items = tuple(HealthItem(f, self._since[f.code]) for f in ordered)
+        self.items = tuple(
+            HealthItem(f, f.since if f.since is not None else self._since[f.code]) for f in ordered
+        )
 
     @property
     def worst(self) -> str | None:

@@ -109,6 +109,14 @@ def action_words(event: Event, tracker: ActionTracker) -> Text:
 
 
 @dataclass(frozen=True)
+class Pending:
+    """An action this screen confirmed that is still applying (a restart): followed until it ends."""
+
+    request: ActionRequest
+    action_id: str
+
+
+@dataclass(frozen=True)
 class FlowEnd:
     """How the flow ended: before the agent acted (rejected, nothing to do, cancelled, unreachable),
     or ``confirmed`` with the agent's result (applied, failed, or applying for a restart)."""

@@ -313,6 +313,8 @@ class BenchScreen(LiveScreen):
         if not await self.app.push_screen_wait(dialog):
             self._status(Text("Cancelled; no benchmark started.", style="yellow"))
             return
+        if dialog.typed is not None:
+            body["confirm_production"] = dialog.typed  # the agent checks the name again itself
         try:
             bench_id = await self.console.client.bench_start(body)
         except LinkError as exc:

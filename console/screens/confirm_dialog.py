@@ -30,6 +30,8 @@ class ConfirmDialog(ModalScreen[bool]):
         self.title_text = title
         self.body = body
         self.challenge = challenge
+        self.typed: str | None = None
+        """What the operator typed for the challenge, once confirmed (the agent may want it repeated)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
@@ -72,10 +74,16 @@ class ConfirmDialog(ModalScreen[bool]):
     @on(Input.Submitted, "#confirm-challenge")
     def _submitted(self) -> None:
         if self.challenge_met:
-            self.dismiss(True)
+            self._answer(True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm-yes" and self.challenge_met)
+        self._answer(event.button.id == "confirm-yes")
+
+    def _answer(self, answer: bool) -> None:
+        confirmed = answer and self.challenge_met
+        if confirmed and self.challenge is not None:
+            self.typed = self.query_one("#confirm-challenge", Input).value.strip()
+        self.dismiss(confirmed)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "answer" and parameters == (True,) and not self.challenge_met:
@@ -83,4 +91,4 @@ class ConfirmDialog(ModalScreen[bool]):
         return True
 
     def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer and self.challenge_met)
+        self._answer(answer)

@@ -8,7 +8,6 @@ engine). An action that restarts the engine shows "applying" until the agent say
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from rich.text import Text
@@ -20,7 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from agent.wire import ActionRequest
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
-from console.screens.action_flow import action_line, ended_text, plan_confirm_apply
+from console.screens.action_flow import Pending, action_line, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.widgets.badge import badge_text
 from console.widgets.format import DASH, human
@@ -31,12 +30,6 @@ EVENT_LINES = 8
 SHOWN_PHASES = ("action.applying", "action.applied", "action.failed", "action.expired",
                 "action.cancelled", "action.rejected")  # fmt: skip
 """The actions log leaves out "planned": a plan nobody confirmed changed nothing (its cancel is shown)."""
-
-
-@dataclass(frozen=True)
-class Pending:
-    request: ActionRequest
-    action_id: str
 
 
 def field_text(kind: Kind, live: LiveSettings) -> str | bool | None:

@@ -12,12 +12,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Static, TextArea
 
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
-from agent.wire import Snapshot
 from console.link import LinkError
 from console.model import ConsoleModel
-from console.screens.action_flow import ended_text, plan_confirm_apply
+from console.screens.action_flow import Pending, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
-from console.screens.controls import Pending
 from console.widgets.format import human_setting
 
 
@@ -72,13 +70,9 @@ def diff_table(diff: dict[str, Any]) -> Table:
     return table
 
 
-def running_settings(profile: Profile, snap: Snapshot | None, new_name: str) -> Profile:
-    """The running profile under a new name, with the live threshold the operator may have changed."""
-    spec = profile.speculation
-    if snap is not None and snap.speculation.threshold_available and snap.speculation.threshold:
-        spec = spec.model_copy(update={"threshold": snap.speculation.threshold})
-    identity = profile.identity.model_copy(update={"name": new_name})
-    return profile.model_copy(update={"identity": identity, "speculation": spec})
+def renamed(profile: Profile, new_name: str) -> Profile:
+    """The running profile (the agent's, live changes included) under a new name."""
+    return profile.model_copy(update={"identity": profile.identity.model_copy(update={"name": new_name})})
 
 
 class ProfilesScreen(LiveScreen):
@@ -214,14 +208,9 @@ class ProfilesScreen(LiveScreen):
         if not new_name:
             self._say(Text("Type a name for the new profile first.", style="red"))
             return
-        if not self.running:
-            self._say(Text("The agent reports no running profile to save.", style="red"))
-            return
-        data = await self.console.client.profile(self.running)
+        data = await self.console.client.running_profile()  # what runs now, live changes included
         try:
-            profile = running_settings(
-                parse_profile(str(data["toml"]), self.running), self.console.model.latest, new_name
-            )
+            profile = renamed(parse_profile(str(data["toml"]), "the running profile"), new_name)
         except (ProfileError, ValueError) as exc:
             self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,8 +27,12 @@ from rich.console import Console
 from textual.app import App
 from textual.widgets import Static
 
+from agent.profile import load_profile
+
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "profiles"
+SIM_THRESHOLD = load_profile(PROFILES / "local-sim.toml").speculation.threshold
+"""The shipped demo profile's threshold (the tests must not hard-code it: the demo story sets it)."""
 READY_TIMEOUT_S = 40.0
 
 T = TypeVar("T")
@@ -148,7 +153,7 @@ def sim_profile_variant(
     if production:
         text = text.replace("production = false", "production = true")
     if threshold is not None:
-        text = text.replace("threshold = 125", f"threshold = {threshold}")
+        text = re.sub(r"(?m)^threshold = \d+$", f"threshold = {threshold}", text)
     if live_steps:
         text = text.replace("live_steps = [1, 2, 3]", f"live_steps = {live_steps}")
     path = profiles / f"{name}.toml"

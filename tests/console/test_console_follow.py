@@ -4,7 +4,7 @@ until the agent says the action ended."""
 
 from __future__ import annotations
 
-from console_testkit import RunningAgent, sim_profile_variant, text_of, until
+from console_testkit import SIM_THRESHOLD, RunningAgent, sim_profile_variant, text_of, until
 from textual.widgets import DataTable, Input, Select
 
 from console.app import ConsoleApp
@@ -119,7 +119,7 @@ async def test_loading_a_profile_ends_when_the_agent_says_and_the_list_marks_the
         dialog = await until(lambda: isinstance(app.screen, ConfirmPlan) and app.screen, what="the plan")
         assert dialog.title_text == "Load profile local-sim-b in place of local-sim?"
         shown = text_of(app, "#confirm-plan")
-        assert "RESTART" in shown and "125 → 64" in shown and "1, 2, 3 → 1, 3" in shown
+        assert "RESTART" in shown and f"{SIM_THRESHOLD} → 64" in shown and "1, 2, 3 → 1, 3" in shown
         await pilot.press("y")
         await until(lambda: "applied at" in text_of(app, "#profile-result"), timeout_s=60,
                     what="the load's end", explain=lambda: text_of(app, "#profile-result"))  # fmt: skip

@@ -118,7 +118,11 @@ async def test_cancel_in_the_confirm_dialog_changes_nothing(agent: RunningAgent)
         await until(lambda: isinstance(app.screen, ConfirmPlan), what="the confirm dialog")
         await pilot.press("n")
         await until(lambda: "Cancelled" in text_of(app, "#control-result"), what="the cancel message")
+        assert "expires" not in text_of(app, "#control-result"), "the agent was told of the cancel"
     assert (await agent.live_state())["threshold"] == before["threshold"]
+    async with agent.client() as client:
+        audit = (await client.get("/v1/audit")).json()["lines"]
+    assert [(line["result"]["status"], line["operator"]) for line in audit] == [("cancelled", "pilot")]
 
 
 async def test_readonly_greys_controls_and_refuses_the_palette_action(agent: RunningAgent) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console_testkit import RunningAgent, text_of, until
+from console_testkit import SIM_THRESHOLD, RunningAgent, text_of, until
 from textual.widgets import Input, RichLog
 
 from console.app import ConsoleApp
@@ -101,5 +101,5 @@ async def test_the_chart_window_is_the_operators_and_stays_put(agent: RunningAge
             data = screen.query_one(f"#history-{key}", ChartPanel).chart.data
             assert data is not None and data.window_s == 900.0, key
         assert load.chart.data is not None and load.chart.data.hline is not None
-        assert load.chart.data.hline.label == "threshold 125"
-        assert "threshold 125" in str(load.query_one(".chart-legend").content)
+        assert load.chart.data.hline.label == f"threshold {SIM_THRESHOLD}"
+        assert f"threshold {SIM_THRESHOLD}" in str(load.query_one(".chart-legend").content)

@@ -145,3 +145,10 @@ def test_the_agents_own_eta_is_preferred_when_it_sends_one() -> None:
     model = ConsoleModel()
     model.ingest(event(1, 100.0, "bench", "bench.progress", bench_id="b1", fraction=0.5, eta_s=42.0))
     assert model.bench.latest is not None and model.bench.latest.eta_s == 42.0
+
+
+def test_the_agents_since_is_preferred_when_it_stamps_one() -> None:
+    model = ConsoleModel()
+    stamped = finding("kv").model_copy(update={"since": 3.0})
+    model.ingest(Snapshot(seq=1, time=10.0, findings=[stamped]))
+    assert [i.since for i in model.health.items] == [3.0]

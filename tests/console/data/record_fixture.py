@@ -38,7 +38,7 @@ BENCH = {"concurrency": [1, 8, 64], "mode": "compare", "requests_per_level": 16,
 async def operator(client: AgentClient, started: float) -> str | None:
     """What an operator does while the recording runs: one live threshold change, one small bench."""
     await asyncio.sleep(max(0.0, started + ACTION_AT_S - time.monotonic()))
-    request = ActionRequest(request_id=uuid.uuid4().hex, kind="threshold", value=120, operator="recorder")
+    request = ActionRequest(request_id=uuid.uuid4().hex, kind="threshold", value=130, operator="recorder")
     plan = await client.plan(request)
     await client.confirm(plan.action_id)
     await asyncio.sleep(max(0.0, started + BENCH_AT_S - time.monotonic()))
