@@ -97,6 +97,15 @@ class ProfileRead(_Wire):
     issues: list[ProfileIssueView] = Field(default_factory=list)
 
 
+class RunningProfile(_Wire):
+    """``GET /v1/profile``: the profile the engine runs now, live changes included (what Controls
+    shows as current and "Save running as" writes under a new name)."""
+
+    name: str
+    toml: str
+    profile: dict[str, Any] = Field(default_factory=dict)
+
+
 class ProfileSaved(_Wire):
     """``PUT /v1/profiles/{name}``."""
 
@@ -173,6 +182,12 @@ class KvWhatIf(_Wire):
     off_unavailable: str | None = None
     overfull: bool = False
     fit_summary: list[str] = Field(default_factory=list)
+
+
+class LogLines(_Wire):
+    """``GET /v1/logs``: the newest lines of the engine log (matching ``search`` when given), oldest first."""
+
+    lines: list[str] = Field(default_factory=list)
 
 
 BenchState = Literal["running", "finished", "failed", "cancelled"]
