@@ -86,6 +86,12 @@ class ProfileIssueView(_Wire):
     severity: str = "error"
 
 
+class ProfileIssues(_Wire):
+    """The ``detail`` of a 422 from the profile routes: every problem, with its file, key and rule."""
+
+    issues: list[ProfileIssueView] = Field(default_factory=list)
+
+
 class ProfileRead(_Wire):
     """``GET /v1/profiles/{name}``: the text, the parsed profile (None when it does not parse), and
     what SGLang's rules say about it."""

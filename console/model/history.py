@@ -23,6 +23,7 @@ snapshot costs about 20 kB, so the charts' hour of history lives in the point ri
 EVENTS_LEN = 2000
 
 SWITCH_EVENTS = {"speculation.on": True, "speculation.off": False}
+"""The agent's switch events (``agent.telemetry.changes``): the only source of the charts' markers."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class LinkStatus:
 
 @dataclass(frozen=True)
 class SpecSwitch:
-    """Speculation turned on or off; drawn as a marker on the charts."""
+    """Speculation turned on or off, as the agent said (a ``speculation.on``/``.off`` event, stamped
+    with the time of the snapshot that first showed it); drawn as a marker on the charts."""
 
     time: float
     on: bool
@@ -59,7 +61,6 @@ class ConsoleModel:
         self.last_data_at: float | None = None
         self.version = 0
         self.duplicates_dropped = 0
-        self._switches_from_agent = False
 
     @property
     def latest(self) -> Snapshot | None:
@@ -80,11 +81,6 @@ class ConsoleModel:
         return True
 
     def _snapshot(self, snap: Snapshot) -> None:
-        previous = self.latest
-        if not self._switches_from_agent and previous is not None:
-            now_on, was_on = snap.speculation.on, previous.speculation.on
-            if now_on is not None and was_on is not None and now_on != was_on:
-                self.spec_switches.append(SpecSwitch(snap.time, now_on))
         self.snapshots.append(snap)
         self.points.append(point_of(snap))
         self.health.update(snap)
@@ -97,10 +93,8 @@ class ConsoleModel:
         elif event.kind == "action":
             self.actions.ingest(event)
         elif event.name in SWITCH_EVENTS:
-            # The agent says when speculation switched: from now on its word replaces the inference.
-            if not self._switches_from_agent:
-                self._switches_from_agent = True
-                self.spec_switches.clear()
+            # Only the agent's word: a recording made before the agent published these events
+            # replays without markers rather than with ones guessed from two snapshots.
             self.spec_switches.append(SpecSwitch(event.time, SWITCH_EVENTS[event.name]))
         self.events.append(event)
 
