@@ -87,7 +87,8 @@ class ConsoleApp(App[None]):
         self.chart_window_s = DEFAULT_WINDOW_S
         """The charts' time window: the operator's choice, kept until changed (w)."""
         self.show_raw = False
-        """Whether SGLang's raw throughput gauge is drawn beside the agent's windowed count (r)."""
+        """Whether the last tick's raw tok/s (``Throughput.output_tok_s_raw``) is shown beside the
+        smoothed rate (r)."""
         self.agent_status: AgentStatus | None = None
         # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
