@@ -53,6 +53,10 @@ class ConsoleModel:
         self.events: deque[Event] = deque(maxlen=EVENTS_LEN)
         """Every event but bench progress (see ``bench``): what the event log shows."""
         self.spec_switches: deque[SpecSwitch] = deque(maxlen=EVENTS_LEN)
+        self.step_changes = 0
+        """``speculation.steps`` events seen: the adaptive policy moves the step count every few
+        seconds under load; the event log counts them instead of listing each one."""
+        self.last_step_change: Event | None = None
         self.actions = ActionTracker()
         self.bench = BenchTracker()
         self.health = HealthTracker()
@@ -92,6 +96,9 @@ class ConsoleModel:
                 return  # the newest progress is in ``bench``; the log keeps starts and ends only
         elif event.kind == "action":
             self.actions.ingest(event)
+        elif event.name == "speculation.steps":
+            self.step_changes += 1
+            self.last_step_change = event
         elif event.name in SWITCH_EVENTS:
             # Only the agent's word: a recording made before the agent published these events
             # replays without markers rather than with ones guessed from two snapshots.
@@ -136,6 +143,11 @@ class ConsoleModel:
                 xs.append(snap.time - latest.time)
                 ys.append(float(y))
         return xs, ys
+
+    def switched_on_at(self) -> float | None:
+        """Agent time of the agent's latest switch event when it was a switch on (else None)."""
+        last = self.spec_switches[-1] if self.spec_switches else None
+        return last.time if last is not None and last.on else None
 
     def switches_in(self, window_s: float) -> list[tuple[float, bool]]:
         latest = self.latest

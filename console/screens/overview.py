@@ -32,10 +32,10 @@ CHART_INTERVAL_S = 1.0
 figures above them with every snapshot."""
 
 
-def figures_text(snap: Snapshot, *, raw: bool) -> Text:
+def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = None) -> Text:
     """The headline numbers, each with the window the agent computed it over. Throughput is the
     agent's count of output tokens (every client together), smoothed; ``raw`` adds the last tick's
-    rate on its own line, the value one key away."""
+    rate on its own line, the value one key away. ``switched_on_at``: the agent's last switch on."""
     t, load, lat, kv = snap.throughput, snap.load, snap.latency, snap.kv
     text = Text()
     text.append("Output ", style="dim")
@@ -59,7 +59,8 @@ def figures_text(snap: Snapshot, *, raw: bool) -> Text:
         text.append("   KV used ", style="dim")
         text.append(f"{kv.used_tokens / kv.pool_tokens:.0%}")
     text.append("   Accept len ", style="dim")
-    text.append_text(accept_text(snap.speculation, load))
+    since_on = None if switched_on_at is None else snap.time - switched_on_at
+    text.append_text(accept_text(snap.speculation, load, since_switch_on=since_on))
     text.append("\nTTFT p50 ", style="dim")
     text.append(latency(lat.ttft_p50_s, lat.ttft_p50_above_top))
     text.append(" p99 ", style="dim")
@@ -118,7 +119,8 @@ class OverviewScreen(LiveScreen):
             return
         raw = self.console.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load))
-        self.query_one("#figures", Static).update(figures_text(snap, raw=raw))
+        figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
+        self.query_one("#figures", Static).update(figures)
         note = bench_note(model.bench.latest, snap.throughput.output_counter)
         note_widget = self.query_one("#tokens-note", Static)
         note_widget.display = note is not None

@@ -55,7 +55,9 @@ def switch_events(app: ConsoleApp) -> list[Event]:
 
 
 def event_lines(app: ConsoleApp) -> str:
-    return "\n".join(line.text for line in app.screen.query_one("#event-log", RichLog).lines)
+    """The events pane's text, its wrapped lines joined again (a wrap breaks at a space)."""
+    lines = app.screen.query_one("#event-log", RichLog).lines
+    return " ".join(" ".join(line.text.split()) for line in lines)
 
 
 async def test_switch_markers_and_the_events_pane_come_from_the_agents_events(loaded: RunningAgent) -> None:
@@ -179,3 +181,37 @@ async def test_an_answer_of_the_wrong_shape_is_one_clear_error(tmp_path: Path) -
     await link.connect()
     with pytest.raises(LinkError, match=r"version this console cannot read \(wire_version: .*integer"):
         await AgentClient(link).version()
+
+
+async def test_the_events_pane_lists_the_agents_events_and_counts_the_step_changes() -> None:
+    """The recording of the demo (real agent, sim): the adaptive policy moved the step count dozens of
+    times; those are counted in the pane's title, the switches and findings are listed in full."""
+    recording = Path(__file__).parent / "data" / "local-sim.jsonl"
+    events = [e for _, e in load_events(recording)]
+    steps = [e for e in events if e.name == "speculation.steps"]
+    switches = [e for e in events if e.name in ("speculation.on", "speculation.off")]
+    assert len(steps) > 5 and switches, "the recording has step changes and switches: re-record it"
+    app = ConsoleApp(ReplayLink(recording, speed=0), clock=lambda: 1000.0, operator="pilot")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: app.model.link.state == "ended", what="the whole recording")
+        await pilot.press("l")
+        await until(lambda: "speculation" in event_lines(app), what="the events pane")
+        title = str(app.screen.query_one("#events-title").render())
+        last = steps[-1]
+        assert (
+            f"{len(steps)} speculation step changes, the last {last.data['old']} → {last.data['new']}"
+            in title
+        )
+        lines = event_lines(app)
+        assert "speculation steps" not in lines
+        assert lines.count("speculation off: ") == sum(e.name == "speculation.off" for e in switches)
+        assert [(s.time, s.on) for s in app.model.spec_switches] == [
+            (e.time, e.name == "speculation.on") for e in switches
+        ]
+
+
+def load_events(recording: Path) -> list[tuple[int, Event]]:
+    from console.link.replay import load_recording
+
+    items, _ = load_recording(recording)
+    return [(item.seq, Event.model_validate(item.data)) for item in items if item.kind == "event"]

@@ -143,6 +143,10 @@ def test_the_accept_length_says_where_it_came_from_and_agrees_with_the_off_reaso
     running = Load(running=5)
     window = Speculation(on=True, accept_length=2.4, accept_window_s=9.5, accept_source="counters")
     assert accept_text(window, running).plain == "2.40 over 9.5 s"
+    assert accept_text(window, running, since_switch_on=6.0).plain == (
+        "2.40 over 9.5 s, 3.5 s of it before the switch on"
+    ), "a window reaching back before the agent's switch-on event says so"
+    assert accept_text(window, running, since_switch_on=12.0).plain == "2.40 over 9.5 s"
     gauge = Speculation(on=True, accept_length=2.4, accept_source="gauge")
     assert accept_text(gauge, running).plain == "2.40 (SGLang's gauge: its last decode-log window)"
     lifetime = Speculation(on=True, accept_length=2.4, accept_source="server_info")
