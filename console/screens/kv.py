@@ -48,7 +48,8 @@ def pool_segments(kv: KvView) -> tuple[Segment, ...]:
 
 
 def reserve_text(kv: KvView, speculative: bool) -> Text:
-    """Three lines: the pool (and without the drafter), the reserve in the three states, what speculation holds."""
+    """The pool (and without the drafter), the reserve in the three states, what speculation holds
+    and, with a drafter, what the draft takes (its own line: at 100 columns it was cut)."""
     text = Text()
     text.append("Pool ", style="dim")
     text.append(num(kv.pool_tokens, unit=" tokens"), style="bold")
@@ -65,7 +66,7 @@ def reserve_text(kv: KvView, speculative: bool) -> Text:
     text.append("\nShare of the pool held for speculation ", style="dim")
     text.append(num(kv.speculation_share, ".1%"), style="bold")
     if speculative:
-        text.append("   the draft: ", style="dim")
+        text.append("\nThe draft takes ", style="dim")
         text.append(num(kv.draft_share_of_cell, ".1%"), style="bold")
         text.append(" of each KV cell, weights ", style="dim")
         text.append(gib(kv.draft_weight_bytes), style="bold")
