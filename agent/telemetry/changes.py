@@ -43,6 +43,16 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
         return []
     out: list[EventDraft] = []
     a, b = prev.speculation, new.speculation
+    # The cause first: a moved threshold, then the switch it brings (often seen in the same tick).
+    if a.threshold_available and b.threshold_available and a.threshold != b.threshold:
+        out.append(
+            EventDraft(
+                "speculation",
+                "speculation.threshold",
+                f"live speculation threshold {threshold_words(a.threshold)} → {threshold_words(b.threshold)}",
+                {"old": a.threshold, "new": b.threshold},
+            )
+        )
     if a.on is not None and b.on is not None and a.on != b.on:
         if b.on:
             out.append(
@@ -69,15 +79,6 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
                 "speculation.steps",
                 f"speculation steps {a.steps} → {b.steps}",
                 {"old": a.steps, "new": b.steps},
-            )
-        )
-    if a.threshold_available and b.threshold_available and a.threshold != b.threshold:
-        out.append(
-            EventDraft(
-                "speculation",
-                "speculation.threshold",
-                f"live speculation threshold {threshold_words(a.threshold)} → {threshold_words(b.threshold)}",
-                {"old": a.threshold, "new": b.threshold},
             )
         )
     before = {f.code: f for f in prev.findings}

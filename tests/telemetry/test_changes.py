@@ -38,9 +38,9 @@ def test_on_off_steps_threshold() -> None:
     assert [e.name for e in telemetry_events(off, on)] == ["speculation.on"]
     two = snap(3, on=True, steps=2, threshold=8, threshold_available=True)
     assert [e.message for e in telemetry_events(on, two)] == [
-        "speculation steps 3 → 2",
         "live speculation threshold 4 → 8",
-    ]
+        "speculation steps 3 → 2",
+    ], "the cause (a moved threshold) before what it brings"
     unknown = snap(4, on=None)
     assert telemetry_events(on, unknown) == [] and telemetry_events(unknown, off) == []
 
