@@ -15,13 +15,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 
 from agent.wire import WIRE_VERSION, Event
+from agent.wire.api import AgentStatus
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
 from console.link.client import AgentClient
@@ -86,8 +87,9 @@ class ConsoleApp(App[None]):
         self.chart_window_s = DEFAULT_WINDOW_S
         """The charts' time window: the operator's choice, kept until changed (w)."""
         self.show_raw = False
-        """Whether SGLang's raw throughput gauge is drawn beside the agent's windowed count (r)."""
-        self.agent_status: dict[str, Any] = {}
+        """Whether the last tick's raw tok/s (``Throughput.output_tok_s_raw``) is shown beside the
+        smoothed rate (r)."""
+        self.agent_status: AgentStatus | None = None
         # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
         self.tick_latencies: deque[float] = deque(maxlen=10_000)
@@ -171,9 +173,9 @@ class ConsoleApp(App[None]):
 
     async def _check_agent(self) -> None:
         version = await self.client.version()
-        if version.get("wire_version") != WIRE_VERSION:
+        if version.wire_version != WIRE_VERSION:
             raise LinkError(
-                f"the agent speaks wire version {version.get('wire_version')}, this console "
+                f"the agent speaks wire version {version.wire_version}, this console "
                 f"{WIRE_VERSION}: install the same k25console version on both sides",
                 retryable=False,
             )

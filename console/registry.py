@@ -68,7 +68,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "Raw tok/s",
         "app.toggle_raw",
-        "Show SGLang's own throughput gauge beside the agent's windowed count",
+        "Show the last tick's raw tok/s beside the rate smoothed over the agent's window",
         "View",
         "r",
         screens=("overview", "history"),

@@ -23,10 +23,12 @@ from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 from agent.wire.api import (
     AgentStatus,
     KvWhatIf,
+    LogLines,
     ProfileDiff,
     ProfileList,
     ProfileRead,
     ProfileSaved,
+    RunningProfile,
     VersionInfo,
 )
 
@@ -169,7 +171,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             out.append({"name": f.name, "path": str(f.path), "running": is_running})
         return {"profiles": out}
 
-    @api.get("/profile")
+    @api.get("/profile", response_model=RunningProfile)
     async def running_profile() -> dict[str, Any]:
         """The profile the engine runs now, live changes included (what Controls shows as current)."""
         profile = daemon.profile
@@ -218,7 +220,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
 
-    @api.get("/logs")
+    @api.get("/logs", response_model=LogLines)
     async def logs(
         tail: int = Query(200, ge=1, le=10_000),
         search: str | None = Query(None, min_length=1, max_length=200),

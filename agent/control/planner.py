@@ -16,6 +16,7 @@ from typing import Any
 from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
+from agent.profile.words import value_words
 from agent.sglang import live_control, rules
 from agent.wire import ActionRequest, Change, PlanMode
 
@@ -32,13 +33,25 @@ class Draft:
     rejected_field: str | None = None
 
 
+def _given(value: object) -> str:
+    """What the operator sent, in words for a refusal: no value, true/false as a profile writes them,
+    text in quotes; never a Python repr."""
+    if value is None:
+        return "no value"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"“{value}”" if value else "an empty name"
+    return value_words(value)
+
+
 def _reject(field_name: str, why: str) -> Draft:
     return Draft(mode="rejected", reason=why, rejected_field=field_name)
 
 
 def _int_value(req: ActionRequest, field_name: str) -> int | Draft:
     if isinstance(req.value, bool) or not isinstance(req.value, int):
-        return _reject(field_name, f"{field_name}: must be a whole number (got {req.value!r})")
+        return _reject(field_name, f"{field_name}: must be a whole number (got {_given(req.value)})")
     return req.value
 
 
@@ -104,7 +117,8 @@ def _candidate(
     elif req.kind == "adaptive":
         if not isinstance(req.value, bool):
             return _reject(
-                "speculation.adaptive", f"speculation.adaptive: must be true or false (got {req.value!r})"
+                "speculation.adaptive",
+                f"speculation.adaptive: must be true or false (got {_given(req.value)})",
             )
         updates = {"adaptive": req.value}
         if not req.value and (
@@ -118,7 +132,7 @@ def _candidate(
         new = _with_speculation(running, **updates)
     else:  # apply_profile
         if not isinstance(req.value, str) or not req.value:
-            return _reject("value", f"value: the name of a saved profile is needed (got {req.value!r})")
+            return _reject("value", f"value: the name of a saved profile is needed (got {_given(req.value)})")
         try:
             new = load_named(req.value)
         except ProfileError as exc:

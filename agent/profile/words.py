@@ -26,3 +26,15 @@ def value_words(value: object) -> str:
     if isinstance(value, Sequence):
         return ", ".join(value_words(v) for v in value) if value else "none"
     return str(value)
+
+
+def threshold_words(value: int | None) -> str:
+    """A speculation threshold: ``None`` → "unset", 0 → "none (speculate at every batch size)"."""
+    if value is None:
+        return "unset"
+    return "none (speculate at every batch size)" if value == 0 else str(value)
+
+
+def count_words(n: int, noun: str) -> str:
+    """ "1 request", "12 requests": a count with its noun, never "request(s)"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

@@ -11,8 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.profile.words import count_words, threshold_words
 from agent.wire import Snapshot
 from agent.wire.events import EventKind, EventName
+from agent.wire.snapshot import SpecOffReason
+
+OFF_REASON_WORDS: dict[SpecOffReason, str] = {
+    "not_configured": "this deployment runs without a draft model",
+    "above_threshold": "the running batch is at or above the threshold",
+    "adaptive_chose_zero": "SGLang's adaptive policy chose 0 draft steps",
+    "adaptive_unsupported": "SGLang turned adaptive speculation off",
+    "engine_down": "the engine is down",
+    "unknown": "reason unknown",
+}
+"""The reason in words, for a snapshot that carries a reason code without its detail."""
 
 
 @dataclass(frozen=True)
@@ -31,13 +43,23 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
         return []
     out: list[EventDraft] = []
     a, b = prev.speculation, new.speculation
+    # The cause first: a moved threshold, then the switch it brings (often seen in the same tick).
+    if a.threshold_available and b.threshold_available and a.threshold != b.threshold:
+        out.append(
+            EventDraft(
+                "speculation",
+                "speculation.threshold",
+                f"live speculation threshold {threshold_words(a.threshold)} → {threshold_words(b.threshold)}",
+                {"old": a.threshold, "new": b.threshold},
+            )
+        )
     if a.on is not None and b.on is not None and a.on != b.on:
         if b.on:
             out.append(
                 EventDraft(
                     "speculation",
                     "speculation.on",
-                    f"speculation on: {b.steps} step(s), {new.load.running} request(s) running",
+                    _on_words(b.steps, new.load.running),
                     {"steps": b.steps, "running": new.load.running},
                 )
             )
@@ -46,7 +68,7 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
                 EventDraft(
                     "speculation",
                     "speculation.off",
-                    f"speculation off: {b.off_detail or b.off_reason or 'reason unknown'}",
+                    f"speculation off: {b.off_detail or OFF_REASON_WORDS[b.off_reason or 'unknown']}",
                     {"reason": b.off_reason, "running": new.load.running},
                 )
             )
@@ -57,15 +79,6 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
                 "speculation.steps",
                 f"speculation steps {a.steps} → {b.steps}",
                 {"old": a.steps, "new": b.steps},
-            )
-        )
-    if a.threshold_available and b.threshold_available and a.threshold != b.threshold:
-        out.append(
-            EventDraft(
-                "speculation",
-                "speculation.threshold",
-                f"live speculation threshold {a.threshold} → {b.threshold}",
-                {"old": a.threshold, "new": b.threshold},
             )
         )
     before = {f.code: f for f in prev.findings}
@@ -84,3 +97,11 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
         if code not in after:
             out.append(EventDraft("finding", "finding.cleared", f"cleared: {finding.title}", {"code": code}))
     return out
+
+
+def _on_words(steps: int | None, running: int | None) -> str:
+    """ "speculation on: 3 draft steps, 12 requests running"; an unknown part is said, or left out."""
+    said = count_words(steps, "draft step") if steps is not None else "step count unknown"
+    if running is not None:
+        said += f", {count_words(running, 'request')} running"
+    return f"speculation on: {said}"

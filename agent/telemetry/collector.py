@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -30,6 +29,7 @@ from agent.sglang.reading import MetricsReading
 from agent.telemetry import derive
 from agent.telemetry.derive import ProfileFacts, Windows
 from agent.telemetry.derive_spec import speculation
+from agent.telemetry.drafting import DraftingReadings
 from agent.telemetry.engine_reader import METRICS_RETRY_TICKS, EngineReader
 from agent.telemetry.findings import HealthInputs, evaluate
 from agent.telemetry.gpu_worker import SampleThread
@@ -134,7 +134,7 @@ class Collector:
         self._explicit_key = api_key
         self._reader = EngineReader(http, request_timeout_s=request_timeout_s)
         self._window = CounterWindow(self.windows.keep_s)
-        self._accept: deque[float] = deque(maxlen=ACCEPT_HISTORY)
+        self._accept = DraftingReadings(ACCEPT_HISTORY)
         self._facts = ProfileFacts.of(profile)
         self._last_reading: MetricsReading | None = None
         self._info: ServerInfo | None = None
@@ -245,12 +245,13 @@ class Collector:
         load = derive.load(reading, info, facts.profile)
         spec = speculation(reading, info, window, windows, facts, engine_state, load.running, engine_down)
         kv_view = derive.kv_view(reading, info, load.running, spec.configured, facts)
-        if spec.on and spec.accept_length is not None and (load.running or 0) > 0:
-            self._accept.append(spec.accept_length)
+        taken = self._accept.observe(now, spec, load.running)
         if reading is not None:
             health = derive.health_inputs(
-                spec, load, kv_view, info, window, windows, facts, tuple(self._accept), gpus
+                spec, load, kv_view, info, window, windows, facts, self._accept.values, gpus
             )
+            if taken:  # the rule quotes the number the snapshot shows, from the same window
+                health = replace(health, accept_length=spec.accept_length)
         else:
             health = HealthInputs(gpus=gpus)
         return Observation(

@@ -31,7 +31,10 @@ class HealthInputs:
     algorithm: str | None = None
     draft_path: str | None = None
     accept_lengths: tuple[float, ...] = ()
-    """Accept-length readings of recent ticks while speculating with traffic (oldest first)."""
+    """Accept-length readings of recent ticks while speculating with traffic, each over a window
+    spent drafting (``agent.telemetry.drafting``), oldest first."""
+    accept_length: float | None = None
+    """This tick's reading when it is one of those (the number the snapshot shows)."""
     topk: int | None = None
     running: int | None = None
     queued: int | None = None
@@ -57,10 +60,15 @@ def accept_length_stuck(i: HealthInputs) -> Finding | None:
     if mean > ACCEPT_STUCK_MAX:
         return None
     algo = i.algorithm or "the configured algorithm"
+    said = (
+        f"accept length {i.accept_length:.2f}"
+        if i.accept_length is not None
+        else f"accept length {mean:.2f} over the last {len(recent)} readings"
+    )
     return Finding(
         code="accept_length_stuck",
         severity="warning",
-        title=f"Speculation accepts almost nothing (accept length {mean:.2f})",
+        title=f"Speculation accepts almost nothing ({said})",
         explanation=(
             f"Over the last {len(recent)} readings each verify step kept {mean:.2f} tokens, about the "
             "one token a step makes without any drafting, so the draft model costs time and KV and "

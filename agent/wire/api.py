@@ -86,6 +86,12 @@ class ProfileIssueView(_Wire):
     severity: str = "error"
 
 
+class ProfileIssues(_Wire):
+    """The ``detail`` of a 422 from the profile routes: every problem, with its file, key and rule."""
+
+    issues: list[ProfileIssueView] = Field(default_factory=list)
+
+
 class ProfileRead(_Wire):
     """``GET /v1/profiles/{name}``: the text, the parsed profile (None when it does not parse), and
     what SGLang's rules say about it."""
@@ -95,6 +101,15 @@ class ProfileRead(_Wire):
     profile: dict[str, Any] | None = None
     warnings: list[ProfileIssueView] = Field(default_factory=list)
     issues: list[ProfileIssueView] = Field(default_factory=list)
+
+
+class RunningProfile(_Wire):
+    """``GET /v1/profile``: the profile the engine runs now, live changes included (what Controls
+    shows as current and "Save running as" writes under a new name)."""
+
+    name: str
+    toml: str
+    profile: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProfileSaved(_Wire):
@@ -173,6 +188,12 @@ class KvWhatIf(_Wire):
     off_unavailable: str | None = None
     overfull: bool = False
     fit_summary: list[str] = Field(default_factory=list)
+
+
+class LogLines(_Wire):
+    """``GET /v1/logs``: the newest lines of the engine log (matching ``search`` when given), oldest first."""
+
+    lines: list[str] = Field(default_factory=list)
 
 
 BenchState = Literal["running", "finished", "failed", "cancelled"]

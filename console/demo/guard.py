@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from agent.wire.api import AgentStatus
+
 POLL_S = 0.5
 
 
@@ -31,8 +33,7 @@ def stop_agent(socket_path: Path, token_path: Path, child: subprocess.Popen[byte
         with httpx.Client(
             transport=transport, base_url="http://agent", timeout=5.0, headers=headers
         ) as client:
-            pid = client.get("/v1/status").json().get("engine_pid")
-            engine_pid = pid if isinstance(pid, int) else None
+            engine_pid = AgentStatus.model_validate(client.get("/v1/status").json()).engine_pid
             client.post("/v1/agent/stop", json={"engine_too": True})
     try:
         child.wait(timeout=10)

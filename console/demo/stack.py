@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from agent.wire.api import AgentStatus
 from console.demo.profiles import find_profile
 
 READY_TIMEOUT_S = 20.0
@@ -151,8 +152,7 @@ class DemoStack:
         """Ask the agent to exit with its engine; returns the engine's pid to make sure of it after."""
         engine_pid: int | None = None
         with contextlib.suppress(OSError, httpx.HTTPError, ValueError):
-            pid = self._agent_call("GET", "/v1/status").get("engine_pid")
-            engine_pid = pid if isinstance(pid, int) else None
+            engine_pid = AgentStatus.model_validate(self._agent_call("GET", "/v1/status")).engine_pid
             self._agent_call("POST", "/v1/agent/stop", {"engine_too": True})
             if self.processes:
                 with contextlib.suppress(subprocess.TimeoutExpired):

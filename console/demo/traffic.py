@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import os
 import random
@@ -29,6 +28,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+
+from agent.wire import Event
+from agent.wire.api import AgentStatus, BenchList
 
 CLIMB, TOP, DESCENT = 0.375, 0.125, 0.375
 """Shares of a period: a geometric climb from 1 to the peak, a hold at the peak, the same descent,
@@ -110,8 +112,8 @@ async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, dict
         if line.startswith("event: "):
             kind = line.removeprefix("event: ")
         elif line.startswith("data: ") and kind == "event":
-            item = json.loads(line.removeprefix("data: "))
-            yield str(item.get("name")), dict(item.get("data") or {})
+            event = Event.model_validate_json(line.removeprefix("data: "))
+            yield event.name, event.data
 
 
 async def follow_agent(socket_path: str, token: str, address: EngineAddress) -> None:
@@ -121,12 +123,13 @@ async def follow_agent(socket_path: str, token: str, address: EngineAddress) -> 
     async with httpx.AsyncClient(transport=transport, base_url="http://agent", headers=headers) as agent:
         while True:
             try:
-                status = (await agent.get("/v1/status", timeout=5.0)).json()
-                ready = status.get("engine_state") == "ready" and status.get("engine_url")
-                address.set_url(str(status["engine_url"]) if ready else None)
-                runs = (await agent.get("/v1/bench", timeout=5.0)).json().get("runs", [])
-                address.set_benchmark(any(r.get("state") == "running" for r in runs))
-                params = {"since": status.get("last_seq", 0)}
+                answer = await agent.get("/v1/status", timeout=5.0)
+                status = AgentStatus.model_validate_json(answer.content)
+                address.set_url(status.engine_url if status.engine_state == "ready" else None)
+                answer = await agent.get("/v1/bench", timeout=5.0)
+                runs = BenchList.model_validate_json(answer.content).runs
+                address.set_benchmark(any(run.state == "running" for run in runs))
+                params = {"since": status.last_seq}
                 async with agent.stream("GET", "/v1/stream", params=params, timeout=None) as response:
                     async for name, data in _sse_events(response):
                         apply_event(address, name, data)

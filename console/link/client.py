@@ -1,22 +1,45 @@
-"""Typed calls to the agent's API over any :class:`Link`; the only place that knows the routes."""
+"""Typed calls to the agent's API over any :class:`Link`; the only place that knows the routes.
+
+Every answer is read into its ``agent.wire`` model here (``agent/wire/api.py``), so a screen reads
+attributes and an answer of the wrong shape is one clear error, not a ``KeyError`` on a screen.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
+from agent.wire.api import (
+    AgentStatus,
+    BenchList,
+    BenchRecord,
+    BenchStarted,
+    KvWhatIf,
+    LogLines,
+    ProfileDiff,
+    ProfileList,
+    ProfileRead,
+    ProfileSaved,
+    RunningProfile,
+    VersionInfo,
+)
 from console.link.base import Link, LinkError, StreamItem
 
+M = TypeVar("M", bound=BaseModel)
 
-def _parse(model: Any, data: Any, what: str) -> Any:
+
+def _parse(model: type[M], data: Any, what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
         raise LinkError(
-            f"the agent sent a {what} this console cannot read: {exc.errors()[0]['msg']}"
+            f"the agent sent a {what} this console cannot read"
+            + (f" ({where}: {error['msg']})" if where else f": {error['msg']}")
         ) from exc
 
 
@@ -26,13 +49,11 @@ class AgentClient:
     def __init__(self, link: Link) -> None:
         self.link = link
 
-    async def version(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request("GET", "/v1/version")
-        return result
+    async def version(self) -> VersionInfo:
+        return _parse(VersionInfo, await self.link.request("GET", "/v1/version"), "version")
 
-    async def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request("GET", "/v1/status")
-        return result
+    async def status(self) -> AgentStatus:
+        return _parse(AgentStatus, await self.link.request("GET", "/v1/status"), "status")
 
     async def stream(self, since: int | None) -> AsyncIterator[Snapshot | Event]:
         item: StreamItem
@@ -44,18 +65,15 @@ class AgentClient:
 
     async def plan(self, request: ActionRequest) -> Plan:
         data = await self.link.request("POST", "/v1/actions", body=request.model_dump(mode="json"))
-        plan: Plan = _parse(Plan, data, "plan")
-        return plan
+        return _parse(Plan, data, "plan")
 
     async def confirm(self, action_id: str) -> ActionResult:
         data = await self.link.request("POST", f"/v1/actions/{action_id}/confirm")
-        result: ActionResult = _parse(ActionResult, data, "action result")
-        return result
+        return _parse(ActionResult, data, "action result")
 
     async def action(self, action_id: str) -> ActionResult:
         data = await self.link.request("GET", f"/v1/actions/{action_id}")
-        result: ActionResult = _parse(ActionResult, data, "action")
-        return result
+        return _parse(ActionResult, data, "action")
 
     async def cancel_plan(self, action_id: str, operator: str | None = None) -> bool:
         """Tell the agent the operator cancelled a plan, so its audit says "cancelled". Returns False
@@ -68,51 +86,59 @@ class AgentClient:
             raise
         return True
 
-    async def kv_whatif(self, running: int, context: int, pool: int | None = None) -> dict[str, Any]:
+    async def kv_whatif(self, running: int, context: int, pool: int | None = None) -> KvWhatIf:
         params: dict[str, str | int] = {"running": running, "context": context}
         if pool is not None:
             params["pool"] = pool
-        result: dict[str, Any] = await self.link.request("GET", "/v1/kv/whatif", params=params)
-        return result
+        data = await self.link.request("GET", "/v1/kv/whatif", params=params)
+        return _parse(KvWhatIf, data, "KV what-if")
 
-    async def profiles(self) -> list[dict[str, Any]]:
-        data = await self.link.request("GET", "/v1/profiles")
-        return list(data.get("profiles", []))
+    async def profiles(self) -> ProfileList:
+        return _parse(ProfileList, await self.link.request("GET", "/v1/profiles"), "profile list")
 
-    async def running_profile(self) -> dict[str, Any]:
+    async def running_profile(self) -> RunningProfile:
         """The profile the engine runs now, live changes included (GET /v1/profile)."""
-        result: dict[str, Any] = await self.link.request("GET", "/v1/profile")
-        return result
+        return _parse(RunningProfile, await self.link.request("GET", "/v1/profile"), "running profile")
 
-    async def profile(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request("GET", f"/v1/profiles/{name}")
-        return result
+    async def profile(self, name: str) -> ProfileRead:
+        return _parse(ProfileRead, await self.link.request("GET", f"/v1/profiles/{name}"), "profile")
 
-    async def profile_diff(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request("GET", f"/v1/profiles/{name}/diff")
-        return result
+    async def profile_diff(self, name: str) -> ProfileDiff:
+        data = await self.link.request("GET", f"/v1/profiles/{name}/diff")
+        return _parse(ProfileDiff, data, "profile diff")
 
-    async def save_profile(self, name: str, toml_text: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request(
-            "PUT", f"/v1/profiles/{name}", body={"toml": toml_text}
-        )
-        return result
+    async def save_profile(self, name: str, toml_text: str) -> ProfileSaved:
+        data = await self.link.request("PUT", f"/v1/profiles/{name}", body={"toml": toml_text})
+        return _parse(ProfileSaved, data, "profile save answer")
 
     async def logs(self, tail: int, search: str | None = None) -> list[str]:
         params: dict[str, str | int] = {"tail": tail}
         if search:
             params["search"] = search
         data = await self.link.request("GET", "/v1/logs", params=params)
-        return [str(line) for line in data.get("lines", [])]
+        return _parse(LogLines, data, "log tail").lines
+
+    # -- benchmarks -------------------------------------------------------------------------------
+    # The typed calls are ``bench_started``, ``bench_list`` and ``bench_record``. The Bench screen
+    # (console/screens/bench.py, console/model/bench_result.py) still reads the result's own keys
+    # from a dict; ``bench_start``, ``bench_runs`` and ``bench_result`` give it that, checked
+    # against the same models first, until it reads the models itself.
+
+    async def bench_started(self, body: dict[str, Any]) -> BenchStarted:
+        return _parse(BenchStarted, await self.link.request("POST", "/v1/bench", body=body), "bench start")
+
+    async def bench_list(self) -> BenchList:
+        return _parse(BenchList, await self.link.request("GET", "/v1/bench"), "bench run list")
+
+    async def bench_record(self, bench_id: str) -> BenchRecord:
+        data = await self.link.request("GET", f"/v1/bench/{bench_id}")
+        return _parse(BenchRecord, data, "bench result")
 
     async def bench_start(self, body: dict[str, Any]) -> str:
-        data = await self.link.request("POST", "/v1/bench", body=body)
-        return str(data["bench_id"])
+        return (await self.bench_started(body)).bench_id
 
     async def bench_runs(self) -> list[dict[str, Any]]:
-        data = await self.link.request("GET", "/v1/bench")
-        return list(data.get("runs", []))
+        return [run.model_dump() for run in (await self.bench_list()).runs]
 
     async def bench_result(self, bench_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.link.request("GET", f"/v1/bench/{bench_id}")
-        return result
+        return (await self.bench_record(bench_id)).model_dump()

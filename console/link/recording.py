@@ -27,7 +27,7 @@ class RecordingLink(Link):
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record) + "\n")
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")  # compact: a tenth smaller
         self._file.flush()
 
     async def connect(self) -> None:

@@ -1,9 +1,7 @@
-"""Health findings with the time each began, and the worst severity for the header.
+"""Health findings as the agent judged them, most severe first, and the worst severity for the header.
 
-The agent stamps each finding with the time since which it has held (``Finding.since``); for an
-agent that does not, a finding that is still there on the next snapshot is the same finding and its
-"since" is the time of the first snapshot in the unbroken run that carried it (the agent's clock too).
-A finding that clears and comes back starts a new run.
+The agent stamps every finding with the time since which it has held without a break
+(``Finding.since``, from ``agent.telemetry.health``); the console shows that time and infers none.
 """
 
 from __future__ import annotations
@@ -18,23 +16,20 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 @dataclass(frozen=True)
 class HealthItem:
     finding: Finding
-    since: float
+
+    @property
+    def since(self) -> float | None:
+        """Agent time since which the finding holds; None from an agent that did not say."""
+        return self.finding.since
 
 
 class HealthTracker:
     def __init__(self) -> None:
-        self._since: dict[str, float] = {}
         self.items: tuple[HealthItem, ...] = ()
 
     def update(self, snap: Snapshot) -> None:
-        codes = {f.code for f in snap.findings}
-        self._since = {code: t for code, t in self._since.items() if code in codes}
-        for finding in snap.findings:
-            self._since.setdefault(finding.code, snap.time)
         ordered = sorted(snap.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9))
-        self.items = tuple(
-            HealthItem(f, f.since if f.since is not None else self._since[f.code]) for f in ordered
-        )
+        self.items = tuple(HealthItem(f) for f in ordered)
 
     @property
     def worst(self) -> str | None:

@@ -23,6 +23,7 @@ snapshot costs about 20 kB, so the charts' hour of history lives in the point ri
 EVENTS_LEN = 2000
 
 SWITCH_EVENTS = {"speculation.on": True, "speculation.off": False}
+"""The agent's switch events (``agent.telemetry.changes``): the only source of the charts' markers."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class LinkStatus:
 
 @dataclass(frozen=True)
 class SpecSwitch:
-    """Speculation turned on or off; drawn as a marker on the charts."""
+    """Speculation turned on or off, as the agent said (a ``speculation.on``/``.off`` event, stamped
+    with the time of the snapshot that first showed it); drawn as a marker on the charts."""
 
     time: float
     on: bool
@@ -51,6 +53,10 @@ class ConsoleModel:
         self.events: deque[Event] = deque(maxlen=EVENTS_LEN)
         """Every event but bench progress (see ``bench``): what the event log shows."""
         self.spec_switches: deque[SpecSwitch] = deque(maxlen=EVENTS_LEN)
+        self.step_changes = 0
+        """``speculation.steps`` events seen: the adaptive policy moves the step count every few
+        seconds under load; the event log counts them instead of listing each one."""
+        self.last_step_change: Event | None = None
         self.actions = ActionTracker()
         self.bench = BenchTracker()
         self.health = HealthTracker()
@@ -59,7 +65,6 @@ class ConsoleModel:
         self.last_data_at: float | None = None
         self.version = 0
         self.duplicates_dropped = 0
-        self._switches_from_agent = False
 
     @property
     def latest(self) -> Snapshot | None:
@@ -80,11 +85,6 @@ class ConsoleModel:
         return True
 
     def _snapshot(self, snap: Snapshot) -> None:
-        previous = self.latest
-        if not self._switches_from_agent and previous is not None:
-            now_on, was_on = snap.speculation.on, previous.speculation.on
-            if now_on is not None and was_on is not None and now_on != was_on:
-                self.spec_switches.append(SpecSwitch(snap.time, now_on))
         self.snapshots.append(snap)
         self.points.append(point_of(snap))
         self.health.update(snap)
@@ -96,11 +96,12 @@ class ConsoleModel:
                 return  # the newest progress is in ``bench``; the log keeps starts and ends only
         elif event.kind == "action":
             self.actions.ingest(event)
+        elif event.name == "speculation.steps":
+            self.step_changes += 1
+            self.last_step_change = event
         elif event.name in SWITCH_EVENTS:
-            # The agent says when speculation switched: from now on its word replaces the inference.
-            if not self._switches_from_agent:
-                self._switches_from_agent = True
-                self.spec_switches.clear()
+            # Only the agent's word: a recording made before the agent published these events
+            # replays without markers rather than with ones guessed from two snapshots.
             self.spec_switches.append(SpecSwitch(event.time, SWITCH_EVENTS[event.name]))
         self.events.append(event)
 
@@ -142,6 +143,11 @@ class ConsoleModel:
                 xs.append(snap.time - latest.time)
                 ys.append(float(y))
         return xs, ys
+
+    def switched_on_at(self) -> float | None:
+        """Agent time of the agent's latest switch event when it was a switch on (else None)."""
+        last = self.spec_switches[-1] if self.spec_switches else None
+        return last.time if last is not None and last.on else None
 
     def switches_in(self, window_s: float) -> list[tuple[float, bool]]:
         latest = self.latest

@@ -23,7 +23,9 @@ class ChartPoint:
 
     time: float
     output_tok_s: float | None = None
-    gauge_tok_s: float | None = None
+    """Smoothed over the agent's window (``Throughput.window_s``)."""
+    output_tok_s_raw: float | None = None
+    """The last tick alone (``raw_window_s``): what the ``r`` key draws beside it."""
     prompt_tok_s: float | None = None
     running: float | None = None
     queued: float | None = None
@@ -32,6 +34,9 @@ class ChartPoint:
     ttft_p99_ms: float | None = None
     itl_p50_ms: float | None = None
     itl_p99_ms: float | None = None
+    ttft_above_top: bool = False
+    """A TTFT percentile of this tick fell in the ``+Inf`` bucket: drawn at the top bound, a lower bound."""
+    itl_above_top: bool = False
     accept_length: float | None = None
     kv_used_pct: float | None = None
     spec_on: bool | None = None
@@ -54,7 +59,7 @@ def point_of(snap: Snapshot) -> ChartPoint:
     return ChartPoint(
         time=snap.time,
         output_tok_s=t.output_tok_s,
-        gauge_tok_s=t.gauge_tok_s,
+        output_tok_s_raw=t.output_tok_s_raw,
         prompt_tok_s=t.prompt_tok_s,
         running=None if load.running is None else float(load.running),
         queued=None if load.queued is None else float(load.queued),
@@ -63,6 +68,8 @@ def point_of(snap: Snapshot) -> ChartPoint:
         ttft_p99_ms=_ms(lat.ttft_p99_s),
         itl_p50_ms=_ms(lat.itl_p50_s),
         itl_p99_ms=_ms(lat.itl_p99_s),
+        ttft_above_top=lat.ttft_p50_above_top or lat.ttft_p99_above_top,
+        itl_above_top=lat.itl_p50_above_top or lat.itl_p99_above_top,
         # Accept length means something only while drafting: an idle or non-speculating tick is a gap.
         accept_length=spec.accept_length if spec.on and (load.running or 0) > 0 else None,
         kv_used_pct=_kv_pct(snap),

@@ -14,6 +14,7 @@ from textual.containers import Grid
 from textual.events import Resize
 from textual.widgets import Static
 
+from agent.wire import Snapshot
 from console.model import ConsoleModel
 from console.model.points import ChartPoint
 from console.model.window import window_label
@@ -21,7 +22,9 @@ from console.registry import screen_bindings
 from console.screens.base import LiveScreen
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, window_legend
+from console.widgets.format import latency
 from console.widgets.ticks import Formatter, fmt_count, fmt_ms, fmt_pct, fmt_plain
+from console.widgets.windows import accept_note, over, raw_label
 
 CHART_INTERVAL_S = 1.0
 WIDE_COLUMNS = 140
@@ -36,8 +39,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "Throughput",
         fmt_count,
         (
-            ("output tok/s", lambda p: p.output_tok_s, "cyan", "braille"),
-            ("prompt tok/s", lambda p: p.prompt_tok_s, "blue", "dot"),
+            ("output", lambda p: p.output_tok_s, "cyan", "braille"),
+            ("prompt", lambda p: p.prompt_tok_s, "blue", "dot"),
         ),
     ),
     (
@@ -108,9 +111,10 @@ class HistoryScreen(LiveScreen):
         self._charts_at = now
         window = self.console.chart_window_s
         markers = tuple(model.switches_in(window))
-        latest = model.latest
-        spec = latest.speculation if latest is not None else None
-        threshold = spec.threshold if spec is not None and spec.threshold_available else None
+        latest = model.latest or Snapshot(seq=0, time=0.0)
+        spec = latest.speculation
+        threshold = spec.threshold if spec.threshold_available else None
+        notes = panel_notes(latest, model.points.in_window(window))
         self.query_one("#charts-legend", Static).update(window_legend(window_label(window)))
         for key, _, fmt, lines in PANELS:
             series = tuple(
@@ -118,12 +122,35 @@ class HistoryScreen(LiveScreen):
                 for label, value, color, marker in lines
             )
             if key == "throughput" and self.console.show_raw:
-                gauge = model.points.series(lambda p: p.gauge_tok_s, window)
-                series = (*series, Series("raw (SGLang gauge)", *gauge, "magenta", marker="dot"))
+                one_tick = model.points.series(lambda p: p.output_tok_s_raw, window)
+                series = (*series, Series(raw_label(latest.throughput), *one_tick, "magenta", marker="dot"))
             rule = None
             if key == "load" and threshold:
                 history = model.points.series(lambda p: p.threshold, window)
                 rule = Rule(float(threshold), f"threshold {threshold}", history=history)
             self.query_one(f"#history-{key}", ChartPanel).show(
-                ChartData(series=series, window_s=window, y_format=fmt, markers=markers, hline=rule)
+                ChartData(series=series, window_s=window, y_format=fmt, markers=markers, hline=rule),
+                note=notes.get(key, ""),
             )
+
+
+def panel_notes(latest: Snapshot, points: list[ChartPoint]) -> dict[str, str]:
+    """Beside each panel's title, the window its values cover (the newest snapshot's, as the agent
+    states it); a latency panel whose window held percentiles above the top bucket says they are
+    drawn at its bound (lower bounds, not values)."""
+    notes = {
+        "throughput": f"tok/s{over(latest.throughput.window_s)}",
+        "ttft": over(latest.latency.window_s).strip(),
+        "itl": over(latest.latency.window_s).strip(),
+        "accept": accept_note(latest.speculation).strip(),
+    }
+    above: tuple[tuple[str, list[float | None]], ...] = (
+        ("ttft", [p.ttft_p99_ms for p in points if p.ttft_above_top]),
+        ("itl", [p.itl_p99_ms for p in points if p.itl_above_top]),
+    )
+    for key, values in above:
+        tops = [v for v in values if v is not None]
+        if tops:
+            bound = latency(max(tops) / 1000.0, above_top=True)
+            notes[key] = f"{notes[key]}; {bound} drawn at the top bucket".lstrip("; ")
+    return notes

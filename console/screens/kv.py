@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from rich.console import Group
 from rich.table import Table
@@ -13,21 +13,26 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from agent.wire import KvView
+from agent.wire.api import KvSideView, KvWhatIf
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.screens.base import LiveScreen
 from console.widgets.format import gib, num
 from console.widgets.stacked_bar import Segment, StackedBar
 
-WHATIF_ROWS = (
-    ("requests_that_fit", "requests that fit"),
-    ("alloc_len_per_decode", "tokens allocated per decode step"),
-    ("reserve_per_decode", "tokens reserved per request"),
-    ("tokens_held", "tokens held"),
-    ("tokens_reserved", "tokens reserved"),
-    ("pool_tokens", "KV pool"),
+WHATIF_ROWS: tuple[tuple[str, Callable[[KvSideView], int | None]], ...] = (
+    ("requests that fit", lambda side: side.requests_that_fit),
+    ("tokens allocated per decode step", lambda side: side.alloc_len_per_decode),
+    ("tokens reserved per request", lambda side: side.reserve_per_decode),
+    ("tokens held", lambda side: side.tokens_held),
+    ("tokens reserved", lambda side: side.tokens_reserved),
+    ("KV pool", lambda side: side.pool_tokens),
 )
-WHATIF_COLUMNS = (("on", "speculation on"), ("off", "off (0 steps)"), ("baseline", "no drafter"))
+WHATIF_COLUMNS: tuple[tuple[str, Callable[[KvWhatIf], KvSideView | None]], ...] = (
+    ("speculation on", lambda answer: answer.on),
+    ("off (0 steps)", lambda answer: answer.off),
+    ("no drafter", lambda answer: answer.baseline),
+)
 """The agent's three server states: speculating, 0 steps inside the speculative server, launched without a drafter."""
 
 
@@ -43,7 +48,8 @@ def pool_segments(kv: KvView) -> tuple[Segment, ...]:
 
 
 def reserve_text(kv: KvView, speculative: bool) -> Text:
-    """Three lines: the pool (and without the drafter), the reserve in the three states, what speculation holds."""
+    """The pool (and without the drafter), the reserve in the three states, what speculation holds
+    and, with a drafter, what the draft takes (its own line: at 100 columns it was cut)."""
     text = Text()
     text.append("Pool ", style="dim")
     text.append(num(kv.pool_tokens, unit=" tokens"), style="bold")
@@ -60,7 +66,7 @@ def reserve_text(kv: KvView, speculative: bool) -> Text:
     text.append("\nShare of the pool held for speculation ", style="dim")
     text.append(num(kv.speculation_share, ".1%"), style="bold")
     if speculative:
-        text.append("   the draft: ", style="dim")
+        text.append("\nThe draft takes ", style="dim")
         text.append(num(kv.draft_share_of_cell, ".1%"), style="bold")
         text.append(" of each KV cell, weights ", style="dim")
         text.append(gib(kv.draft_weight_bytes), style="bold")
@@ -68,18 +74,18 @@ def reserve_text(kv: KvView, speculative: bool) -> Text:
     return text
 
 
-def whatif_table(answer: dict[str, Any], context: int, running: int) -> Group:
-    """The agent's answer as a table, then its own words on whether the requests fit."""
+def whatif_table(answer: KvWhatIf, context: int, running: int) -> Group:
+    """The agent's answer as a table, then its own words on whether the requests fit. A side the
+    agent leaves out (no drafter in the profile: no "on") is a column of dashes."""
     table = Table(title=f"What-if at context {context:,} with {running} running", expand=False)
     table.add_column("")
-    for _, label in WHATIF_COLUMNS:
+    for label, _ in WHATIF_COLUMNS:
         table.add_column(label, justify="right")
-    sides = [answer.get(key) or {} for key, _ in WHATIF_COLUMNS]
-    for key, label in WHATIF_ROWS:
-        table.add_row(label, *(num(side.get(key)) for side in sides))
-    summary = [str(line) for line in answer.get("fit_summary") or []]
-    overfull = answer.get("overfull") is True
-    return Group(table, *(Text(line, style="red" if overfull else "green") for line in summary))
+    sides = [side(answer) for _, side in WHATIF_COLUMNS]
+    for label, value in WHATIF_ROWS:
+        table.add_row(label, *(num(value(side) if side is not None else None) for side in sides))
+    style = "red" if answer.overfull else "green"
+    return Group(table, *(Text(line, style=style) for line in answer.fit_summary))
 
 
 class KvScreen(LiveScreen):

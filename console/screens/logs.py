@@ -1,6 +1,8 @@
 """Logs: the engine log, followed live (a tail fetched every two seconds while this screen is in
 view), with search matches highlighted, n/N between them and a match count; below it, the events
-and audit stream (bench progress stays on the Bench screen)."""
+and audit stream, wrapped so a long reason is read whole (bench progress stays on the Bench screen;
+the adaptive policy's step changes are counted in the title, not listed one by one: an operator's
+own step change is an action line)."""
 
 from __future__ import annotations
 
@@ -26,8 +28,25 @@ TAIL_LINES = 300
 KEEP_LINES = 2000
 POLL_S = 2.0
 _KIND_STYLE = {"action": "bold cyan", "engine": "yellow", "speculation": "green", "finding": "magenta"}
+UNLISTED = frozenset({"speculation.steps"})
+"""Counted in the title instead of listed (see the module docstring)."""
 MATCH_STYLE = "bold black on yellow"
 CURRENT_STYLE = "on grey30"
+
+
+def events_title(model: ConsoleModel) -> Text:
+    """ "Events and audit · 38 adaptive step changes, the last 2 → 3 at 16:51:02"."""
+    text = Text("Events and audit")
+    last = model.last_step_change
+    if last is not None:
+        noun = "change" if model.step_changes == 1 else "changes"
+        old, new = last.data.get("old"), last.data.get("new")
+        moved = f" {old} → {new}" if isinstance(old, int) and isinstance(new, int) else ""
+        text.append(
+            f" · {model.step_changes} speculation step {noun}, the last{moved} at {clock(last.time)}",
+            style="dim",
+        )
+    return text
 
 
 class LogsScreen(LiveScreen):
@@ -52,8 +71,8 @@ class LogsScreen(LiveScreen):
         yield Static(id="log-status")
         yield Label("Engine log", classes="section")
         yield RichLog(id="engine-log", max_lines=KEEP_LINES, wrap=False, auto_scroll=True)
-        yield Label("Events and audit", classes="section")
-        yield RichLog(id="event-log", max_lines=1000, wrap=False)
+        yield Label("Events and audit", id="events-title", classes="section")
+        yield RichLog(id="event-log", max_lines=1000, wrap=True)
 
     def on_mount(self) -> None:
         self.refresh_log()
@@ -174,8 +193,12 @@ class LogsScreen(LiveScreen):
     # -- the event stream -------------------------------------------------------------------------
     def paint_body(self, model: ConsoleModel) -> None:
         log = self.query_one("#event-log", RichLog)
+        self.query_one("#events-title", Label).update(events_title(model))
         for event in model.events:
             if event.seq <= self.shown_event_seq:
+                continue
+            if event.name in UNLISTED:
+                self.shown_event_seq = event.seq
                 continue
             if event.kind == "action" and event.data.get("action_id") in model.actions.looking_up:
                 break  # its words are on the way: keep the log in order, write it when they arrive

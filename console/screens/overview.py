@@ -11,7 +11,9 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from agent.wire import Snapshot
+from agent.profile.words import count_words
+from agent.wire import Snapshot, Throughput
+from agent.wire.snapshot import OutputCounter
 from console.model import ConsoleModel
 from console.model.bench import BenchRun
 from console.model.window import window_label
@@ -21,56 +23,66 @@ from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, window_legend
 from console.widgets.findings import findings_text
-from console.widgets.format import ms, num
+from console.widgets.format import latency, num
 from console.widgets.ticks import fmt_count
+from console.widgets.windows import COUNTER_WORDS, over, raw_label
 
 CHART_INTERVAL_S = 1.0
 """plotext rebuilds a whole figure per draw (~15 ms at 120x40): charts move once a second, the
 figures above them with every snapshot."""
 
 
-def figures_text(snap: Snapshot, *, raw: bool) -> Text:
-    """The headline numbers. Throughput is the agent's count of generated (output) tokens, every
-    client together; ``raw`` adds SGLang's own gauge beside it, the value one key away."""
+def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = None) -> Text:
+    """The headline numbers, each with the window the agent computed it over. Throughput is the
+    agent's count of output tokens (every client together), smoothed; ``raw`` adds the last tick's
+    rate on its own line, the value one key away. ``switched_on_at``: the agent's last switch on."""
     t, load, lat, kv = snap.throughput, snap.load, snap.latency, snap.kv
     text = Text()
     text.append("Output ", style="dim")
     text.append(num(t.output_tok_s, unit=" tok/s"), style="bold")
-    if raw:
-        text.append("  raw (SGLang gauge) ", style="dim")
-        text.append(num(t.gauge_tok_s, unit=" tok/s"), style="bold magenta")
-    text.append("  prompt ", style="dim")
+    text.append(over(t.window_s), style="dim")
+    text.append("   prompt ", style="dim")
     text.append(num(t.prompt_tok_s, unit=" tok/s"))
-    text.append("   Running ", style="dim")
+    text.append("   ")
+    text.append(num(t.requests_per_s, ".1f"))
+    text.append(" req/s", style="dim")
+    if raw:
+        text.append(f"\n{raw_label(t)}: output ", style="dim")
+        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="bold magenta")
+        text.append("   prompt ", style="dim")
+        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="magenta")
+    text.append("\nRunning ", style="dim")
     text.append(num(load.running), style="bold")
     text.append("  Queued ", style="dim")
     text.append(num(load.queued), style="bold")
-    text.append("   Accept len ", style="dim")
-    text.append_text(accept_text(snap.speculation, load))
-    text.append("\nTTFT p50 ", style="dim")
-    text.append(ms(lat.ttft_p50_s))
-    text.append(" p99 ", style="dim")
-    text.append(ms(lat.ttft_p99_s))
-    text.append("   ITL p50 ", style="dim")
-    text.append(ms(lat.itl_p50_s))
-    text.append(" p99 ", style="dim")
-    text.append(ms(lat.itl_p99_s))
-    text.append("   req/s ", style="dim")
-    text.append(num(t.requests_per_s, ".1f"))
     if kv.pool_tokens and kv.used_tokens is not None:
         text.append("   KV used ", style="dim")
         text.append(f"{kv.used_tokens / kv.pool_tokens:.0%}")
+    text.append("   Accept len ", style="dim")
+    since_on = None if switched_on_at is None else snap.time - switched_on_at
+    text.append_text(accept_text(snap.speculation, load, since_switch_on=since_on))
+    text.append("\nTTFT p50 ", style="dim")
+    text.append(latency(lat.ttft_p50_s, lat.ttft_p50_above_top))
+    text.append(" p99 ", style="dim")
+    text.append(latency(lat.ttft_p99_s, lat.ttft_p99_above_top))
+    if lat.ttft_count is not None:
+        text.append(f" ({count_words(lat.ttft_count, 'request')})", style="dim")
+    text.append("   ITL p50 ", style="dim")
+    text.append(latency(lat.itl_p50_s, lat.itl_p50_above_top))
+    text.append(" p99 ", style="dim")
+    text.append(latency(lat.itl_p99_s, lat.itl_p99_above_top))
+    text.append(f"  {over(lat.window_s).strip()}", style="dim")
     return text
 
 
-def bench_note(run: BenchRun | None) -> Text | None:
-    """While a benchmark runs, say why this screen's tok/s differs from the bench's table."""
+def bench_note(run: BenchRun | None, counter: OutputCounter | None) -> Text | None:
+    """While a benchmark runs, say why this screen's tok/s differs from the bench's table: which
+    SGLang counter it reads (the agent says, ``Throughput.output_counter``) and what the bench counts."""
     if run is None or run.state != "running":
         return None
     return Text(
-        f"Benchmark {run.bench_id} is running. Output tok/s here counts the tokens every client "
-        "generates (other traffic too) and leaves prompt tokens out, shown apart; the bench's table "
-        "counts only its own requests' output tokens, level by level.",
+        f"Benchmark {run.bench_id} is running. {COUNTER_WORDS[counter]}; prompt tokens are shown "
+        "apart. The bench's table counts only its own requests' output tokens, level by level.",
         style="cyan",
     )
 
@@ -107,8 +119,9 @@ class OverviewScreen(LiveScreen):
             return
         raw = self.console.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load))
-        self.query_one("#figures", Static).update(figures_text(snap, raw=raw))
-        note = bench_note(model.bench.latest)
+        figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
+        self.query_one("#figures", Static).update(figures)
+        note = bench_note(model.bench.latest, snap.throughput.output_counter)
         note_widget = self.query_one("#tokens-note", Static)
         note_widget.display = note is not None
         if note is not None:
@@ -125,14 +138,17 @@ class OverviewScreen(LiveScreen):
         self.query_one("#charts-legend", Static).update(window_legend(window_label(window)))
         markers = tuple(model.switches_in(window))
         points = model.points
-        series = [Series("output", *points.series(lambda p: p.output_tok_s, window), "cyan")]
+        latest = model.latest
+        t = latest.throughput if latest is not None else Throughput()
+        series = [
+            Series(f"output{over(t.window_s)}", *points.series(lambda p: p.output_tok_s, window), "cyan")
+        ]
         if raw:
-            gauge = points.series(lambda p: p.gauge_tok_s, window)
-            series.append(Series("raw (SGLang gauge)", *gauge, "magenta", marker="dot"))
+            one_tick = points.series(lambda p: p.output_tok_s_raw, window)
+            series.append(Series(raw_label(t), *one_tick, "magenta", marker="dot"))
         self.query_one("#throughput-panel", ChartPanel).show(
             ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers)
         )
-        latest = model.latest
         threshold = None
         if latest is not None and latest.speculation.threshold_available and latest.speculation.threshold:
             threshold = latest.speculation.threshold

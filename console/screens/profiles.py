@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pydantic import ValidationError
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -12,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Static, TextArea
 
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
+from agent.wire.api import ProfileDiff, ProfileIssues, ProfileIssueView
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.screens.action_flow import Pending, ended_text, plan_confirm_apply
@@ -19,53 +19,51 @@ from console.screens.base import LiveScreen
 from console.widgets.format import human_setting
 
 
-def issues_text(detail: Any) -> Text:
-    """A 422 from the agent names file, key and rule for each problem; show them one per line."""
-    issues = detail.get("issues", []) if isinstance(detail, dict) else []
+def issues_text(detail: object) -> Text:
+    """A 422 from the agent names file, key and rule for each problem (``ProfileIssues``); one per line."""
+    try:
+        issues = ProfileIssues.model_validate(detail).issues
+    except ValidationError:
+        issues = []
     if not issues:
-        return Text(str(detail), style="red")
+        return Text(detail if isinstance(detail, str) else "the agent refused the profile", style="red")
     text = Text("The agent refused the profile:", style="bold red")
     for issue in issues:
         text.append(f"\n  {issue_words(issue)}")
     return text
 
 
-def issue_words(issue: Any) -> str:
-    """A profile issue (file, key, rule) as one line; anything else as its text, never a dict repr."""
-    if not isinstance(issue, dict):
-        return str(issue)
-    where = ": ".join(str(issue[k]) for k in ("file", "key") if issue.get(k))
-    return f"{where}: {issue.get('rule', '')}" if where else str(issue.get("rule", ""))
+def issue_words(issue: ProfileIssueView) -> str:
+    """A profile issue as one line: "file: key: rule"."""
+    where = ": ".join(part for part in (issue.file, issue.key) if part)
+    return f"{where}: {issue.rule}" if where else issue.rule
 
 
-def warnings_text(warnings: list[Any]) -> Text:
+def warnings_text(warnings: list[ProfileIssueView]) -> Text:
     text = Text(style="yellow")
     for n, warning in enumerate(warnings):
         if n:
             text.append("\n")
-        if isinstance(warning, dict):
-            key = f"{warning['key']}: " if warning.get("key") else ""
-            text.append(f"⚠ {key}{warning.get('rule', '')}")
-        else:
-            text.append(f"⚠ {warning}")
+        key = f"{warning.key}: " if warning.key else ""
+        text.append(f"⚠ {key}{warning.rule}")
     return text
 
 
-def diff_table(diff: dict[str, Any]) -> Table:
-    plan = diff.get("plan") or {}
-    mode = {"live": "applied live", "restart": "needs a restart", "noop": "nothing to change"}.get(
-        str(plan.get("mode")), str(plan.get("mode", "unknown"))
-    )
-    table = Table(title=f"against what runs: {mode}", expand=False)
+PLAN_MODE_WORDS = {"live": "applied live", "restart": "needs a restart", "noop": "nothing to change"}
+
+
+def diff_table(diff: ProfileDiff) -> Table:
+    table = Table(title=f"against what runs: {PLAN_MODE_WORDS[diff.plan.mode]}", expand=False)
     table.add_column("key")
     table.add_column("running", style="red")
     table.add_column("this profile", style="green")
-    for change in diff.get("changes", []):
-        key = str(change.get("key"))
-        table.add_row(key, human_setting(key, change.get("old")), human_setting(key, change.get("new")))
-    if not diff.get("changes"):
+    for change in diff.changes:
+        table.add_row(
+            change.key, human_setting(change.key, change.old), human_setting(change.key, change.new)
+        )
+    if not diff.changes:
         table.add_row("(no differences)", "", "")
-    for reason in plan.get("reasons", []):
+    for reason in diff.plan.reasons:
         table.add_row(Text(reason, style="dim"), "", "")
     return table
 
@@ -127,7 +125,7 @@ class ProfilesScreen(LiveScreen):
     @work(exclusive=True, group="profiles-list")
     async def reload(self) -> None:
         try:
-            profiles = await self.console.client.profiles()
+            profiles = (await self.console.client.profiles()).profiles
         except LinkError as exc:
             self._say(Text(f"Cannot list profiles: {exc}", style="red"))
             return
@@ -137,16 +135,16 @@ class ProfilesScreen(LiveScreen):
             table.add_column("", key="running")
         self.running = None
         for entry in profiles:
-            name = str(entry.get("name"))
-            mark = "● running" if entry.get("running") else ""
-            if entry.get("running"):
+            name = entry.name
+            mark = "● running" if entry.running else ""
+            if entry.running:
                 self.running = name
             if name in table.rows:
                 table.update_cell(name, "running", mark)
             else:
                 table.add_row(name, mark, key=name)
         if self.selected is None and profiles:
-            first = self.running or str(profiles[0].get("name"))
+            first = self.running or profiles[0].name
             self.selected = first
             table.move_cursor(row=table.get_row_index(first))
             self.show_profile(first)
@@ -163,13 +161,12 @@ class ProfilesScreen(LiveScreen):
     async def show_profile(self, name: str) -> None:
         self.selected = name
         try:
-            data = await self.console.client.profile(name)
+            read = await self.console.client.profile(name)
         except LinkError as exc:
             self._say(Text(f"Cannot read {name}: {exc}", style="red"))
             return
-        self.query_one(TextArea).text = str(data.get("toml", ""))
-        warnings = data.get("warnings") or []
-        self._say(warnings_text(list(warnings)) if warnings else "")
+        self.query_one(TextArea).text = read.toml
+        self._say(warnings_text(read.warnings) if read.warnings else "")
 
     @on(Button.Pressed, "#profile-diff")
     def _diff_pressed(self) -> None:
@@ -208,9 +205,9 @@ class ProfilesScreen(LiveScreen):
         if not new_name:
             self._say(Text("Type a name for the new profile first.", style="red"))
             return
-        data = await self.console.client.running_profile()  # what runs now, live changes included
+        running = await self.console.client.running_profile()  # what runs now, live changes included
         try:
-            profile = renamed(parse_profile(str(data["toml"]), "the running profile"), new_name)
+            profile = renamed(parse_profile(running.toml, "the running profile"), new_name)
         except (ProfileError, ValueError) as exc:
             self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
             return

@@ -10,7 +10,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from agent.wire import Load, Speculation
-from console.widgets.format import DASH, num
+from console.widgets.format import DASH, num, span
+from console.widgets.windows import accept_note
 
 _OFF_WORDS = {
     "not_configured": "no drafter in this profile",
@@ -28,10 +29,25 @@ def threshold_words(spec: Speculation) -> str | None:
     return f"threshold {spec.threshold}" if spec.threshold else "no threshold"
 
 
-def accept_text(spec: Speculation, load: Load) -> Text:
-    """Accept length only while drafting with traffic; otherwise a dash and why, never a stale 1.00."""
-    if spec.on and (load.running or 0) > 0 and spec.accept_length is not None:
-        return Text(num(spec.accept_length, ".2f"), style="bold")
+def accept_text(spec: Speculation, load: Load, *, since_switch_on: float | None = None) -> Text:
+    """Accept length with the window it covers (or where it came from, when not the window's
+    counters), while drafting with traffic; with speculation off, the number the OFF reason quotes
+    (so badge and field agree), otherwise a dash and why, never a stale 1.00.
+
+    ``since_switch_on``: seconds since the agent's last ``speculation.on`` event. A window longer
+    than that still holds the plain decoding's one-token verifies, so the number reads low; it says so.
+    """
+    value = spec.accept_length
+    drafting = spec.on and (load.running or 0) > 0
+    quoted = spec.on is False and spec.off_reason == "adaptive_chose_zero"
+    if value is not None and (drafting or quoted):
+        text = Text.assemble((num(value, ".2f"), "bold"), (accept_note(spec), "dim"))
+        window = spec.accept_window_s
+        if drafting and since_switch_on is not None and window is not None and since_switch_on < window:
+            text.append(f", {span(window - since_switch_on)} of it before the switch on", style="dim")
+        if quoted:
+            text.append(" · not drafting now", style="dim")
+        return text
     why = "not drafting" if spec.on is False else ("idle" if spec.on else "unknown")
     return Text.assemble((DASH, "bold"), (f" ({why})", "dim"))
 

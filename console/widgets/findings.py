@@ -25,7 +25,8 @@ def findings_text(items: Sequence[HealthItem], now: float, *, explain: bool = Fa
             text.append("\n")
         style = SEVERITY_STYLE.get(f.severity, "")
         text.append(f"{SEVERITY_GLYPH.get(f.severity, '●')} {f.title}", style=style)
-        text.append(f"  {since(item.since, now)}", style="dim")
+        if item.since is not None:
+            text.append(f"  {since(item.since, now)}", style="dim")
         if explain:
             text.append(f"\n  {f.explanation}", style="dim")
         text.append(f"\n  → {f.action}")

@@ -15,6 +15,23 @@ def ms(seconds: float | None) -> str:
     return DASH if seconds is None else f"{seconds * 1000:,.0f} ms"
 
 
+def latency(seconds: float | None, above_top: bool = False) -> str:
+    """A percentile: "62 ms"; one that fell in SGLang's ``+Inf`` bucket is a lower bound, written
+    ">30 s" with the top bucket's bound, never as if the bound were the value."""
+    if seconds is None:
+        return DASH
+    if above_top:
+        return f">{seconds:g} s" if seconds >= 1 else f">{seconds * 1000:.0f} ms"
+    return ms(seconds)
+
+
+def span(seconds: float) -> str:
+    """How long a window is: "10 s", "6.2 s" while it fills, "0.2 s", "2 m"."""
+    if seconds < 9.95:
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + " s"
+    return duration(seconds)
+
+
 def gib(n_bytes: int | None) -> str:
     return DASH if n_bytes is None else f"{n_bytes / 2**30:,.1f}G"
 

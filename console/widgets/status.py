@@ -81,7 +81,7 @@ def status_right(model: ConsoleModel, *, paused: bool, readonly: bool, unseen: i
 
 
 def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int) -> Table:
-    grid = Table.grid(expand=True)
+    grid = Table.grid(expand=True, padding=(0, 1))  # a space between where and what, even when cut
     grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     grid.add_column(no_wrap=True, justify="right")
     grid.add_row(

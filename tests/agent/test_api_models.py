@@ -64,6 +64,10 @@ async def test_every_read_route_answers_its_model(agent_api: tuple[httpx.AsyncCl
     # "off" (0 steps) keeps the widest candidate's reserve; only a server without a drafter gives it back
     assert whatif.on.tokens_held == whatif.off.tokens_held > whatif.baseline.tokens_held
     assert whatif.overfull and whatif.fit_summary
+    running = await _get(client, "/v1/profile", api.RunningProfile)
+    assert running.name == "local-sim" and 'name = "local-sim"' in running.toml
+    logs = await _get(client, "/v1/logs", api.LogLines, tail=5)
+    assert logs.lines == []  # no engine has run: an empty log, not an error
     saved = await client.put("/v1/profiles/copy", json={"toml": read.toml.replace("kimi-k25-eagle3", "copy")})
     assert api.ProfileSaved.model_validate(saved.json()) == api.ProfileSaved(name="copy", saved=True)
     daemon.bench.runs.store.save(
@@ -95,6 +99,8 @@ async def test_the_schema_names_the_models(agent_api: tuple[httpx.AsyncClient, D
     assert model_of("/v1/profiles/{name}", "put") == "ProfileSaved"
     assert model_of("/v1/profiles/{name}/diff") == "ProfileDiff"
     assert model_of("/v1/kv/whatif") == "KvWhatIf"
+    assert model_of("/v1/profile") == "RunningProfile"
+    assert model_of("/v1/logs") == "LogLines"
     assert model_of("/v1/bench") == "BenchList"
     assert model_of("/v1/bench", "post") == "BenchStarted"
     assert model_of("/v1/bench/{bench_id}") == "BenchRecord"

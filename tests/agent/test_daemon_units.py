@@ -88,6 +88,24 @@ def test_refusals_name_the_field(sim_profile: Profile, kind: str, value: object,
     assert field in draft.reason
 
 
+@pytest.mark.parametrize(
+    ("kind", "value", "said"),
+    [
+        ("threshold", "many", "(got “many”)"),
+        ("threshold", True, "(got true)"),
+        ("adaptive", None, "(got no value)"),
+        ("apply_profile", None, "(got no value)"),
+        ("apply_profile", "", "(got an empty name)"),
+    ],
+)
+def test_a_refusal_quotes_the_value_in_words(
+    sim_profile: Profile, kind: str, value: object, said: str
+) -> None:
+    draft = plan_request(_req(kind, value), sim_profile, _no_named)
+    assert draft.mode == "rejected" and said in draft.reason
+    assert not [r for r in ("None", "True", "False", "'") if r in draft.reason], draft.reason
+
+
 def test_steps_among_prebuilt_are_live(sim_profile: Profile) -> None:
     draft = plan_request(_req("steps", 2), sim_profile, _no_named)
     assert draft.mode == "live"

@@ -84,10 +84,11 @@ async def test_the_chart_window_is_the_operators_and_stays_put(agent: RunningAge
         app.paint_now()
         assert app.chart_window_s == 900.0 and panel.chart.data.window_s == 900.0, "the window stays put"
 
-        # r: SGLang's raw gauge beside the agent's count, in the figures and on the chart.
+        # r: the agent's one-tick rate beside the smoothed one, in the figures and on the chart.
         await pilot.press("r")
-        await until(lambda: "raw (SGLang gauge)" in text_of(app, "#figures"), what="the raw value")
-        assert any(s.label == "raw (SGLang gauge)" for s in panel.chart.data.series)
+        await until(lambda: "raw, last" in text_of(app, "#figures"), what="the raw value")
+        await until(lambda: panel.chart.data is not None and any(s.label.startswith("raw, last")
+                    for s in panel.chart.data.series), what="the raw line on the chart")  # fmt: skip
         await pilot.press("r")
         await until(lambda: "raw" not in text_of(app, "#figures"), what="the raw value hidden again")
 

@@ -1,4 +1,4 @@
-"""The plain-Python model: ingest, duplicates from a catch-up, speculation switches, series windows."""
+"""The plain-Python model: ingest, duplicates from a catch-up, series windows, the link state."""
 
 from __future__ import annotations
 
@@ -25,18 +25,6 @@ def test_catch_up_overlap_is_dropped_not_doubled() -> None:
     assert [s.seq for s in model.snapshots] == [1, 2, 3]
     assert model.last_seq == 4 and model.duplicates_dropped == 1
     assert len(model.events) == 1
-
-
-def test_switches_are_recorded_only_on_a_change_of_known_state() -> None:
-    model = ConsoleModel()
-    states = [True, True, None, False, False, True]
-    for n, on in enumerate(states, 1):
-        model.ingest(snap(n, float(n), on))
-    assert [(s.time, s.on) for s in model.spec_switches] == [(6.0, True)]
-    model2 = ConsoleModel()
-    for n, on in enumerate([True, False, True], 1):
-        model2.ingest(snap(n, float(n), on))
-    assert model2.switches_in(window_s=10) == [(-1.0, False), (0.0, True)]
 
 
 def test_series_is_relative_to_the_newest_snapshot_and_skips_unknowns() -> None:

@@ -8,6 +8,7 @@ from console.model.bench_result import parse_result
 from console.model.live_settings import live_settings
 from console.model.logtail import matching_lines, new_lines, step_match
 from console.model.points import point_of
+from console.widgets.findings import findings_text
 
 
 def event(seq: int, t: float, kind: str, name: str, **data: object) -> Event:
@@ -53,14 +54,14 @@ def test_no_eta_from_too_little_of_a_run() -> None:
     assert model.bench.latest is not None and model.bench.latest.eta_s is None
 
 
-def test_a_finding_keeps_the_time_it_began_until_it_clears() -> None:
+def test_a_finding_shows_the_agents_since_and_none_is_made_up() -> None:
     model = ConsoleModel()
-    states = [["queueing"], ["queueing", "kv"], ["kv"], ["kv", "queueing"]]
-    for n, codes in enumerate(states, 1):
-        model.ingest(Snapshot(seq=n, time=float(n * 10), findings=[finding(c) for c in codes]))
-        if n == 2:
-            assert {i.finding.code: i.since for i in model.health.items} == {"queueing": 10.0, "kv": 20.0}
-    assert {i.finding.code: i.since for i in model.health.items} == {"kv": 20.0, "queueing": 40.0}
+    stamped = finding("queueing").model_copy(update={"since": 3.0})
+    model.ingest(Snapshot(seq=1, time=10.0, findings=[stamped, finding("kv")]))
+    assert {i.finding.code: i.since for i in model.health.items} == {"queueing": 3.0, "kv": None}
+    text = findings_text(model.health.items, 70.0).plain
+    assert "queueing  since 00:00:03 UTC (1 m 7 s)" in text
+    assert "kv\n" in text, "no 'since' the agent did not say"
 
 
 def test_findings_are_listed_most_severe_first() -> None:
@@ -70,15 +71,18 @@ def test_findings_are_listed_most_severe_first() -> None:
     assert model.health.worst == "critical"
 
 
-def test_the_agents_switch_events_replace_inferred_switches() -> None:
+def test_switch_markers_come_from_the_agents_events_only() -> None:
     model = ConsoleModel()
     model.ingest(Snapshot(seq=1, time=1.0, speculation=Speculation(on=True)))
     model.ingest(Snapshot(seq=2, time=2.0, speculation=Speculation(on=False)))
-    assert [(s.time, s.on) for s in model.spec_switches] == [(2.0, False)]
-    model.ingest(event(3, 2.5, "speculation", "speculation.on"))
-    model.ingest(Snapshot(seq=4, time=3.0, speculation=Speculation(on=True)))
-    model.ingest(Snapshot(seq=5, time=4.0, speculation=Speculation(on=False)))
-    assert [(s.time, s.on) for s in model.spec_switches] == [(2.5, True)]
+    assert list(model.spec_switches) == [], "two snapshots that differ are no switch the agent reported"
+    model.ingest(event(3, 2.0, "speculation", "speculation.off", reason="above_threshold", running=9))
+    model.ingest(event(4, 2.5, "speculation", "speculation.threshold", old=4, new=16))
+    model.ingest(event(5, 3.0, "speculation", "speculation.on", steps=3, running=9))
+    assert [(s.time, s.on) for s in model.spec_switches] == [(2.0, False), (3.0, True)]
+    assert [e.name for e in model.events] == ["speculation.off", "speculation.threshold", "speculation.on"]
+    model.ingest(Snapshot(seq=6, time=4.0, speculation=Speculation(on=False)))
+    assert model.switches_in(window_s=10) == [(-2.0, False), (-1.0, True)]
 
 
 def test_accept_length_is_charted_only_while_drafting_with_traffic() -> None:
@@ -145,10 +149,3 @@ def test_the_agents_own_eta_is_preferred_when_it_sends_one() -> None:
     model = ConsoleModel()
     model.ingest(event(1, 100.0, "bench", "bench.progress", bench_id="b1", fraction=0.5, eta_s=42.0))
     assert model.bench.latest is not None and model.bench.latest.eta_s == 42.0
-
-
-def test_the_agents_since_is_preferred_when_it_stamps_one() -> None:
-    model = ConsoleModel()
-    stamped = finding("kv").model_copy(update={"since": 3.0})
-    model.ingest(Snapshot(seq=1, time=10.0, findings=[stamped]))
-    assert [i.since for i in model.health.items] == [3.0]

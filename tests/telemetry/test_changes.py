@@ -38,9 +38,9 @@ def test_on_off_steps_threshold() -> None:
     assert [e.name for e in telemetry_events(off, on)] == ["speculation.on"]
     two = snap(3, on=True, steps=2, threshold=8, threshold_available=True)
     assert [e.message for e in telemetry_events(on, two)] == [
-        "speculation steps 3 → 2",
         "live speculation threshold 4 → 8",
-    ]
+        "speculation steps 3 → 2",
+    ], "the cause (a moved threshold) before what it brings"
     unknown = snap(4, on=None)
     assert telemetry_events(on, unknown) == [] and telemetry_events(unknown, off) == []
 
@@ -57,3 +57,32 @@ def test_findings_raised_and_cleared() -> None:
     assert telemetry_events(loud, loud) == []
     (cleared,) = telemetry_events(loud, quiet)
     assert cleared.name == "finding.cleared" and cleared.data == {"code": "queueing"}
+
+
+REPRS = ("{'", "None", "True", "False", "[]")
+
+
+def test_every_message_is_in_operator_words() -> None:
+    on = snap(1, on=True, steps=3, threshold=4, threshold_available=True)
+    assert [e.message for e in telemetry_events(snap(0, on=False), on)] == [
+        "speculation on: 3 draft steps, 12 requests running"
+    ]
+    unknown_steps = Snapshot(seq=2, time=2.0, speculation=Speculation(configured=True, on=True))
+    assert [e.message for e in telemetry_events(snap(0, on=False), unknown_steps)] == [
+        "speculation on: step count unknown"
+    ]
+    bare_off = snap(3, on=False, off_reason="adaptive_chose_zero")
+    assert telemetry_events(on, bare_off)[0].message == (
+        "speculation off: SGLang's adaptive policy chose 0 draft steps"
+    )
+    no_reason = snap(4, on=False)
+    assert telemetry_events(on, no_reason)[0].message == "speculation off: reason unknown"
+    unset = snap(5, on=True, steps=3, threshold=None, threshold_available=True)
+    none = snap(6, on=True, steps=3, threshold=0, threshold_available=True)
+    assert [e.message for e in telemetry_events(unset, on)] == ["live speculation threshold unset → 4"]
+    assert [e.message for e in telemetry_events(on, none)] == [
+        "live speculation threshold 4 → none (speculate at every batch size)"
+    ]
+    states = [on, unknown_steps, bare_off, no_reason, unset, none, snap(7, on=None)]
+    messages = [e.message for a in states for b in states for e in telemetry_events(a, b)]
+    assert messages and not [m for m in messages if any(r in m for r in REPRS)]

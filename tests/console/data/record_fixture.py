@@ -6,7 +6,7 @@ capture) and records its stream through the console's own RecordingLink, for a l
 charts' default five-minute window. On the way an operator moves the threshold (an audited action
 in the stream) and runs a small on/off comparison, so the Controls and Bench screens have
 something to show; the GET answers the screens ask for are recorded at the end.
-Usage: .venv/bin/python tests/console/data/record_fixture.py [--seconds 330]
+Usage: .venv/bin/python tests/console/data/record_fixture.py [--seconds 320]  (about 1 MB)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ async def record(stack: DemoStack, out: Path, seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=330.0)
+    parser.add_argument("--seconds", type=float, default=320.0)
     args = parser.parse_args()
     out = HERE / "local-sim.jsonl"
     out.unlink(missing_ok=True)
