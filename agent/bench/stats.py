@@ -6,6 +6,7 @@ operator put our numbers next to SGLang's own benchmark without translation.
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Sequence
@@ -15,7 +16,11 @@ from typing import Any
 
 @dataclass
 class RequestRecord:
-    """What one streamed request measured, times from ``time.perf_counter``."""
+    """What one streamed request measured, times from ``time.perf_counter``.
+
+    ``chunk_times``/``chunk_counts`` are each chunk's arrival and the cumulative output tokens it
+    brought the count to: how many tokens a stream delivered inside a window is read from them.
+    """
 
     start: float
     success: bool = False
@@ -25,10 +30,34 @@ class RequestRecord:
     output_tokens: int = 0
     itl: list[float] = field(default_factory=list)
     error: str | None = None
+    worker: int = 0
+    """Which closed-loop stream sent it (the window is paced by one stream's cycles)."""
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_counts: list[int] = field(default_factory=list)
+    done: bool = False
+    """The request ended (answered or failed); False for one cut off when its level ended."""
 
     @property
     def end(self) -> float:
         return self.start + self.latency
+
+    @property
+    def first_token_at(self) -> float | None:
+        return self.chunk_times[0] if self.chunk_times else None
+
+    def tokens_by(self, when: float) -> int:
+        """Output tokens this stream had delivered by ``when``."""
+        at = bisect.bisect_right(self.chunk_times, when)
+        return self.chunk_counts[at - 1] if at else 0
+
+    def token_times(self) -> list[float]:
+        """Each output token's arrival (the tokens of one chunk share its time)."""
+        times: list[float] = []
+        last = 0
+        for when, count in zip(self.chunk_times, self.chunk_counts, strict=True):
+            times.extend([when] * (count - last))
+            last = count
+        return times
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -42,7 +71,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def _spread(prefix: str, values_s: Sequence[float]) -> dict[str, float]:
+def spread(prefix: str, values_s: Sequence[float]) -> dict[str, float]:
     values = list(values_s) or [0.0]
     return {
         f"mean_{prefix}_ms": statistics.fmean(values) * 1000,
@@ -111,10 +140,10 @@ def level_metrics(records: Sequence[RequestRecord], duration_s: float) -> dict[s
         "output_throughput": total_output / dur,
         "total_throughput": (total_input + total_output) / dur,
     }
-    out |= _spread("e2e_latency", e2e)
-    out |= _spread("ttft", [r.ttft for r in done])
-    out |= _spread("tpot", tpots)
-    out |= _spread("itl", itls)
+    out |= spread("e2e_latency", e2e)
+    out |= spread("ttft", [r.ttft for r in done])
+    out |= spread("tpot", tpots)
+    out |= spread("itl", itls)
     out |= {
         "concurrency": sum(e2e) / dur,
         "max_output_tokens_per_s": peak_tokens,

@@ -1,0 +1,85 @@
+"""The order a run measures its arms in, and how long it should take.
+
+Order: level by level (low to high); at each level, ``repeats`` passes over the arms, every other
+pass reversed: on, off, adaptive, adaptive, off, on, ... (an ABBA design: a drift of the host or
+the engine that is linear over a level's time adds the same to every arm's mean, and no arm is
+always measured first after a change of level).
+
+Duration: each step (one arm's loop at one level: its ramp, whose batch is the discarded warm-up,
+then its window) costs about ``overhead + one request + window``. Before anything ran, the one request the run sends first at
+c=1 (``probe_s``) stands in for a request's time at every level, scaled by ``sqrt(C)``, a middle
+course between a decode-bound engine (request time flat in C) and a saturated one (linear). Each
+measured step then replaces the guess at its level, and levels not yet reached are extrapolated
+from the last two measured ones (growth per doubling of C, kept between 1 and 2), so the ETA tightens
+as the run goes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    level_index: int
+    concurrency: int
+    repeat: int
+    arm: str
+
+
+def plan(levels: Sequence[int], arms: Sequence[str], repeats: int) -> list[Step]:
+    steps: list[Step] = []
+    for li, concurrency in enumerate(levels):
+        for repeat in range(repeats):
+            order = list(arms) if repeat % 2 == 0 else list(reversed(arms))
+            for arm in order:
+                steps.append(Step(len(steps), li, concurrency, repeat, arm))
+    return steps
+
+
+STEP_OVERHEAD_S = 0.15
+"""Control calls of a step: set_live with its read-back, /flush_cache, /metrics, /server_info."""
+
+
+@dataclass
+class DurationModel:
+    min_window_s: float
+    probe_s: float | None = None
+    measured: dict[int, list[float]] = field(default_factory=dict)
+    """Concurrency → seconds each finished step there took."""
+
+    def guess(self, concurrency: int) -> float:
+        """Seconds one step at ``concurrency`` should take."""
+        if concurrency in self.measured:
+            return float(statistics.fmean(self.measured[concurrency]))
+        known = sorted(self.measured)
+        below = [c for c in known if c < concurrency]
+        if len(below) >= 2:
+            a, b = below[-2], below[-1]
+            per_doubling = float((self.guess(b) / self.guess(a)) ** (1 / math.log2(b / a)))
+            growth = min(2.0, max(1.0, per_doubling))
+            return self.guess(b) * float(growth ** math.log2(concurrency / b))
+        if below:
+            b = below[-1]
+            return self.guess(b) * math.sqrt(concurrency / b)
+        request = (self.probe_s or 0.5) * math.sqrt(concurrency)
+        window = math.ceil(max(self.min_window_s, request) / request) * request
+        return STEP_OVERHEAD_S + request + window
+
+    def remaining(self, steps: Sequence[Step]) -> float:
+        return sum(self.guess(s.concurrency) for s in steps)
+
+    def record(self, concurrency: int, seconds: float) -> None:
+        self.measured.setdefault(concurrency, []).append(seconds)
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 90:
+        return f"{seconds} s"
+    minutes, rest = divmod(seconds, 60)
+    return f"{minutes} min {rest:02d} s"
