@@ -16,7 +16,8 @@ records every stream item (snapshots and events) and the GET answers it asked fo
 * ``--traffic C`` keeps C greedy ``/generate`` requests of 64 tokens running against the engine
   (its URL from ``/v1/status``), so the recording shows load, throughput and accept length.
 
-It stops by itself after ``--seconds`` (every HTTP call has a timeout) and prints what it recorded.
+It stops by itself after ``--seconds``, or earlier on SIGINT/SIGTERM (every HTTP call has a timeout),
+and prints what it recorded.
 Exit 0 when every threshold was applied and at least one snapshot was recorded.
 """
 
@@ -26,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import secrets
+import signal
 import sys
 import time
 from pathlib import Path
@@ -135,7 +137,12 @@ async def record(args: argparse.Namespace) -> int:
     applied: list[bool] = []
     try:
         mover = asyncio.create_task(move())
-        await asyncio.sleep(args.seconds)
+        ended = asyncio.Event()  # SIGINT/SIGTERM end the recording early, as cleanly as --seconds
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, ended.set)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), args.seconds)
         if not mover.done():
             print("record_stream: --seconds ended before every threshold was applied", flush=True)
             mover.cancel()

@@ -21,19 +21,22 @@ from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 
-from agent.wire import WIRE_VERSION
+from agent.wire import WIRE_VERSION, Event
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
 from console.link.client import AgentClient
 from console.messages import ModelUpdated
 from console.model import ConsoleModel, LinkStatus
+from console.model.window import DEFAULT_WINDOW_S, next_window, window_label
 from console.palette import ConsoleCommands
 from console.registry import bindings, writing_actions
+from console.screens.action_flow import action_label
 from console.screens.base import LiveScreen
 from console.screens.bench import BenchScreen
 from console.screens.controls import ControlsScreen
 from console.screens.gpus import GpusScreen
 from console.screens.help import HelpScreen
+from console.screens.history import HistoryScreen
 from console.screens.kv import KvScreen
 from console.screens.logs import LogsScreen
 from console.screens.overview import OverviewScreen
@@ -53,6 +56,7 @@ class ConsoleApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [*bindings()]
     MODES: ClassVar = {
         "overview": OverviewScreen,
+        "history": HistoryScreen,
         "kv": KvScreen,
         "gpus": GpusScreen,
         "controls": ControlsScreen,
@@ -79,6 +83,10 @@ class ConsoleApp(App[None]):
         self.backoff = backoff or Backoff()
         self.operator = operator or getpass.getuser()
         self.paused = False
+        self.chart_window_s = DEFAULT_WINDOW_S
+        """The charts' time window: the operator's choice, kept until changed (w)."""
+        self.show_raw = False
+        """Whether SGLang's raw throughput gauge is drawn beside the agent's windowed count (r)."""
         self.agent_status: dict[str, Any] = {}
         # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
@@ -121,23 +129,45 @@ class ConsoleApp(App[None]):
                     if self.model.ingest(item):
                         self._arrival = time.perf_counter()
                         self.post_message(ModelUpdated(self.model.version))
+                        if isinstance(item, Event) and item.kind == "action":
+                            self._learn_action(item)
             except Exception as exc:
                 # Anything unexpected is reported and retried like a drop: the stream must never die
                 # silently and leave the operator looking at a frozen screen.
                 if not isinstance(exc, LinkError):
                     exc = LinkError(f"unexpected error while following the agent: {exc!r}")
-                if not exc.retryable:
+                giving_up = exc.retryable and self.backoff.gives_up(attempt + 1, slow=exc.slow)
+                if not exc.retryable or giving_up:
                     ended = not self.link.writable
-                    self.model.set_link(LinkStatus("ended" if ended else "failed", str(exc), attempt))
+                    message = f"gave up after {attempt + 1} attempts: {exc}" if giving_up else str(exc)
+                    self.model.set_link(LinkStatus("ended" if ended else "failed", message, attempt))
                     if not ended:
-                        self.notify(str(exc), title="Cannot connect", severity="error", timeout=30)
+                        self.notify(message, title="Cannot connect", severity="error", timeout=30)
                     self.call_later(self.paint_now)
                     return
                 attempt += 1
-                delay = self.backoff.delay(attempt)
+                delay = self.backoff.delay(attempt, slow=exc.slow)
                 self.model.set_link(LinkStatus("reconnecting", str(exc), attempt, retry_in_s=delay))
                 self.call_later(self.paint_now)  # in the app's loop: a paint error never ends the stream
                 await asyncio.sleep(delay)
+
+    def _learn_action(self, event: Event) -> None:
+        action_id = self.model.actions.needs_label(event)
+        if action_id is not None:
+            self.model.actions.looking_up.add(action_id)
+            self.look_up_action(action_id)
+
+    @work(group="actions", exit_on_error=False)
+    async def look_up_action(self, action_id: str) -> None:
+        """Another console's action: the agent's typed record of it gives the words for its lines
+        (its event messages are for logs, not for an operator's screen)."""
+        try:
+            result = await self.client.action(action_id)
+        except LinkError:
+            self.model.label_action(action_id, None)
+        else:
+            self.model.label_action(action_id, action_label(result.plan.request))
+        self.post_message(ModelUpdated(self.model.version))
 
     async def _check_agent(self) -> None:
         version = await self.client.version()
@@ -197,6 +227,26 @@ class ConsoleApp(App[None]):
         self.paused = not self.paused
         self._paused_at_version = self.model.version
         self.paint_now()
+
+    def action_reconnect(self) -> None:
+        """Connect again now: after giving up, or to cut a long wait short (the worker is exclusive)."""
+        self.model.set_link(LinkStatus("connecting"))
+        self.follow_stream()
+        self.paint_now()
+
+    def action_cycle_window(self) -> None:
+        self.chart_window_s = next_window(self.chart_window_s)
+        self.notify(f"Charts show the last {window_label(self.chart_window_s)}", title="Window", timeout=2)
+        self._repaint_screen()
+
+    def action_toggle_raw(self) -> None:
+        self.show_raw = not self.show_raw
+        self._repaint_screen()
+
+    def _repaint_screen(self) -> None:
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            screen.repaint()
 
     def action_svg(self) -> None:
         path = self.save_screenshot(path=str(self.screenshot_dir))

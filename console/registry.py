@@ -11,7 +11,7 @@ from typing import Literal
 
 from textual.binding import Binding
 
-Group = Literal["Screens", "View", "Controls", "Bench", "Profiles", "App"]
+Group = Literal["Screens", "View", "Logs", "Controls", "Bench", "Profiles", "App"]
 
 
 @dataclass(frozen=True)
@@ -24,11 +24,25 @@ class Command:
     key_display: str | None = None
     footer: bool = True
     writes: bool = False
+    screens: tuple[str, ...] = ()
+    """Bound on these screens (modes) only, and shown in their footers; empty: bound on the app."""
+    short: str | None = None
+    """The footer's word for it, where the title is too long for 100 columns."""
+
+    @property
+    def footer_label(self) -> str:
+        return self.short or self.title
 
 
 SCREENS: tuple[tuple[str, str, str, str], ...] = (
     # (mode name, key, title, help)
     ("overview", "o", "Overview", "Throughput, load, speculation state, latency and health at a glance"),
+    (
+        "history",
+        "h",
+        "History",
+        "Throughput, load, TTFT, ITL, accept length and KV usage over the window you pick",
+    ),
     ("kv", "k", "KV", "The KV pool, the reserve speculation costs, and what fits at a context length"),
     ("gpus", "g", "GPUs", "One row per GPU with a short history"),
     ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
@@ -43,7 +57,23 @@ COMMANDS: tuple[Command, ...] = (
         for mode, key, title, help_text in SCREENS
     ),
     Command("Pause", "app.toggle_pause", "Freeze what is drawn; data keeps arriving", "View", "space"),
-    Command("SVG", "app.svg", "Save an SVG screenshot in the current directory", "View", "s"),
+    Command(
+        "Window",
+        "app.cycle_window",
+        "Chart time window: 1 m, 5 m, 15 m, 1 h (kept until you change it)",
+        "View",
+        "w",
+        screens=("overview", "history"),
+    ),
+    Command(
+        "Raw tok/s",
+        "app.toggle_raw",
+        "Show SGLang's own throughput gauge beside the agent's windowed count",
+        "View",
+        "r",
+        screens=("overview", "history"),
+    ),
+    Command("SVG", "app.svg", "Save an SVG screenshot in the current directory", "View", "s", footer=False),
     Command("Help", "app.help", "Every command with its key", "App", "question_mark", key_display="?"),
     Command(
         "Leave field",
@@ -51,6 +81,13 @@ COMMANDS: tuple[Command, ...] = (
         "Leave a text field so letter keys switch screens again",
         "App",
         "escape",
+        footer=False,
+    ),
+    Command(
+        "Reconnect now",
+        "app.reconnect",
+        "Connect to the agent again at once (after the console gave up, or to skip a long wait)",
+        "App",
         footer=False,
     ),
     Command("Quit", "app.quit", "Leave the console (a --demo agent stops with it)", "App", "q"),
@@ -125,15 +162,71 @@ COMMANDS: tuple[Command, ...] = (
         writes=True,
     ),
     Command("Refresh logs", "app.logs_refresh", "Fetch the engine log tail again", "View", footer=False),
+    Command(
+        "Search",
+        "search",
+        "Type a term to highlight in the engine log",
+        "Logs",
+        "slash",
+        key_display="/",
+        screens=("logs",),
+    ),
+    Command(
+        "Next match",
+        "next_match",
+        "Jump to the next line that matches",
+        "Logs",
+        "n",
+        screens=("logs",),
+        short="next",
+    ),
+    Command(
+        "Previous match",
+        "previous_match",
+        "Jump to the previous match",
+        "Logs",
+        "N",
+        screens=("logs",),
+        short="prev",
+    ),
+    Command(
+        "Follow",
+        "toggle_follow",
+        "Follow the log's end as lines arrive, or hold the view where it is",
+        "Logs",
+        "f",
+        screens=("logs",),
+    ),
 )
 
 
+SCREENS_GROUP = Binding.Group("screens", compact=True)
+"""The screen keys share one footer entry on a narrow terminal ("ohkgcbpl screens"), so the keys
+that matter most (pause, help, quit) are never cut at 100 columns."""
+
+
 def bindings() -> list[Binding]:
-    """App bindings for every command that has a key."""
+    """App bindings for every command that has a key and belongs to no one screen."""
     return [
-        Binding(c.key, c.action.removeprefix("app."), c.title, show=c.footer, key_display=c.key_display)
+        Binding(
+            c.key,
+            c.action.removeprefix("app."),
+            c.footer_label,
+            show=c.footer,
+            key_display=c.key_display,
+            group=SCREENS_GROUP if c.group == "Screens" else None,
+        )
         for c in COMMANDS
-        if c.key is not None
+        if c.key is not None and not c.screens
+    ]
+
+
+def screen_bindings(mode: str) -> list[Binding]:
+    """The bindings of the commands that belong to one screen (its footer shows them)."""
+    return [
+        Binding(c.key, c.action, c.footer_label, show=c.footer, key_display=c.key_display)
+        for c in COMMANDS
+        if c.key is not None and mode in c.screens
     ]
 
 

@@ -58,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="tiny",
         help="model shape (heavy: hidden 2048, 24 layers)",
     )
+    p.add_argument(
+        "--tp",
+        type=int,
+        default=1,
+        metavar="N",
+        help="tensor parallel over the first N GPUs (the tiny models' heads must be divisible by N)",
+    )
     p.add_argument("--heads", type=int, help="attention heads (so that a TP size divides them)")
     p.add_argument("--kv-heads", type=int, help="KV heads")
     p.add_argument("--work-dir", type=Path, help="models, engine logs, reports (default <state-dir>/smoke)")
@@ -105,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     except (ProfileError, ValueError) as exc:
         print(f"agent smoke: {exc}", file=sys.stderr)
         return 2
-    if args.startup_timeout <= 0 or args.sim_speedup <= 0:
-        print("agent smoke: --startup-timeout and --sim-speedup must be positive", file=sys.stderr)
+    if args.startup_timeout <= 0 or args.sim_speedup <= 0 or args.tp < 1:
+        print("agent smoke: --startup-timeout, --sim-speedup and --tp must be positive", file=sys.stderr)
         return 2
     opts = SmokeOptions(
         profile=profile,
@@ -118,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         startup_timeout_s=args.startup_timeout,
         gpu=args.gpu,
         sim_speedup=args.sim_speedup,
+        tp_size=args.tp,
     )
 
     def row_done(row: CheckRow) -> None:

@@ -5,7 +5,7 @@ has nothing to say about: pools this model does not have (SWA, Mamba), disaggreg
 queues, routing keys, DP attention, scheduler stage timers. SGLang still exports them, at 0 here, so
 the sim does too, with the same names, types and labels; the memory gauges come from the same
 figures as ``/server_info``'s ``memory_usage``. What the sim cannot honestly carry is listed, with
-the reason, in ``tests/sim/test_real_captures.py``.
+the reason, in ``tests/sim/test_sim_follows_real_captures.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Kept from the profile: the stack (same venv, same patched SGLang), the whole speculation section
 (algorithm, steps, topk, draft tokens, adaptive mode, threshold, live steps, EMA settings), the page
 size and the attention backend. Replaced: the model (the tiny target and one of the two EAGLE-3 heads),
-TP 1 on one chosen GPU, a small context, a free loopback port, no API keys, no extra flags (a
+TP 1 on one chosen GPU (or ``--tp N`` over the first N), a small context, a free loopback port, no API keys, no extra flags (a
 flag tuned for Kimi on 8 GPUs may not apply to a tiny Llama), and the memory settings below.
 
 Memory, so that TWO such engines start at the same time on one GPU. SGLang 0.5.23 sizes its KV pool
@@ -44,6 +44,7 @@ def smoke_profile(
     gpu: int | None,
     label: str,
     simulated: bool = False,
+    tp_size: int = 1,
 ) -> Profile:
     spec = profile.speculation
     graph_bs = min(MAX_GRAPH_BS, max(MIN_GRAPH_BS, (spec.threshold or 0) + 8))
@@ -66,7 +67,7 @@ def smoke_profile(
             "context_length": CONTEXT_LENGTH,
         },
         "server": {
-            "tp_size": profile.server.tp_size if simulated else 1,
+            "tp_size": profile.server.tp_size if simulated else tp_size,
             "page_size": profile.server.page_size,
             "attention_backend": profile.server.attention_backend,
             "mem_fraction_static": None if simulated else MEM_FRACTION_STATIC,

@@ -57,6 +57,8 @@ class SmokeOptions:
     startup_timeout_s: float = 600.0
     gpu: int | None = None
     sim_speedup: float = 10.0
+    tp_size: int = 1
+    """Tensor parallel over the first ``tp_size`` visible GPUs (the live threshold on every rank)."""
 
 
 @dataclass
@@ -175,6 +177,7 @@ def _engine_run(
         gpu=opts.gpu,
         label=draft,
         simulated=opts.engine == "sim",
+        tp_size=opts.tp_size,
     )
     holder: list[EngineRun] = []
 
@@ -256,7 +259,11 @@ async def _check_engine(
 
 
 async def run_smoke(opts: SmokeOptions, say: Say, report: smoke_checks.Report) -> smoke_checks.Report:
-    problems = smoke_problems(opts.profile) + opts.shape.problems()
+    problems = smoke_problems(opts.profile) + opts.shape.problems(tp_size=opts.tp_size)
+    if opts.tp_size > 1 and opts.gpu is not None:
+        problems.append(
+            f"--gpu picks one GPU; with --tp {opts.tp_size} the engines use the first {opts.tp_size}"
+        )
     if problems:
         raise SmokeError("; ".join(problems))
     models = ModelSet(opts.work_dir / "models", opts.shape, opts.preset)

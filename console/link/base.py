@@ -18,16 +18,25 @@ class LinkError(Exception):
     """The agent could not be reached or answered with an error; ``status`` is the HTTP status if any.
 
     ``retryable`` tells the reconnect loop whether trying again can help (a dropped connection) or
-    not (a refused host key, a wrong token): the console never retries what cannot succeed.
+    not (a refused host key, a wrong token): the console never retries what cannot succeed. ``slow``
+    marks a failure that will not fix itself in seconds (a name that does not resolve): the loop
+    backs off to minutes for it, then gives up.
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, retryable: bool = True, detail: Any = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = True,
+        detail: Any = None,
+        slow: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.detail = detail
+        self.slow = slow
 
 
 @dataclass(frozen=True)

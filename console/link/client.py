@@ -52,6 +52,22 @@ class AgentClient:
         result: ActionResult = _parse(ActionResult, data, "action result")
         return result
 
+    async def action(self, action_id: str) -> ActionResult:
+        data = await self.link.request("GET", f"/v1/actions/{action_id}")
+        result: ActionResult = _parse(ActionResult, data, "action")
+        return result
+
+    async def cancel_plan(self, action_id: str, operator: str | None = None) -> bool:
+        """Tell the agent the operator cancelled a plan, so its audit says "cancelled". Returns False
+        for an agent without the cancel route (the unconfirmed plan then simply expires there)."""
+        try:
+            await self.link.request("POST", f"/v1/actions/{action_id}/cancel", body={"operator": operator})
+        except LinkError as exc:
+            if exc.status in (404, 405):
+                return False
+            raise
+        return True
+
     async def kv_whatif(self, running: int, context: int, pool: int | None = None) -> dict[str, Any]:
         params: dict[str, str | int] = {"running": running, "context": context}
         if pool is not None:
@@ -62,6 +78,11 @@ class AgentClient:
     async def profiles(self) -> list[dict[str, Any]]:
         data = await self.link.request("GET", "/v1/profiles")
         return list(data.get("profiles", []))
+
+    async def running_profile(self) -> dict[str, Any]:
+        """The profile the engine runs now, live changes included (GET /v1/profile)."""
+        result: dict[str, Any] = await self.link.request("GET", "/v1/profile")
+        return result
 
     async def profile(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.link.request("GET", f"/v1/profiles/{name}")

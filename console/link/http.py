@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 import httpx
 
 from console.link.base import Link, LinkError, StreamItem
+from console.link.errors import agent_socket_error
 from console.link.sse import SseParser
 
 CALL_TIMEOUT_S = 10.0
@@ -34,10 +35,22 @@ def _message(status: int, detail: Any) -> str:
 
 
 class UdsHttp:
-    """An httpx client bound to one UNIX socket path and one token."""
+    """An httpx client bound to one UNIX socket path and one token.
 
-    def __init__(self, socket_path: str, token: str) -> None:
+    ``connect_error`` words a failure to connect to the socket for the link that owns it: a local
+    socket nobody listens on means no agent; an SSH forward's socket gone means the SSH link went.
+    """
+
+    def __init__(
+        self,
+        socket_path: str,
+        token: str,
+        connect_error: Callable[[BaseException], LinkError] | None = None,
+    ) -> None:
         self.socket_path = socket_path
+        self._connect_error = connect_error or (
+            lambda exc: agent_socket_error(f"the agent's socket {socket_path}", exc)
+        )
         self._client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(uds=socket_path),
             base_url="http://agent",
@@ -58,6 +71,8 @@ class UdsHttp:
     ) -> Any:
         try:
             response = await self._client.request(method, path, params=params, json=body)
+        except httpx.ConnectError as exc:
+            raise self._connect_error(exc) from exc
         except httpx.HTTPError as exc:
             raise LinkError(f"lost the agent: {exc.__class__.__name__} {exc}".strip()) from exc
         if response.status_code >= 400:
@@ -88,6 +103,8 @@ class UdsHttp:
                     item = parser.feed(line.rstrip("\r"))
                     if item is not None:
                         yield item
+        except httpx.ConnectError as exc:
+            raise self._connect_error(exc) from exc
         except httpx.HTTPError as exc:
             raise LinkError(f"the stream dropped: {exc.__class__.__name__} {exc}".strip()) from exc
         raise LinkError("the agent closed the stream")

@@ -20,6 +20,7 @@ from typing import Any
 import asyncssh
 
 from console.link.base import LinkError
+from console.link.errors import ssh_connect_error
 from console.link.http import UdsHttp, UdsHttpLink
 
 SSH_CALL_TIMEOUT_S = 15.0
@@ -142,7 +143,8 @@ class SshLink(UdsHttpLink):
                 retryable=False,
             ) from exc
         except (OSError, asyncssh.Error, TimeoutError) as exc:
-            raise LinkError(f"cannot reach {self.target.destination} over SSH: {exc}") from exc
+            _, host = self.target.user_and_host
+            raise ssh_connect_error(self.target.destination, host, self.target.port, exc) from exc
         self._conn = conn
         try:
             token_path, socket_path = await self._remote_paths(conn)
@@ -155,10 +157,16 @@ class SshLink(UdsHttpLink):
             self._listener = await asyncio.wait_for(
                 conn.forward_local_path(local_path, socket_path), SSH_CALL_TIMEOUT_S
             )
-            self._http = UdsHttp(local_path, token)
+            self._http = UdsHttp(local_path, token, self._forward_gone)
         except BaseException:
             await self.close()
             raise
+
+    def _forward_gone(self, exc: BaseException) -> LinkError:
+        return LinkError(
+            f"the SSH forward to the agent on {self.target.destination} closed ({exc}): the SSH "
+            "connection dropped; reconnecting"
+        )
 
     async def _probe_agent_socket(self, conn: asyncssh.SSHClientConnection, socket_path: str) -> None:
         """Open one channel to the agent's socket now: the local forward opens its channels lazily, so

@@ -9,15 +9,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.wire import Event, Snapshot
+from console.model.actions import ActionTracker
+from console.model.bench import BenchTracker, is_progress
+from console.model.health import HealthTracker
+from console.model.points import PointRing, point_of
 
 LinkState = Literal["connecting", "connected", "reconnecting", "ended", "failed"]
 
 HISTORY_LEN = 1200
-"""Twenty minutes of snapshots at one per second, five at four per second: the charts draw at most
-five minutes. A held snapshot costs about 20 kB, so the two hours once kept here grew the console by
-~150 MiB for history nothing drew (the soak showed the climb)."""
+"""Whole snapshots kept (the GPU rows' short history, the newest one for every screen). A held
+snapshot costs about 20 kB, so the charts' hour of history lives in the point ring instead."""
 
 EVENTS_LEN = 2000
+
+SWITCH_EVENTS = {"speculation.on": True, "speculation.off": False}
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class LinkStatus:
 
 @dataclass(frozen=True)
 class SpecSwitch:
-    """Speculation turned on or off between two snapshots; drawn as a marker on the charts."""
+    """Speculation turned on or off; drawn as a marker on the charts."""
 
     time: float
     on: bool
@@ -42,13 +47,19 @@ class ConsoleModel:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.snapshots: deque[Snapshot] = deque(maxlen=HISTORY_LEN)
+        self.points = PointRing()
         self.events: deque[Event] = deque(maxlen=EVENTS_LEN)
+        """Every event but bench progress (see ``bench``): what the event log shows."""
         self.spec_switches: deque[SpecSwitch] = deque(maxlen=EVENTS_LEN)
+        self.actions = ActionTracker()
+        self.bench = BenchTracker()
+        self.health = HealthTracker()
         self.last_seq: int | None = None
         self.link = LinkStatus("connecting")
         self.last_data_at: float | None = None
         self.version = 0
         self.duplicates_dropped = 0
+        self._switches_from_agent = False
 
     @property
     def latest(self) -> Snapshot | None:
@@ -62,16 +73,41 @@ class ConsoleModel:
         self.last_seq = item.seq
         self.last_data_at = self._clock()
         if isinstance(item, Snapshot):
-            previous = self.latest
-            now_on = item.speculation.on
-            was_on = previous.speculation.on if previous is not None else None
-            if now_on is not None and was_on is not None and now_on != was_on:
-                self.spec_switches.append(SpecSwitch(item.time, now_on))
-            self.snapshots.append(item)
+            self._snapshot(item)
         else:
-            self.events.append(item)
+            self._event(item)
         self.version += 1
         return True
+
+    def _snapshot(self, snap: Snapshot) -> None:
+        previous = self.latest
+        if not self._switches_from_agent and previous is not None:
+            now_on, was_on = snap.speculation.on, previous.speculation.on
+            if now_on is not None and was_on is not None and now_on != was_on:
+                self.spec_switches.append(SpecSwitch(snap.time, now_on))
+        self.snapshots.append(snap)
+        self.points.append(point_of(snap))
+        self.health.update(snap)
+
+    def _event(self, event: Event) -> None:
+        if event.kind == "bench":
+            self.bench.ingest(event)
+            if is_progress(event):
+                return  # the newest progress is in ``bench``; the log keeps starts and ends only
+        elif event.kind == "action":
+            self.actions.ingest(event)
+        elif event.name in SWITCH_EVENTS:
+            # The agent says when speculation switched: from now on its word replaces the inference.
+            if not self._switches_from_agent:
+                self._switches_from_agent = True
+                self.spec_switches.clear()
+            self.spec_switches.append(SpecSwitch(event.time, SWITCH_EVENTS[event.name]))
+        self.events.append(event)
+
+    def label_action(self, action_id: str, words: str | None) -> None:
+        """Words for an action arrived (or its lookup failed): the screens that show it draw again."""
+        self.actions.label(action_id, words)
+        self.version += 1
 
     def set_link(self, status: LinkStatus) -> None:
         if status != self.link:
@@ -84,21 +120,19 @@ class ConsoleModel:
 
     @property
     def stale(self) -> bool:
-        return self.link.state != "connected"
+        """Values drawn while the link is down (or never came up) are old: greyed. A replay that reached
+        its end is not stale: it shows the recording as it was, and the status line says it ended."""
+        return self.link.state not in ("connected", "ended")
 
     def series(
         self, value: Callable[[Snapshot], float | int | None], window_s: float, max_points: int = 240
     ) -> tuple[list[float], list[float]]:
-        """Points of one value over the last ``window_s`` seconds, x as seconds before the newest snapshot.
-
-        Relative times keep the chart independent of the wall clock (and so deterministic in tests);
-        long windows are thinned to ``max_points`` by taking every n-th point, never averaged away.
-        """
+        """Points of one snapshot value over the last ``window_s`` seconds of held snapshots, x as
+        seconds before the newest (for values the point ring does not keep)."""
         latest = self.latest
         if latest is None:
             return [], []
-        start = latest.time - window_s
-        chosen = [s for s in self.snapshots if s.time >= start]
+        chosen = [s for s in self.snapshots if s.time >= latest.time - window_s]
         step = max(1, len(chosen) // max_points)
         xs: list[float] = []
         ys: list[float] = []

@@ -1,4 +1,4 @@
-"""What every live screen shares: the status line, the footer, and painting from the model."""
+"""What every live screen shares: the status line, the link banner, the footer, and painting from the model."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from textual.screen import Screen
 
 from console.model import ConsoleModel
 from console.widgets.footer import ConsoleFooter
+from console.widgets.link_banner import LinkBanner
 from console.widgets.status import StatusLine
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class LiveScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
+        yield LinkBanner(id="link-banner")
         with Container(id="body"):
             yield from self.compose_body()
         yield ConsoleFooter(compact=True)
@@ -48,12 +50,20 @@ class LiveScreen(Screen[None]):
         self.painted_version = -1
         self.console.paint_now()
 
+    def repaint(self) -> None:
+        """Draw the body again now (a view setting changed: the chart window, raw throughput)."""
+        self.painted_version = -1
+        self.console.paint_now()
+
     def paint(self, model: ConsoleModel, *, frozen: bool) -> None:
         app = self.console
         status = self.query_one_optional(StatusLine)
         if status is None:
             return  # not composed yet (a paint can come before the first frame)
         status.show(model, app.link.describe(), paused=frozen, readonly=app.readonly, unseen=app.unseen)
+        banner = self.query_one_optional(LinkBanner)
+        if banner is not None:
+            banner.show(model.link)
         self.set_class(model.stale, "-stale")
         if frozen or model.version == self.painted_version:
             return

@@ -1,63 +1,155 @@
-"""Bench: start a concurrency sweep on the server, watch it, read the table and the recommended threshold."""
+"""Bench: start a concurrency sweep on the server (after a confirm), watch it, read the result.
+
+Starting a benchmark puts up to hundreds of concurrent streams on the engine, so it is confirmed
+like any change, and on a production profile the operator types the profile's name. A run the
+agent refuses (it cannot measure an arm, the engine is not ready) is shown with the agent's reason.
+While a run goes, its progress and ETA come from the newest progress event; when it ends, the run
+history is fetched again and the result shown is always labelled with the run it belongs to.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
-from textual.widgets import Button, Input, Label, ProgressBar, Select, Static
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
-from agent.wire import Event
 from console.link import LinkError
 from console.model import ConsoleModel
+from console.model.bench import BenchRun
+from console.model.bench_result import BenchResult, RunSummary, parse_result, parse_runs
 from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
-from console.widgets.chart import ChartData, Series, TimeChart
-from console.widgets.format import num
+from console.screens.confirm_dialog import ConfirmDialog
+from console.widgets.chart import ChartData, Rule, Series
+from console.widgets.chart_panel import ChartPanel
+from console.widgets.format import clock, duration, num
+from console.widgets.ticks import fmt_count, log2_ticks
 
-ARMS = (("on", "green"), ("off", "red"), ("adaptive", "cyan"), ("baseline", "yellow"))
+ARM_STYLE = {
+    "sweep": ("cyan", "●"),
+    "on": ("green", "●"),
+    "off": ("red", "■"),
+    "adaptive": ("cyan", "×"),
+    "baseline": ("yellow", "+"),
+}
+"""Each arm its colour and its own point glyph: where two lines overlap, both stay visible."""
+
+DRAW_ORDER = ("sweep", "adaptive", "baseline", "off", "on")
+
+MODE_WORDS = {
+    "compare": "compare: each level with speculation on, then off, then adaptive",
+    "sweep": "sweep: each level with the server as it runs",
+}
 
 
-def level_rows(result: dict[str, Any]) -> list[tuple[int, dict[str, float | None]]]:
-    """(concurrency, {arm: output tok/s}) per level, for a compare result or a plain sweep."""
-    rows = []
-    for row in result.get("levels", []):
-        conc = int(row.get("concurrency", row.get("max_concurrency", 0)))
-        values: dict[str, float | None] = {}
-        if "output_throughput" in row:
-            values["sweep"] = row["output_throughput"]
-        for arm, _ in ARMS:
-            if isinstance(row.get(arm), dict):
-                values[arm] = row[arm].get("output_throughput")
-        rows.append((conc, values))
-    return rows
+def result_title(result: BenchResult) -> str:
+    when = f", finished {clock(result.finished_at)} UTC" if result.finished_at else ""
+    return f"Run {result.bench_id} ({result.mode}{when})"
 
 
-def result_table(result: dict[str, Any]) -> Table:
-    rows = level_rows(result)
-    arms = [a for a in ("sweep", *(a for a, _ in ARMS)) if any(a in v for _, v in rows)]
-    table = Table(title="output tok/s by concurrency", expand=False)
-    table.add_column("concurrency", justify="right")
-    for arm in arms:
-        table.add_column(arm, justify="right")
-    for conc, values in rows:
-        table.add_row(str(conc), *(num(values.get(arm)) for arm in arms))
+def result_table(result: BenchResult) -> Table:
+    table = Table(title=f"{result_title(result)}: output tok/s", expand=False, title_justify="left")
+    table.add_column("asked", justify="right")
+    table.add_column("ran", justify="right")
+    for arm in result.arms:
+        table.add_column(arm, justify="right", style=ARM_STYLE.get(arm, ("", ""))[0])
+    for level in result.levels:
+        reached = Text(num(level.reached, ".0f"), style="yellow" if level.short else "")
+        table.add_row(
+            str(level.asked),
+            reached,
+            *(num(level.arms[a].tok_s) if a in level.arms else "" for a in result.arms),
+        )
+    table.caption = "ran: the engine's mean running requests"
+    if any(level.short for level in result.levels):
+        table.caption += "; yellow: fewer than asked"
     return table
 
 
-def recommendation_text(result: dict[str, Any]) -> Text:
-    threshold = result.get("recommended_threshold")
-    reason = (result.get("recommendation") or {}).get("reason", "")
+def recommendation_text(result: BenchResult) -> Text:
+    threshold = result.recommended_threshold
+    if result.state != "finished":
+        return Text(
+            f"{result_title(result)} {result.state}: {result.error or 'no reason given'}", style="red"
+        )
     if threshold is None:
-        return Text(f"No recommendation. {reason}", style="yellow")
+        return Text(f"No recommendation. {result.reason}", style="yellow")
     words = "speculate at every batch size" if threshold == 0 else f"stop speculating at {threshold} running"
     return Text.assemble(
-        ("Recommended threshold ", "bold"), (str(threshold), "bold green"), f" ({words}). {reason}"
+        ("Recommended threshold ", "bold"), (str(threshold), "bold green"), f" ({words}). {result.reason}"
     )
+
+
+def result_chart(result: BenchResult) -> ChartData:
+    """tok/s against concurrency on a log axis (1–16 is not squashed against 250)."""
+    series = []
+    # "on" is drawn last, over "adaptive" (which often equals it): both stay visible, each with its glyph.
+    for arm in sorted(result.arms, key=lambda a: DRAW_ORDER.index(a) if a in DRAW_ORDER else -1):
+        color, glyph = ARM_STYLE.get(arm, ("white", "·"))
+        pts = [(math.log2(lv.asked), t) for lv in result.levels if lv.asked > 0
+               and arm in lv.arms and (t := lv.arms[arm].tok_s) is not None]  # fmt: skip
+        if pts:
+            series.append(
+                Series(arm, tuple(p[0] for p in pts), tuple(p[1] for p in pts), color, points=glyph)
+            )
+    asked = [lv.asked for lv in result.levels if lv.asked > 0] or [1]
+    threshold = result.recommended_threshold
+    vline = (
+        Rule(math.log2(threshold), f"recommended threshold {threshold}", "orange")
+        if threshold and threshold > 0
+        else None
+    )
+    return ChartData(
+        series=tuple(series),
+        y_format=fmt_count,
+        x_range=(math.log2(min(asked)), math.log2(max(asked))),
+        x_ticks=tuple(log2_ticks(asked)),
+        vline=vline,
+    )
+
+
+def progress_text(run: BenchRun) -> Text:
+    text = Text()
+    if run.state != "running":
+        style = "green" if run.state == "finished" else "red"
+        text.append(f"Run {run.bench_id} {run.state}", style=style)
+        if run.error:
+            text.append(f": {run.error}", style=style)
+        return text
+    text.append(f"Run {run.bench_id} running", style="bold")
+    if run.arm is not None:
+        text.append(f" · {run.arm} arm")
+    if run.concurrency is not None:
+        text.append(f" · {run.concurrency} concurrent")
+    if run.level_index is not None and run.levels:
+        text.append(f" · level {run.level_index + 1} of {run.levels}")
+    if run.completed is not None and run.requests:
+        text.append(f" · {run.completed}/{run.requests} requests")
+    eta = run.eta_s
+    text.append(f" · about {duration(eta)} left" if eta is not None else " · ETA after the first requests")
+    return text
+
+
+def confirm_body(body: dict[str, Any], profile: str, where: str) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="dim")
+    table.add_column()
+    levels = body["concurrency"]
+    table.add_row("mode", MODE_WORDS.get(str(body["mode"]), str(body["mode"])))
+    table.add_row("levels", f"{', '.join(map(str, levels))} concurrent streams (up to {max(levels)} at once)")
+    per_level = body.get("requests_per_level")
+    table.add_row("requests", f"{per_level} per level" if per_level else "one wave per level (at least 8)")
+    table.add_row(
+        "tokens", f"{body.get('input_len', 1024)} in, {body.get('output_len', 256)} out per request"
+    )
+    table.add_row("against", Text.assemble((profile, "bold"), f" ({where}), beside the traffic it serves"))
+    return table
 
 
 class BenchScreen(LiveScreen):
@@ -65,8 +157,10 @@ class BenchScreen(LiveScreen):
         super().__init__()
         self.available: bool | None = None
         self.bench_id: str | None = None
-        self.shown_event_seq = -1
+        self.shown_result: str | None = None
         self.recommended: int | None = None
+        self.runs: list[RunSummary] = []
+        self._ended_seen: set[str] = set()
 
     def compose_body(self) -> ComposeResult:
         yield Static("Asking the agent whether it can run benchmarks…", id="bench-availability")
@@ -80,100 +174,170 @@ class BenchScreen(LiveScreen):
                 id="bench-mode",
                 compact=True,
             )
-            yield Button("Start", id="bench-start", classes="apply", compact=True)
-        with Horizontal(classes="form-row"):
+            yield Button("Start…", id="bench-start", classes="apply", compact=True)
+        with Horizontal(classes="form-row", id="bench-form-2"):
             yield Label("requests per level")
             yield Input("", id="bench-requests", type="integer", placeholder="default", compact=True)
             yield Label("output tokens")
             yield Input("256", id="bench-output", type="integer", compact=True)
             yield Label("input tokens")
             yield Input("1024", id="bench-input", type="integer", compact=True)
-        yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
+        with Horizontal(id="bench-progress-row"):
+            yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
+            yield Static("", id="bench-progress-text")
         yield Static("", id="bench-status")
         with Horizontal(classes="form-row"):
             yield Button("Apply recommended threshold", id="bench-apply", classes="apply", compact=True)
             yield Static("", id="bench-apply-result")
         with Horizontal(id="bench-results"):
-            yield Static("", id="bench-table")
-            yield TimeChart(id="bench-chart", classes="chart")
+            with Vertical(id="bench-left"):
+                yield Static("", id="bench-table")
+                runs: DataTable[str] = DataTable(id="bench-runs", cursor_type="row")
+                yield runs
+            yield ChartPanel("tok/s", id="bench-chart")
 
     def on_mount(self) -> None:
         if self.console.readonly:
             self.query_one("#bench-start", Button).disabled = True
         self.query_one("#bench-apply", Button).disabled = True
-        self.check_available()
+        self.load_runs()
 
-    @work(exclusive=True, group="bench-check")
-    async def check_available(self) -> None:
+    def _runs_table(self) -> DataTable[str]:
+        """The run list, its columns added on first use: a paint (which may fetch the list when a run
+        ends) can come before this screen's mount handler."""
+        table: DataTable[str] = self.query_one("#bench-runs", DataTable)
+        if not table.columns:
+            for label, key in (
+                ("earlier run", "id"),
+                ("mode", "mode"),
+                ("state", "state"),
+                ("threshold", "t"),
+            ):
+                table.add_column(label, key=key)
+        return table
+
+    # -- history ----------------------------------------------------------------------------------
+    @work(exclusive=True, group="bench-runs")
+    async def load_runs(self) -> None:
+        """The agent's run list, newest first; fetched on arrival and again whenever a run ends."""
         label = self.query_one("#bench-availability", Static)
         try:
-            runs = await self.console.client.bench_runs()
+            runs = parse_runs(await self.console.client.bench_runs())
         except LinkError as exc:
             self.available = False
             if exc.status == 404:
-                label.update(
-                    Text(
-                        "The agent on this host has no benchmark runner yet (GET /v1/bench: 404).",
-                        style="yellow",
-                    )
-                )
+                label.update(Text("The agent on this host has no benchmark runner (GET /v1/bench: 404).",
+                                  style="yellow"))  # fmt: skip
             else:
                 label.update(Text(f"Benchmarks unavailable: {exc}", style="yellow"))
             return
         self.available = True
-        label.update(f"{len(runs)} earlier run(s) on this host.")
-        finished = [r for r in runs if r.get("state") == "finished" and r.get("bench_id")]
-        if finished and self.bench_id is None:
-            self.show_result(str(finished[0]["bench_id"]))  # the agent lists the newest first
+        self.runs = runs
+        finished = [r for r in runs if r.state == "finished"]
+        if runs:
+            words = f"{len(runs)} run{'s' if len(runs) != 1 else ''} on this host"
+            words += f" (newest finished: {finished[0].bench_id})" if finished else ""
+        else:
+            words = "No benchmark has run on this host yet"
+        label.update(words + ". Start asks you to confirm.")
+        table = self._runs_table()
+        table.clear()
+        for run in runs[:20]:
+            threshold = "" if run.recommended_threshold is None else str(run.recommended_threshold)
+            table.add_row(run.bench_id, run.mode, run.state, threshold, key=run.bench_id)
+        if finished and self.shown_result is None and self.bench_id is None:
+            self.show_result(finished[0].bench_id)
 
+    @on(DataTable.RowSelected, "#bench-runs")
+    def _run_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.show_result(str(event.row_key.value))
+
+    # -- following a run --------------------------------------------------------------------------
     def paint_body(self, model: ConsoleModel) -> None:
-        events = [e for e in model.events if e.kind == "bench" and e.seq > self.shown_event_seq]
-        for event in events:
-            self._bench_event(event)
-            self.shown_event_seq = event.seq
+        run = model.bench.runs.get(self.bench_id) if self.bench_id else model.bench.latest
+        row = self.query_one("#bench-progress-row")
+        row.display = run is not None
+        if run is None:
+            return
+        self.query_one(ProgressBar).update(progress=run.fraction)
+        self.query_one("#bench-progress-text", Static).update(progress_text(run))
+        if run.state != "running" and run.bench_id not in self._ended_seen:
+            self._ended_seen.add(run.bench_id)
+            self.load_runs()
+            if run.state == "finished":
+                self.show_result(run.bench_id)
+            else:
+                self._status(Text(f"Run {run.bench_id} {run.state}: {run.error or run.message}", style="red"))
 
-    def _bench_event(self, event: Event) -> None:
-        data = event.data
-        fraction = data.get("fraction")
-        if isinstance(fraction, int | float):
-            self.query_one(ProgressBar).update(progress=float(fraction))
-        failed = event.name in ("bench.failed", "bench.cancelled")
-        self.query_one("#bench-status", Static).update(Text(event.message, style="red" if failed else ""))
-        bench_id = data.get("bench_id") or self.bench_id
-        if event.name == "bench.finished" and bench_id:
-            self.query_one(ProgressBar).update(progress=1.0)
-            self.show_result(str(bench_id))
+    def _status(self, text: Text | str) -> None:
+        self.query_one("#bench-status", Static).update(text)
 
+    # -- starting ---------------------------------------------------------------------------------
     @on(Button.Pressed, "#bench-start")
     def _start(self) -> None:
         self.start()
 
-    @work(exclusive=True, group="bench-start")
-    async def start(self) -> None:
-        status = self.query_one("#bench-status", Static)
-        if self.console.readonly:
-            status.update(Text("Read-only: benchmarks are disabled.", style="cyan"))
-            return
+    def _body(self) -> dict[str, Any] | str:
         try:
             levels = [int(x) for x in self.query_one("#bench-levels", Input).value.split(",") if x.strip()]
         except ValueError:
-            status.update(Text("concurrency must be whole numbers separated by commas", style="red"))
-            return
-        mode = self.query_one("#bench-mode", Select).value
-        body: dict[str, Any] = {"concurrency": levels, "mode": mode}
+            return "concurrency must be whole numbers separated by commas, e.g. 1,2,4,8"
+        if not levels:
+            return "concurrency needs at least one level, e.g. 1,2,4,8"
+        body: dict[str, Any] = {"concurrency": levels, "mode": self.query_one("#bench-mode", Select).value}
         for key, selector in (("requests_per_level", "#bench-requests"), ("output_len", "#bench-output"),
                               ("input_len", "#bench-input")):  # fmt: skip
             text = self.query_one(selector, Input).value.strip()
             if text:
                 body[key] = int(text)
-        try:
-            self.bench_id = await self.console.client.bench_start(body)
-        except LinkError as exc:
-            status.update(Text(f"The agent did not start the run: {exc}", style="red"))
-            return
-        self.query_one(ProgressBar).update(progress=0.0)
-        status.update(f"Run {self.bench_id} started; progress follows.")
+        return body
 
+    @work(exclusive=True, group="bench-start")
+    async def start(self) -> None:
+        if self.console.readonly:
+            self._status(Text("Read-only: benchmarks are disabled.", style="cyan"))
+            return
+        body = self._body()
+        if isinstance(body, str):
+            self._status(Text(body, style="red"))
+            return
+        latest = self.console.model.latest
+        profile = latest.profile_name if latest is not None and latest.profile_name else "this server"
+        production = bool(latest and latest.production)
+        dialog = ConfirmDialog(
+            f"Start a benchmark on {profile}?",
+            confirm_body(body, profile, self.console.link.describe()),
+            challenge=profile if production else None,
+        )
+        if not await self.app.push_screen_wait(dialog):
+            self._status(Text("Cancelled; no benchmark started.", style="yellow"))
+            return
+        if dialog.typed is not None:
+            body["confirm_production"] = dialog.typed  # the agent checks the name again itself
+        try:
+            bench_id = await self.console.client.bench_start(body)
+        except LinkError as exc:
+            reason = exc.detail if isinstance(exc.detail, str) else str(exc)
+            self._status(Text.assemble(("The agent refused to start the run: ", "bold red"), (reason, "red")))
+            return
+        self.bench_id = bench_id
+        self.shown_result = None
+        self.recommended = None
+        self.query_one("#bench-apply", Button).disabled = True
+        self.query_one("#bench-table", Static).update(
+            Text(
+                f"Run {bench_id} is running; its table appears here when it ends. The previous result "
+                "is in the list below.",
+                style="dim",
+            )
+        )
+        self.query_one("#bench-chart", ChartPanel).remove_class("-shown")
+        self.query_one(ProgressBar).update(progress=0.0)
+        self._status(f"Run {bench_id} started; progress follows.")
+        self.load_runs()
+
+    # -- the result -------------------------------------------------------------------------------
     @on(Button.Pressed, "#bench-apply")
     def _apply_pressed(self) -> None:
         self.apply_recommended()
@@ -184,43 +348,21 @@ class BenchScreen(LiveScreen):
         if self.console.readonly or self.recommended is None:
             return
         await plan_confirm_apply(
-            self,
-            self.console.client,
-            "threshold",
-            self.recommended,
-            self.console.operator,
-            self.query_one("#bench-apply-result", Static).update,
+            self, "threshold", self.recommended, self.query_one("#bench-apply-result", Static).update
         )
 
     @work(exclusive=True, group="bench-result")
     async def show_result(self, bench_id: str) -> None:
         try:
-            result = await self.console.client.bench_result(bench_id)
+            result = parse_result(await self.console.client.bench_result(bench_id))
         except LinkError as exc:
-            self.query_one("#bench-status", Static).update(
-                Text(f"Cannot fetch run {bench_id}: {exc}", style="red")
-            )
+            self._status(Text(f"Cannot fetch run {bench_id}: {exc}", style="red"))
             return
+        self.shown_result = bench_id
         self.query_one("#bench-table", Static).update(result_table(result))
-        self.query_one("#bench-status", Static).update(recommendation_text(result))
-        rows = level_rows(result)
-        series = []
-        for arm, color in (("sweep", "cyan"), *ARMS):
-            pts = [(float(c), y) for c, v in rows if (y := v.get(arm)) is not None]
-            if pts:
-                series.append(Series(arm, tuple(p[0] for p in pts), tuple(p[1] for p in pts), color))
-        top = max((c for c, _ in rows), default=1)
-        threshold = result.get("recommended_threshold")
-        self.recommended = threshold if isinstance(threshold, int) else None
+        self._status(recommendation_text(result))
+        self.recommended = result.recommended_threshold if result.state == "finished" else None
         self.query_one("#bench-apply", Button).disabled = self.console.readonly or self.recommended is None
-        chart = self.query_one("#bench-chart", TimeChart)
-        chart.add_class("-shown")
-        chart.show(
-            ChartData(
-                title="tok/s vs concurrency (│ recommended threshold)",
-                series=tuple(series),
-                window_s=0.0,
-                markers=((float(threshold), False),) if threshold else (),
-                x_range=(0.0, float(top)),
-            )
-        )
+        panel = self.query_one("#bench-chart", ChartPanel)
+        panel.add_class("-shown")
+        panel.show(result_chart(result), note="(log concurrency)")

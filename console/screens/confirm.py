@@ -1,18 +1,32 @@
-"""The confirm dialog: the agent's plan, old → new, and for a restart the drain and downtime."""
+"""The plan's confirm dialog: what will change, named in an operator's words, old → new, and for a
+restart the drain and downtime. The title names the action and its value (the profile to load, the
+threshold to set), never an internal kind."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Static
 
 from agent.wire import Plan
+from console.screens.confirm_dialog import ConfirmDialog
+from console.widgets.format import human, human_setting
+
+
+def plan_title(plan: Plan, running: str | None = None) -> str:
+    request = plan.request
+    value = request.value
+    on = f" on {running}" if running else ""
+    if request.kind == "apply_profile":
+        return f"Load profile {value}" + (f" in place of {running}?" if running else "?")
+    if request.kind == "threshold":
+        if value == 0:
+            return f"Remove the speculation threshold{on} (speculate at every batch size)?"
+        return f"Set the speculation threshold to {human(value)}{on}?"
+    if request.kind == "steps":
+        return f"Set speculation steps to {human(value)}{on}?"
+    if request.kind == "topk":
+        return f"Set topk to {human(value)}{on}?"
+    return f"Turn adaptive speculation {human(value)}{on}?"
 
 
 def plan_text(plan: Plan) -> Table:
@@ -23,7 +37,8 @@ def plan_text(plan: Plan) -> Table:
     if plan.mode == "restart":
         mode = Text("RESTART — the engine drains, stops and starts again", style="bold yellow")
     table.add_row("mode", mode)
-    table.add_row("why", plan.reason)
+    if plan.reason:
+        table.add_row("why", plan.reason)
     if plan.mode == "restart":
         drain = f"{plan.drain_timeout_s:.0f} s at most" if plan.drain_timeout_s is not None else "until idle"
         down = (
@@ -32,32 +47,21 @@ def plan_text(plan: Plan) -> Table:
         table.add_row("drain", drain)
         table.add_row("downtime", down)
     for change in plan.changes:
-        table.add_row(change.key, Text.assemble((str(change.old), "red"), " → ", (str(change.new), "green")))
+        table.add_row(
+            change.key,
+            Text.assemble(
+                (human_setting(change.key, change.old), "red"),
+                " → ",
+                (human_setting(change.key, change.new), "green"),
+            ),
+        )
     return table
 
 
-class ConfirmPlan(ModalScreen[bool]):
-    """Returns True only on an explicit confirm; escape, n and the cancel button all return False."""
+class ConfirmPlan(ConfirmDialog):
+    """A plan to confirm; on a production profile a restart asks for the profile's name typed."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Confirm"),
-        Binding("n,escape", "answer(False)", "Cancel"),
-    ]
-
-    def __init__(self, plan: Plan) -> None:
-        super().__init__()
+    def __init__(self, plan: Plan, *, running: str | None = None, production: bool = False) -> None:
+        challenge = running if production and plan.mode == "restart" and running else None
+        super().__init__(plan_title(plan, running), plan_text(plan), challenge=challenge)
         self.plan = plan
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-box"):
-            yield Static(Text(f"Apply {self.plan.request.kind}?", style="bold"), id="confirm-title")
-            yield Static(plan_text(self.plan), id="confirm-plan")
-            with Horizontal(id="confirm-buttons"):
-                yield Button("Confirm (y)", id="confirm-yes", variant="warning")
-                yield Button("Cancel (n)", id="confirm-no")
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm-yes")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)

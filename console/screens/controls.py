@@ -1,4 +1,10 @@
-"""Controls: ask the agent for a plan, show it, confirm it, apply it; a rejection changes nothing."""
+"""Controls: the live speculation settings, and the plan → confirm → apply of a new one.
+
+Each field shows what the server runs now and follows it, unless the operator is editing that
+field; after a plan ends (applied, failed, cancelled, rejected) the field goes back to the live
+value, so a reflexive Apply never re-sends an old typed value (which, for topk, would restart the
+engine). An action that restarts the engine shows "applying" until the agent says it ended.
+"""
 
 from __future__ import annotations
 
@@ -10,41 +16,70 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Select, Static
 
+from agent.wire import ActionRequest
 from console.model import ConsoleModel
-from console.screens.action_flow import plan_confirm_apply
+from console.model.live_settings import LiveSettings, live_settings
+from console.screens.action_flow import Pending, action_line, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.widgets.badge import badge_text
-from console.widgets.format import DASH, clock
+from console.widgets.format import DASH, human
 
 Kind = Literal["threshold", "steps", "topk", "adaptive"]
+KINDS: tuple[Kind, ...] = ("threshold", "steps", "topk", "adaptive")
 EVENT_LINES = 8
+SHOWN_PHASES = ("action.applying", "action.applied", "action.failed", "action.expired",
+                "action.cancelled", "action.rejected")  # fmt: skip
+"""The actions log leaves out "planned": a plan nobody confirmed changed nothing (its cancel is shown)."""
+
+
+def field_text(kind: Kind, live: LiveSettings) -> str | bool | None:
+    """What a field shows for the live value: digits for an Input, a bool for the adaptive Select."""
+    value = live.value(kind)
+    if kind == "adaptive":
+        return value if isinstance(value, bool) else None
+    return "" if value is None else str(value)
+
+
+def live_hint(kind: Kind, live: LiveSettings, edited: bool) -> Text:
+    value = live.value(kind)
+    if kind == "steps" and value is None and live.adaptive:
+        words = "adaptive policy chooses"
+    elif kind == "threshold" and value == 0:
+        words = "none"
+    else:
+        words = DASH if value is None else human(value)
+    if edited:
+        return Text(f"edited · live {words}", style="yellow")
+    return Text(f"live {words}", style="dim")
 
 
 class ControlsScreen(LiveScreen):
+    def __init__(self) -> None:
+        super().__init__()
+        self._shown: dict[Kind, str | bool | None] = {}
+        """The live value each field was last set to: a field whose value differs is being edited."""
+        self._reset: set[Kind] = set(KINDS)
+        self.pending: Pending | None = None
+
     def compose_body(self) -> ComposeResult:
         yield Static(id="controls-now", classes="value")
-        with Horizontal(classes="form-row"):
-            yield Label("threshold", classes="field")
-            yield Input(
-                id="in-threshold", type="integer", max_length=5, placeholder="running batch", compact=True
-            )
-            yield Button("Apply", id="apply-threshold", classes="apply", compact=True)
-        with Horizontal(classes="form-row"):
-            yield Label("steps", classes="field")
-            yield Input(
-                id="in-steps", type="integer", max_length=3, placeholder="prebuilt step", compact=True
-            )
-            yield Button("Apply", id="apply-steps", classes="apply", compact=True)
-        with Horizontal(classes="form-row"):
-            yield Label("topk", classes="field")
-            yield Input(id="in-topk", type="integer", max_length=3, placeholder="restart", compact=True)
-            yield Button("Apply", id="apply-topk", classes="apply", compact=True)
+        for kind, placeholder in (
+            ("threshold", "running batch"),
+            ("steps", "live step"),
+            ("topk", "restart"),
+        ):
+            with Horizontal(classes="form-row"):
+                yield Label(kind, classes="field")
+                yield Input(
+                    id=f"in-{kind}", type="integer", max_length=5, placeholder=placeholder, compact=True
+                )
+                yield Button("Apply", id=f"apply-{kind}", classes="apply", compact=True)
+                yield Static(id=f"live-{kind}", classes="live-hint")
         with Horizontal(classes="form-row"):
             yield Label("adaptive", classes="field")
-            yield Select(
-                [("on", True), ("off", False)], value=True, allow_blank=False, id="in-adaptive", compact=True
-            )
+            yield Select([("on", True), ("off", False)], prompt="unknown", id="in-adaptive", compact=True)
             yield Button("Apply", id="apply-adaptive", classes="apply", compact=True)
+            yield Static(id="live-adaptive", classes="live-hint")
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
@@ -53,34 +88,73 @@ class ControlsScreen(LiveScreen):
         if self.console.readonly:
             for widget in self.query("Input, Select, Button.apply"):
                 widget.disabled = True
-            self.query_one("#control-result", Static).update(
-                Text("Read-only: controls are disabled.", style="cyan")
-            )
+            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+
+    # -- following the server ---------------------------------------------------------------------
+    def _current(self, kind: Kind) -> str | bool | None:
+        if kind == "adaptive":
+            value = self.query_one("#in-adaptive", Select).value
+            return value if isinstance(value, bool) else None
+        return self.query_one(f"#in-{kind}", Input).value
+
+    def _set(self, kind: Kind, value: str | bool | None) -> None:
+        if kind == "adaptive":
+            select: Select[bool] = self.query_one("#in-adaptive", Select)
+            select.value = Select.NULL if value is None else bool(value)
+        else:
+            self.query_one(f"#in-{kind}", Input).value = "" if value is None else str(value)
+        self._shown[kind] = value
+
+    def editing(self, kind: Kind) -> bool:
+        """The operator has typed or chosen something in this field that is not the live value."""
+        return kind in self._shown and self._current(kind) != self._shown[kind]
+
+    def _follow(self, live: LiveSettings) -> None:
+        for kind in KINDS:
+            value = field_text(kind, live)
+            if kind in self._reset or not self.editing(kind):
+                if self._current(kind) != value or kind not in self._shown:
+                    self._set(kind, value)
+                self._shown[kind] = value
+                self._reset.discard(kind)
+            self.query_one(f"#live-{kind}", Static).update(live_hint(kind, live, self.editing(kind)))
 
     def paint_body(self, model: ConsoleModel) -> None:
         snap = model.latest
         if snap is None:
             return
         spec = snap.speculation
-        text = badge_text(spec)
-        prebuilt = ", ".join(map(str, spec.prebuilt_steps)) or DASH
-        text.append(f"\nbuilt step states: {prebuilt}   pinned steps: ", style="dim")
-        pinned = spec.pinned_steps
-        text.append("adaptive policy" if pinned is None or pinned < 0 else str(pinned))
+        live = live_settings(spec)
+        self._follow_pending(model)  # first: an action that just ended puts its field back on live
+        self._follow(live)
+        text = badge_text(spec, snap.load)
+        prebuilt = human(spec.prebuilt_steps) if spec.prebuilt_steps else DASH
+        text.append(f"\nbuilt step states: {prebuilt}   live steps: ", style="dim")
+        text.append("adaptive policy" if live.steps is None else str(live.steps))
         self.query_one("#controls-now", Static).update(text)
-        actions = [e for e in model.events if e.kind == "action"][-EVENT_LINES:]
+        actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
         log = Text()
         for n, event in enumerate(actions):
             if n:
                 log.append("\n")
-            log.append(f"{clock(event.time)} ", style="dim")
-            log.append(event.message)
+            log.append_text(action_line(event, model.actions))
         self.query_one("#action-log", Static).update(log if actions else Text("none yet", style="dim"))
 
+    def _follow_pending(self, model: ConsoleModel) -> None:
+        pending = self.pending
+        if pending is None:
+            return
+        state = model.actions.get(pending.action_id)
+        if state is not None and state.ended:
+            self.pending = None
+            self._say(ended_text(pending.request, state))
+            self._reset.add(_kind(pending.request))
+
+    # -- applying ---------------------------------------------------------------------------------
     @on(Button.Pressed, ".apply")
     def _apply_pressed(self, event: Button.Pressed) -> None:
         kind = str(event.button.id).removeprefix("apply-")
-        if kind in ("threshold", "steps", "topk", "adaptive"):
+        if kind in KINDS:
             self.apply(kind)
 
     @on(Input.Submitted)
@@ -90,11 +164,11 @@ class ControlsScreen(LiveScreen):
             self.apply(kind)
 
     def _value(self, kind: Kind) -> int | bool | None:
-        if kind == "adaptive":
-            return bool(self.query_one("#in-adaptive", Select).value)
-        text = self.query_one(f"#in-{kind}", Input).value.strip()
+        current = self._current(kind)
+        if kind == "adaptive" or current is None:
+            return current if isinstance(current, bool) else None
         try:
-            return int(text)
+            return int(str(current).strip())
         except ValueError:
             return None
 
@@ -107,8 +181,27 @@ class ControlsScreen(LiveScreen):
         if self.console.readonly:
             self._say(Text("Read-only: controls are disabled.", style="cyan"))
             return
+        if self.pending is not None:
+            self._say(
+                Text("An action is still applying; wait until the agent says it ended.", style="yellow")
+            )
+            return
         value = self._value(kind)
         if value is None:
-            self._say(Text(f"{kind} needs a whole number", style="red"))
+            self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
+                           style="red"))  # fmt: skip
             return
-        await plan_confirm_apply(self, self.console.client, kind, value, self.console.operator, self._say)
+        end = await plan_confirm_apply(self, kind, value, self._say)
+        result = end.result
+        if result is not None and result.status == "applying":
+            self.pending = Pending(result.plan.request, result.action_id)
+        elif end.outcome != "rejected":
+            # Applied, failed, cancelled or nothing to do: the field shows the live value again. A
+            # rejected value stays, so the operator can correct it (applying it again is refused again).
+            self._reset.add(kind)
+        self.painted_version = -1  # the terminal event may already be in the model
+        self.console.paint_now()
+
+
+def _kind(request: ActionRequest) -> Kind:
+    return request.kind if request.kind in KINDS else "threshold"

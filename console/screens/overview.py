@@ -3,48 +3,50 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Static
 
 from agent.wire import Snapshot
 from console.model import ConsoleModel
+from console.model.bench import BenchRun
+from console.model.window import window_label
+from console.registry import screen_bindings
 from console.screens.base import LiveScreen
-from console.widgets.badge import badge_text
-from console.widgets.chart import ChartData, Series, TimeChart
+from console.widgets.badge import accept_text, badge_text
+from console.widgets.chart import ChartData, Rule, Series
+from console.widgets.chart_panel import ChartPanel, window_legend
+from console.widgets.findings import findings_text
 from console.widgets.format import ms, num
+from console.widgets.ticks import fmt_count
 
-WINDOW_S = 300.0
-MIN_WINDOW_S = 60.0
 CHART_INTERVAL_S = 1.0
 """plotext rebuilds a whole figure per draw (~15 ms at 120x40): charts move once a second, the
 figures above them with every snapshot."""
 
 
-def chart_window(model: ConsoleModel) -> float:
-    """Five minutes, or less while there is less history, so a fresh console uses the chart's width."""
-    if len(model.snapshots) < 2:
-        return MIN_WINDOW_S
-    span = model.snapshots[-1].time - model.snapshots[0].time
-    return max(MIN_WINDOW_S, min(WINDOW_S, span))
-
-
-_SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "critical": "bold red"}
-
-
-def figures_text(snap: Snapshot) -> Text:
-    t, load, lat, spec = snap.throughput, snap.load, snap.latency, snap.speculation
+def figures_text(snap: Snapshot, *, raw: bool) -> Text:
+    """The headline numbers. Throughput is the agent's count of generated (output) tokens, every
+    client together; ``raw`` adds SGLang's own gauge beside it, the value one key away."""
+    t, load, lat, kv = snap.throughput, snap.load, snap.latency, snap.kv
     text = Text()
-    text.append("Throughput ", style="dim")
+    text.append("Output ", style="dim")
     text.append(num(t.output_tok_s, unit=" tok/s"), style="bold")
+    if raw:
+        text.append("  raw (SGLang gauge) ", style="dim")
+        text.append(num(t.gauge_tok_s, unit=" tok/s"), style="bold magenta")
+    text.append("  prompt ", style="dim")
+    text.append(num(t.prompt_tok_s, unit=" tok/s"))
     text.append("   Running ", style="dim")
     text.append(num(load.running), style="bold")
     text.append("  Queued ", style="dim")
     text.append(num(load.queued), style="bold")
     text.append("   Accept len ", style="dim")
-    text.append(num(spec.accept_length, ".2f"), style="bold")
+    text.append_text(accept_text(snap.speculation, load))
     text.append("\nTTFT p50 ", style="dim")
     text.append(ms(lat.ttft_p50_s))
     text.append(" p99 ", style="dim")
@@ -55,23 +57,27 @@ def figures_text(snap: Snapshot) -> Text:
     text.append(ms(lat.itl_p99_s))
     text.append("   req/s ", style="dim")
     text.append(num(t.requests_per_s, ".1f"))
+    if kv.pool_tokens and kv.used_tokens is not None:
+        text.append("   KV used ", style="dim")
+        text.append(f"{kv.used_tokens / kv.pool_tokens:.0%}")
     return text
 
 
-def findings_text(snap: Snapshot) -> Text:
-    if not snap.findings:
-        return Text("✓ no health findings", style="green")
-    text = Text()
-    for n, f in enumerate(snap.findings):
-        if n:
-            text.append("\n")
-        text.append(f"● {f.title}", style=_SEVERITY_STYLE.get(f.severity, ""))
-        text.append(f" — {f.explanation} ", style="dim")
-        text.append(f"→ {f.action}")
-    return text
+def bench_note(run: BenchRun | None) -> Text | None:
+    """While a benchmark runs, say why this screen's tok/s differs from the bench's table."""
+    if run is None or run.state != "running":
+        return None
+    return Text(
+        f"Benchmark {run.bench_id} is running. Output tok/s here counts the tokens every client "
+        "generates (other traffic too) and leaves prompt tokens out, shown apart; the bench's table "
+        "counts only its own requests' output tokens, level by level.",
+        style="cyan",
+    )
 
 
 class OverviewScreen(LiveScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("overview")]
+
     def __init__(self) -> None:
         super().__init__()
         self._charts_at = -CHART_INTERVAL_S
@@ -80,12 +86,18 @@ class OverviewScreen(LiveScreen):
         self._charts_at = -CHART_INTERVAL_S  # back in view: draw the charts at once
         super().on_screen_resume()
 
+    def repaint(self) -> None:
+        self._charts_at = -CHART_INTERVAL_S
+        super().repaint()
+
     def compose_body(self) -> ComposeResult:
         yield Static(id="badge", classes="value")
         yield Static(id="figures", classes="value")
+        yield Static(id="tokens-note")
+        yield Static(id="charts-legend")
         with Horizontal(id="charts"):
-            yield TimeChart(id="throughput-chart", classes="chart")
-            yield TimeChart(id="load-chart", classes="chart")
+            yield ChartPanel("tok/s", id="throughput-panel")
+            yield ChartPanel("requests", id="load-panel")
         yield Static(id="findings", classes="value")
 
     def paint_body(self, model: ConsoleModel) -> None:
@@ -93,35 +105,50 @@ class OverviewScreen(LiveScreen):
         if snap is None:
             self.query_one("#badge", Static).update("waiting for the first snapshot from the agent…")
             return
-        self.query_one("#badge", Static).update(badge_text(snap.speculation))
-        self.query_one("#figures", Static).update(figures_text(snap))
-        self.query_one("#findings", Static).update(findings_text(snap))
+        raw = self.console.show_raw
+        self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load))
+        self.query_one("#figures", Static).update(figures_text(snap, raw=raw))
+        note = bench_note(model.bench.latest)
+        note_widget = self.query_one("#tokens-note", Static)
+        note_widget.display = note is not None
+        if note is not None:
+            note_widget.update(note)
+        self.query_one("#findings", Static).update(findings_text(model.health.items, snap.time))
         now = time.monotonic()
         if now - self._charts_at < CHART_INTERVAL_S and model.link.state == "connected":
             return
         self._charts_at = now
-        window = chart_window(model)
+        self._paint_charts(model, raw=raw)
+
+    def _paint_charts(self, model: ConsoleModel, *, raw: bool) -> None:
+        window = self.console.chart_window_s
+        self.query_one("#charts-legend", Static).update(window_legend(window_label(window)))
         markers = tuple(model.switches_in(window))
-        xs, ys = model.series(lambda s: s.throughput.output_tok_s, window)
-        self.query_one("#throughput-chart", TimeChart).show(
-            ChartData(
-                title="tok/s  │ spec on/off",
-                series=(Series("tok/s", tuple(xs), tuple(ys), "cyan"),),
-                window_s=window,
-                markers=markers,
-            )
+        points = model.points
+        series = [Series("output", *points.series(lambda p: p.output_tok_s, window), "cyan")]
+        if raw:
+            gauge = points.series(lambda p: p.gauge_tok_s, window)
+            series.append(Series("raw (SGLang gauge)", *gauge, "magenta", marker="dot"))
+        self.query_one("#throughput-panel", ChartPanel).show(
+            ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers)
         )
-        rx, ry = model.series(lambda s: s.load.running, window)
-        qx, qy = model.series(lambda s: s.load.queued, window)
-        threshold = snap.speculation.threshold if snap.speculation.threshold_available else None
-        self.query_one("#load-chart", TimeChart).show(
+        latest = model.latest
+        threshold = None
+        if latest is not None and latest.speculation.threshold_available and latest.speculation.threshold:
+            threshold = latest.speculation.threshold
+        rule = None
+        if threshold:
+            history = points.series(lambda p: p.threshold, window)
+            rule = Rule(float(threshold), f"threshold {threshold}", history=history)
+        self.query_one("#load-panel", ChartPanel).show(
             ChartData(
-                title="running, queued  ─ threshold",
                 series=(
-                    Series("running", tuple(rx), tuple(ry), "green"),
-                    Series("queued", tuple(qx), tuple(qy), "magenta"),
+                    Series("running", *points.series(lambda p: p.running, window), "green"),
+                    Series("queued", *points.series(lambda p: p.queued, window), "magenta"),
                 ),
                 window_s=window,
-                hline=float(threshold) if threshold else None,
+                y_format=fmt_count,
+                markers=markers,
+                hline=rule,
             )
         )

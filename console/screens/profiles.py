@@ -12,11 +12,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Static, TextArea
 
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
-from agent.wire import Snapshot
 from console.link import LinkError
 from console.model import ConsoleModel
-from console.screens.action_flow import plan_confirm_apply
+from console.screens.action_flow import Pending, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
+from console.widgets.format import human_setting
 
 
 def issues_text(detail: Any) -> Text:
@@ -26,18 +26,43 @@ def issues_text(detail: Any) -> Text:
         return Text(str(detail), style="red")
     text = Text("The agent refused the profile:", style="bold red")
     for issue in issues:
-        text.append(f"\n  {issue.get('file', '?')}: {issue.get('key', '?')}: {issue.get('rule', '?')}")
+        text.append(f"\n  {issue_words(issue)}")
+    return text
+
+
+def issue_words(issue: Any) -> str:
+    """A profile issue (file, key, rule) as one line; anything else as its text, never a dict repr."""
+    if not isinstance(issue, dict):
+        return str(issue)
+    where = ": ".join(str(issue[k]) for k in ("file", "key") if issue.get(k))
+    return f"{where}: {issue.get('rule', '')}" if where else str(issue.get("rule", ""))
+
+
+def warnings_text(warnings: list[Any]) -> Text:
+    text = Text(style="yellow")
+    for n, warning in enumerate(warnings):
+        if n:
+            text.append("\n")
+        if isinstance(warning, dict):
+            key = f"{warning['key']}: " if warning.get("key") else ""
+            text.append(f"⚠ {key}{warning.get('rule', '')}")
+        else:
+            text.append(f"⚠ {warning}")
     return text
 
 
 def diff_table(diff: dict[str, Any]) -> Table:
     plan = diff.get("plan") or {}
-    table = Table(title=f"against what runs: {plan.get('mode', '?')}", expand=False)
+    mode = {"live": "applied live", "restart": "needs a restart", "noop": "nothing to change"}.get(
+        str(plan.get("mode")), str(plan.get("mode", "unknown"))
+    )
+    table = Table(title=f"against what runs: {mode}", expand=False)
     table.add_column("key")
     table.add_column("running", style="red")
     table.add_column("this profile", style="green")
     for change in diff.get("changes", []):
-        table.add_row(str(change.get("key")), str(change.get("old")), str(change.get("new")))
+        key = str(change.get("key"))
+        table.add_row(key, human_setting(key, change.get("old")), human_setting(key, change.get("new")))
     if not diff.get("changes"):
         table.add_row("(no differences)", "", "")
     for reason in plan.get("reasons", []):
@@ -45,13 +70,9 @@ def diff_table(diff: dict[str, Any]) -> Table:
     return table
 
 
-def running_settings(profile: Profile, snap: Snapshot | None, new_name: str) -> Profile:
-    """The running profile under a new name, with the live threshold the operator may have changed."""
-    spec = profile.speculation
-    if snap is not None and snap.speculation.threshold_available and snap.speculation.threshold:
-        spec = spec.model_copy(update={"threshold": snap.speculation.threshold})
-    identity = profile.identity.model_copy(update={"name": new_name})
-    return profile.model_copy(update={"identity": identity, "speculation": spec})
+def renamed(profile: Profile, new_name: str) -> Profile:
+    """The running profile (the agent's, live changes included) under a new name."""
+    return profile.model_copy(update={"identity": profile.identity.model_copy(update={"name": new_name})})
 
 
 class ProfilesScreen(LiveScreen):
@@ -59,6 +80,8 @@ class ProfilesScreen(LiveScreen):
         super().__init__()
         self.selected: str | None = None
         self.running: str | None = None
+        self.pending: Pending | None = None
+        self._actions_seen_at = -1.0
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="profiles-panes"):
@@ -74,16 +97,29 @@ class ProfilesScreen(LiveScreen):
                 yield Static("", id="profile-result")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("profile", key="name")
-        table.add_column("", key="running")
         if self.console.readonly:
             for widget in self.query("Button.apply, #profile-new-name"):
                 widget.disabled = True
         self.reload()
 
     def paint_body(self, model: ConsoleModel) -> None:
-        return None  # nothing here follows the stream; the list is fetched on demand
+        """The list follows the server: after any action ends, the running mark is fetched again, and
+        a profile load that restarts the engine says how it ended when the agent says so."""
+        latest = model.latest
+        if latest is None:
+            return
+        ended = model.actions.ended_since(self._actions_seen_at)
+        if self._actions_seen_at < 0:
+            self._actions_seen_at = latest.time  # what ended before this screen opened is in the list
+            return
+        if ended:
+            self._actions_seen_at = max(s.time for s in ended) + 1e-6
+            self.reload()
+        pending = self.pending
+        state = model.actions.get(pending.action_id) if pending is not None else None
+        if pending is not None and state is not None and state.ended:
+            self.pending = None
+            self._say(ended_text(pending.request, state))
 
     def _say(self, text: Text | Table | str) -> None:
         self.query_one("#profile-result", Static).update(text)
@@ -96,6 +132,10 @@ class ProfilesScreen(LiveScreen):
             self._say(Text(f"Cannot list profiles: {exc}", style="red"))
             return
         table: DataTable[str] = self.query_one(DataTable)
+        if not table.columns:  # added on first use: a paint may reload the list before on_mount
+            table.add_column("profile", key="name")
+            table.add_column("", key="running")
+        self.running = None
         for entry in profiles:
             name = str(entry.get("name"))
             mark = "● running" if entry.get("running") else ""
@@ -129,7 +169,7 @@ class ProfilesScreen(LiveScreen):
             return
         self.query_one(TextArea).text = str(data.get("toml", ""))
         warnings = data.get("warnings") or []
-        self._say(Text("\n".join(f"⚠ {w}" for w in warnings), style="yellow") if warnings else "")
+        self._say(warnings_text(list(warnings)) if warnings else "")
 
     @on(Button.Pressed, "#profile-diff")
     def _diff_pressed(self) -> None:
@@ -153,9 +193,11 @@ class ProfilesScreen(LiveScreen):
             if what == "diff" and self.selected:
                 self._say(diff_table(await client.profile_diff(self.selected)))
             elif what == "load" and self.selected:
-                await plan_confirm_apply(
-                    self, client, "apply_profile", self.selected, self.console.operator, self._say
-                )
+                end = await plan_confirm_apply(self, "apply_profile", self.selected, self._say)
+                if end.result is not None and end.result.status == "applying":
+                    self.pending = Pending(end.result.plan.request, end.result.action_id)
+                    self.painted_version = -1
+                    self.console.paint_now()
             elif what == "save":
                 await self._save_running()
         except LinkError as exc:
@@ -166,14 +208,9 @@ class ProfilesScreen(LiveScreen):
         if not new_name:
             self._say(Text("Type a name for the new profile first.", style="red"))
             return
-        if not self.running:
-            self._say(Text("The agent reports no running profile to save.", style="red"))
-            return
-        data = await self.console.client.profile(self.running)
+        data = await self.console.client.running_profile()  # what runs now, live changes included
         try:
-            profile = running_settings(
-                parse_profile(str(data["toml"]), self.running), self.console.model.latest, new_name
-            )
+            profile = renamed(parse_profile(str(data["toml"]), "the running profile"), new_name)
         except (ProfileError, ValueError) as exc:
             self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
             return

@@ -1,14 +1,45 @@
-"""A time-series chart on textual-plotext that rebuilds only when its data changed.
+"""A chart on textual-plotext with round ticks in the label's unit, that rebuilds only when its data changed.
 
 plotext redraws the whole figure on every render (tens of milliseconds on a big terminal), so the
-chart keeps the inputs it last drew and ignores a redraw request with the same ones.
+chart keeps the inputs it last drew and ignores a redraw request with the same ones. Ticks are chosen
+here (``console.widgets.ticks``), not by plotext: round values, the unit on every label, and as many
+as the chart's height has room for. The legend is drawn by the panel around the chart
+(``console.widgets.chart_panel``), where it can name styles plotext's own legend cannot (the
+threshold rule, the switch markers).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from textual.app import RenderResult
+from textual.color import Color
+from textual.events import Resize
 from textual_plotext import PlotextPlot
+
+from console.widgets.ticks import Formatter, fmt_count, nice_ticks, time_ticks
+
+PALETTE: dict[str, tuple[int, int, int]] = {
+    "cyan": (40, 200, 230),
+    "green": (120, 220, 60),
+    "red": (235, 70, 90),
+    "magenta": (225, 90, 225),
+    "yellow": (240, 200, 40),
+    "blue": (90, 150, 255),
+    "orange": (255, 150, 40),
+    "grey": (150, 150, 150),
+}
+"""Chart colours as RGB: plotext's named colours are ANSI ones, which each terminal theme draws its
+own way (magenta as pink, yellow as purple); a legend must show the colour the line really has."""
+
+
+def rgb(color: str) -> tuple[int, int, int]:
+    return PALETTE.get(color, PALETTE["grey"])
+
+
+def hex_color(color: str) -> str:
+    r, g, b = rgb(color)
+    return f"#{r:02x}{g:02x}{b:02x}"
 
 
 @dataclass(frozen=True)
@@ -17,55 +48,135 @@ class Series:
     xs: tuple[float, ...]
     ys: tuple[float, ...]
     color: str
+    """A PALETTE name."""
+    marker: str = "braille"
+    """plotext's line marker: "braille" (thin), "dot", "hd", or one character."""
+    points: str | None = None
+    """A glyph drawn at each measured point as well (bench levels), so overlapping lines stay apart."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A horizontal (threshold) or vertical (bench threshold) line with its label written beside it."""
+
+    value: float
+    label: str
+    color: str = "orange"
+    history: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """For a time chart: the rule's value over the window (a threshold that moved), drawn as a step
+    line instead of one level across the whole window."""
 
 
 @dataclass(frozen=True)
 class ChartData:
-    title: str
     series: tuple[Series, ...]
-    window_s: float
+    window_s: float = 300.0
+    """Time charts: x runs from −window_s to 0 (now)."""
+    y_format: Formatter = fmt_count
     markers: tuple[tuple[float, bool], ...] = ()
-    hline: float | None = None
-    hline_label: str = ""
-    y_min: float | None = 0.0
+    """Speculation switched on (True) or off (False) at these x."""
+    hline: Rule | None = None
+    vline: Rule | None = None
+    y_min: float = 0.0
     x_range: tuple[float, float] | None = None
-    """Set for a chart whose x is not time (the bench's concurrency axis)."""
+    """Set for a chart whose x is not time (the bench's log2 concurrency axis)."""
+    x_ticks: tuple[tuple[float, str], ...] = field(default=())
+    """Ticks for a non-time x axis; time charts get round "−5m … now" ticks."""
+
+
+def y_tick_count(height: int) -> int:
+    """How many steps the y axis has room for: one per three rows, between two and four."""
+    return max(2, min(4, (height - 3) // 3))
 
 
 class TimeChart(PlotextPlot):
-    """Seconds before now on x (negative), values on y; vertical markers and one horizontal rule."""
+    """Seconds before now on x (negative), values on y; vertical markers, one rule each way."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._data: ChartData | None = None
+        self._top = 1.0
+        self._left = 0.0
+        self._ticks_for_height = -1
         self.builds = 0
+
+    @property
+    def data(self) -> ChartData | None:
+        return self._data
 
     def show(self, data: ChartData) -> bool:
         """Draw ``data``; returns False when it is what is already drawn (nothing to do)."""
         if data == self._data:
             return False
         self._data = data
-        plt = self.plt
-        plt.clear_figure()
-        plt.title(data.title)
-        if data.x_range is not None:
-            plt.xlim(*data.x_range)
-            plt.xlabel("concurrency")
-        else:
-            plt.xlim(-data.window_s, 0)
-            plt.xlabel("seconds ago")
-        top = 1.0
-        for s in data.series:
-            if s.ys:
-                top = max(top, max(s.ys))
-                plt.plot(list(s.xs), list(s.ys), label=s.label, color=s.color, marker="braille")
-        if data.hline is not None:
-            top = max(top, data.hline)
-            plt.hline(data.hline, color="orange")
-        if data.y_min is not None:
-            plt.ylim(data.y_min, top * 1.1)
-        for x, on in data.markers:
-            plt.vline(x, color="green" if on else "red")
+        self._build(data)
         self.builds += 1
         self.refresh()
         return True
+
+    def _build(self, data: ChartData) -> None:
+        plt = self.plt
+        plt.clear_figure()
+        if data.x_range is not None:
+            plt.xlim(*data.x_range)
+            ticks = data.x_ticks
+        else:
+            plt.xlim(-data.window_s, 0)
+            ticks = tuple(time_ticks(data.window_s))
+        if ticks:
+            plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
+        top = 0.0
+        left = data.x_range[0] if data.x_range is not None else -data.window_s
+        rule = data.hline
+        if rule is not None:
+            top = max(top, rule.value)
+            if rule.history is not None and rule.history[0]:
+                top = max(top, max(rule.history[1]))
+                plt.plot(
+                    list(rule.history[0]), list(rule.history[1]), color=rgb(rule.color), marker="braille"
+                )
+            else:
+                plt.hline(rule.value, color=rgb(rule.color))
+        for s in data.series:
+            if s.ys:
+                top = max(top, max(s.ys))
+                plt.plot(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.marker)
+        for s in data.series:  # the point glyphs last, so a later line never hides an earlier arm's points
+            if s.ys and s.points:
+                plt.scatter(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.points)
+        for x, on in data.markers:
+            plt.vline(x, color=rgb("green" if on else "red"))
+        if data.vline is not None:
+            plt.vline(data.vline.value, color=rgb(data.vline.color))
+        self._top = top
+        self._ticks_for_height = -1  # y ticks depend on the height: set at render time
+        self._left = left
+
+    def _apply_y_ticks(self, height: int) -> None:
+        data = self._data
+        if data is None or height == self._ticks_for_height:
+            return
+        self._ticks_for_height = height
+        ticks = nice_ticks(data.y_min, max(self._top, data.y_min + 1e-9), y_tick_count(height))
+        self.plt.ylim(ticks[0], ticks[-1])
+        self.plt.yticks(ticks, [data.y_format(t) for t in ticks])
+        # Rule labels sit on their line at the left (a threshold) or the top (a vertical rule), in the
+        # canvas colour so the label reads as a gap in the line.
+        canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
+        if data.hline is not None:
+            at = (
+                data.hline.history[1][0] if data.hline.history and data.hline.history[1] else data.hline.value
+            )
+            self.plt.text(f" {data.hline.label} ", self._left, at, color=rgb(data.hline.color),
+                          background=canvas, alignment="left")  # fmt: skip
+        if data.vline is not None:
+            self.plt.text(f" {data.vline.label} ", data.vline.value, ticks[-1], color=rgb(data.vline.color),
+                          background=canvas, alignment="left")  # fmt: skip
+
+    def render(self) -> RenderResult:
+        self._apply_y_ticks(self.size.height)
+        return super().render()
+
+    def on_resize(self, event: Resize) -> None:
+        if self._data is not None:
+            self._build(self._data)  # text labels were placed for the old height: place them again

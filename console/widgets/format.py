@@ -44,3 +44,49 @@ def sparkline(values: list[float | None], top: float) -> str:
         else:
             out.append(_SPARK[min(len(_SPARK) - 1, max(0, int(value / top * (len(_SPARK) - 1) + 0.5)))])
     return "".join(out)
+
+
+def human(value: object) -> str:
+    """A setting's value in an operator's words: never ``None``, ``True``, ``[]`` or ``{'k': v}``.
+
+    None is "unset", booleans are "on"/"off", lists are joined ("1, 2, 3"; empty is "none"), maps
+    read "key = value", numbers lose trailing zeros.
+    """
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:.0f}"
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [human(v) for v in value]
+        return ", ".join(items) if items else "none"
+    if isinstance(value, dict):
+        if not value:
+            return "none"
+        return ", ".join(f"{k} = {human(v)}" for k, v in value.items())
+    return str(value)
+
+
+def human_setting(key: str, value: object) -> str:
+    """``human`` with the meaning of a few settings spelled out (an unset threshold speculates always)."""
+    if key.endswith("threshold") and (value is None or value == 0):
+        return "none (speculate at every batch size)"
+    return human(value)
+
+
+def since(start: float, now: float) -> str:
+    """ "since 12:03:05 UTC (4 m)": when something began and how long ago, both by the agent's clock."""
+    return f"since {clock(start)} UTC ({duration(max(0.0, now - start))})"
+
+
+def duration(seconds: float) -> str:
+    """42 s, 4 m 10 s, 1 h 5 m: short and exact enough for an ETA or an age."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        m, rest = divmod(s, 60)
+        return f"{m} m {rest} s" if rest and m < 10 else f"{m} m"
+    h, rest = divmod(s, 3600)
+    return f"{h} h {rest // 60} m" if rest >= 60 else f"{h} h"

@@ -1,47 +1,93 @@
-"""The line at the top of every screen: which host, which profile, is the link alive, is the view paused."""
+"""The line at the top of every screen: which host and profile, the engine, the link, health, pause.
+
+What matters at 3 a.m. is on the right and never cut (engine state, link, health, pause); where the
+console is connected to is on the left and gives way with an ellipsis when the terminal is narrow.
+A link problem's whole cause and fix are in the banner below (``console.widgets.link_banner``).
+"""
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
 from console.model import ConsoleModel
 from console.widgets.format import age, clock
 
+_HEALTH = {
+    "critical": ("✖", "bold white on red"),
+    "warning": ("▲", "bold black on yellow"),
+    "info": ("●", "bold black on cyan"),
+}
 
-def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int) -> Text:
-    latest = model.latest
-    text = Text()
-    profile = latest.profile_name if latest and latest.profile_name else "?"
-    if latest is not None and latest.production:
-        text.append(" PRODUCTION ", style="bold white on red")
-        text.append(" ")
-    text.append(f"{profile}", style="bold")
-    text.append(f"  {where}", style="dim")
-    if latest is not None:
-        text.append(f"  engine {latest.engine_kind or '?'} {latest.engine_state}")
-        text.append(f"  @ {clock(latest.time)} UTC")
+
+def health_chip(model: ConsoleModel) -> Text:
+    items = model.health.items
+    worst = model.health.worst
+    if model.latest is None:
+        return Text("")
+    if worst is None:
+        return Text("✓ healthy", style="green")
+    glyph, style = _HEALTH.get(worst, ("●", "bold"))
+    noun = "finding" if len(items) == 1 else "findings"
+    return Text(f" {glyph} {len(items)} {noun} ", style=style)
+
+
+def link_chip(model: ConsoleModel) -> Text:
     link = model.link
     if link.state == "connected":
-        text.append("  ● live", style="green")
-    elif link.state in ("connecting", "reconnecting"):
-        label = "connecting" if link.state == "connecting" else "reconnecting"
+        return Text("● live", style="green")
+    if link.state in ("connecting", "reconnecting"):
         retry = f", retry in {link.retry_in_s:.0f}s" if link.retry_in_s is not None else ""
-        text.append(
-            f"  ◌ {label} (attempt {link.attempt}{retry}); data {age(model.data_age_s())}",
+        return Text(
+            f"◌ {link.state} (attempt {link.attempt}{retry}); data {age(model.data_age_s())}",
             style="bold yellow",
         )
-        if link.message:
-            text.append(f" — {link.message}", style="yellow")
-    elif link.state == "ended":
-        text.append(f"  ■ {link.message}", style="yellow")
-    else:
-        text.append(f"  ✖ {link.message}", style="bold red")
+    if link.state == "ended":
+        return Text(f"■ {link.message or 'ended'}", style="yellow")
+    return Text("✖ not connected", style="bold red")
+
+
+def status_left(model: ConsoleModel, where: str) -> Text:
+    """Where: production or not, the profile, the host, the snapshot's time."""
+    latest = model.latest
+    left = Text(no_wrap=True, overflow="ellipsis")
+    if latest is not None and latest.production:
+        left.append(" PRODUCTION ", style="bold white on red")
+        left.append(" ")
+    left.append(latest.profile_name if latest and latest.profile_name else "?", style="bold")
+    left.append(f"  {where}", style="dim")
+    if latest is not None:
+        left.append(f"  @ {clock(latest.time)} UTC", style="dim")
+    return left
+
+
+def status_right(model: ConsoleModel, *, paused: bool, readonly: bool, unseen: int) -> Text:
+    """What state: the engine, the link, health, read-only, paused; never cut."""
+    latest = model.latest
+    right = Text(no_wrap=True)
+    if latest is not None:
+        right.append(f"engine {latest.engine_kind or '?'} {latest.engine_state}  ")
+    right.append_text(link_chip(model))
+    chip = health_chip(model)
+    if chip.plain:
+        right.append("  ")
+        right.append_text(chip)
     if readonly:
-        text.append("  read-only", style="cyan")
+        right.append("  read-only", style="cyan")
     if paused:
-        text.append(f"  ❚❚ PAUSED ({unseen} new)", style="bold magenta")
-    return text
+        right.append(f"  ❚❚ PAUSED ({unseen} new)", style="bold magenta")
+    return right
+
+
+def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int) -> Table:
+    grid = Table.grid(expand=True)
+    grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    grid.add_column(no_wrap=True, justify="right")
+    grid.add_row(
+        status_left(model, where), status_right(model, paused=paused, readonly=readonly, unseen=unseen)
+    )
+    return grid
 
 
 class StatusLine(Static):

@@ -4,8 +4,10 @@ replay reader loads the file."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,30 @@ def test_the_recorder_records_snapshots_while_the_threshold_moves(make_agent: An
     assert "GET /v1/status" in responses and "GET /v1/profiles" in responses
     assert "0 requests served" not in done.stdout, done.stdout
     assert any((s.load.running or 0) > 0 for s in snapshots), done.stdout  # the traffic ran
+
+
+def test_sigterm_ends_the_recording_early_and_whole(make_agent: Any, tmp_path: Path) -> None:
+    """The GPU session stops the recorder when the benchmark it watches ends: SIGTERM, not a timeout."""
+    agent: Agent = make_agent("sim-record-term", extra=["--sim-speedup", "5"]).start()
+    agent.wait_state("ready")
+    out = tmp_path / "stream.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, str(REPO / "bench" / "record_stream.py"), "--socket", str(agent.socket),
+         "--out", str(out), "--seconds", "300"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    for line in child.stdout:  # the recorder says when it is recording; then the first snapshots land
+        if "recording" in line:
+            break
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and '"snapshot"' not in (out.read_text() if out.exists() else ""):
+        time.sleep(0.1)  # polling a file another process writes: there is no event to await
+    started = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    rest = child.communicate(timeout=30)[0]
+    assert child.returncode == 0, rest
+    assert time.monotonic() - started < 15
+    assert "snapshots" in rest and "-> " in rest
+    items, _ = load_recording(out)  # every line whole: the replay reader loads it
+    assert any(i.kind == "snapshot" for i in items)

@@ -49,7 +49,14 @@ async def test_moving_the_threshold_under_load_publishes_speculation_switched(ma
                     60,
                 )
                 await _set_threshold(c, 2)  # 4 running >= 2: the server stops drafting
-                off_items = await read_stream(c, since, lambda it: bool(_events(it, "speculation.off")), 60)
+                # The switch (from /metrics, every tick) and the threshold's read-back (from /server_info,
+                # read every few ticks) may land in different ticks: wait for both.
+                off_items = await read_stream(
+                    c,
+                    since,
+                    lambda it: bool(_events(it, "speculation.off") and _events(it, "speculation.threshold")),
+                    60,
+                )
                 mark = off_items[-1][1]["seq"]
                 await _set_threshold(c, 0)  # no threshold: speculate at every batch size
                 on_items = await read_stream(c, mark, lambda it: bool(_events(it, "speculation.on")), 60)

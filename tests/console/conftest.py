@@ -15,8 +15,20 @@ from e2e.sshd import Sshd, running_sshd  # tests/e2e: the suite's real-sshd reci
 @pytest.fixture
 async def agent() -> AsyncIterator[RunningAgent]:
     """An agent with its simulated engine ready. Short temp path: UNIX socket paths are limited."""
+    async for running in _ready_agent("local-sim"):
+        yield running
+
+
+@pytest.fixture
+async def production_agent() -> AsyncIterator[RunningAgent]:
+    """The same, running a production copy of the sim profile ("prod-sim", production = true)."""
+    async for running in _ready_agent("prod-sim", production=True):
+        yield running
+
+
+async def _ready_agent(profile: str, *, production: bool = False) -> AsyncIterator[RunningAgent]:
     root = Path(tempfile.mkdtemp(prefix="k25c-"))
-    running = _start_agent(root)
+    running = _start_agent(root, profile, production=production)
     try:
 
         async def ready() -> bool:

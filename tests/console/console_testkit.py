@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,8 +27,12 @@ from rich.console import Console
 from textual.app import App
 from textual.widgets import Static
 
+from agent.profile import load_profile
+
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "profiles"
+SIM_THRESHOLD = load_profile(PROFILES / "local-sim.toml").speculation.threshold
+"""The shipped demo profile's threshold (the tests must not hard-code it: the demo story sets it)."""
 READY_TIMEOUT_S = 40.0
 
 T = TypeVar("T")
@@ -112,6 +117,24 @@ class RunningAgent:
             result: dict[str, Any] = response.json()
             return result
 
+    @property
+    def engine_log(self) -> Path:
+        return self.state_dir / "logs" / "engine.log"
+
+    async def act(self, kind: str, value: object, operator: str = "other-console") -> dict[str, Any]:
+        """Plan and confirm an action through the API, as another operator's console would."""
+        async with self.client() as client:
+            body = {"request_id": os.urandom(8).hex(), "kind": kind, "value": value, "operator": operator}
+            plan = (await client.post("/v1/actions", json=body)).json()
+            assert plan["mode"] in ("live", "restart"), plan
+            result: dict[str, Any] = (await client.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
+            return result
+
+    async def bench_runs(self) -> list[dict[str, Any]]:
+        async with self.client() as client:
+            runs: list[dict[str, Any]] = (await client.get("/v1/bench")).json()["runs"]
+            return runs
+
     async def live_state(self) -> dict[str, Any]:
         """The engine's own read-back of the live speculation state, from its /server_info."""
         url = (await self.status())["engine_url"]
@@ -121,14 +144,33 @@ class RunningAgent:
         return state
 
 
-def _start_agent(root: Path) -> RunningAgent:
+def sim_profile_variant(
+    profiles: Path, name: str, *, production: bool = False, threshold: int | None = None, live_steps: str = ""
+) -> Path:
+    """A copy of the shipped local-sim profile under another name (production, another threshold)."""
+    text = (PROFILES / "local-sim.toml").read_text()
+    text = text.replace('name = "local-sim"', f'name = "{name}"')
+    if production:
+        text = text.replace("production = false", "production = true")
+    if threshold is not None:
+        text = re.sub(r"(?m)^threshold = \d+$", f"threshold = {threshold}", text)
+    if live_steps:
+        text = text.replace("live_steps = [1, 2, 3]", f"live_steps = {live_steps}")
+    path = profiles / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def _start_agent(root: Path, profile: str = "local-sim", *, production: bool = False) -> RunningAgent:
     profiles = root / "profiles"
     profiles.mkdir(parents=True)
     for shipped in PROFILES.glob("*.toml"):
         shutil.copy(shipped, profiles / shipped.name)
+    if profile != "local-sim":
+        sim_profile_variant(profiles, profile, production=production)
     argv = [
         sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim",
-        "--profile", str(profiles / "local-sim.toml"), "--profiles-dir", str(profiles),
+        "--profile", str(profiles / f"{profile}.toml"), "--profiles-dir", str(profiles),
         "--state-dir", str(root / "state"), "--gpus", "none", "--drain-timeout", "2",
     ]  # fmt: skip
     with (root / "agent.log").open("wb") as log:
@@ -153,6 +195,15 @@ def _stop_agent(agent: RunningAgent) -> None:
     if isinstance(engine_pid, int):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(engine_pid, signal.SIGKILL)
+
+
+def screen_text(app: App[None]) -> str:
+    """Everything the terminal shows now, as plain text (what an SVG snapshot draws, without styles)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=StringIO(), record=True, color_system=None,
+                      legacy_windows=False, safe_box=False)  # fmt: skip
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
 
 
 def text_of(app: App[None], selector: str) -> str:

@@ -10,7 +10,7 @@ from tests_console_data import production_snapshot
 from agent.wire import Speculation
 from console.model import ConsoleModel
 from console.widgets.badge import badge_text
-from console.widgets.status import status_text
+from console.widgets.status import status_left
 
 
 def test_link_and_model_import_no_textual() -> None:
@@ -27,12 +27,12 @@ def test_link_and_model_import_no_textual() -> None:
 def test_a_production_host_is_marked_in_the_status_line() -> None:
     model = ConsoleModel(clock=lambda: 0.0)
     model.ingest(production_snapshot(True))
-    text = status_text(model, "ssh ops@gpu1", paused=False, readonly=False, unseen=0)
+    text = status_left(model, "ssh ops@gpu1")
     assert text.plain.startswith(" PRODUCTION ")
     assert any("on red" in str(span.style) for span in text.spans)
     model2 = ConsoleModel(clock=lambda: 0.0)
     model2.ingest(production_snapshot(False))
-    assert "PRODUCTION" not in status_text(model2, "x", paused=False, readonly=False, unseen=0).plain
+    assert "PRODUCTION" not in status_left(model2, "x").plain
 
 
 def test_the_badge_says_why_speculation_is_off() -> None:

@@ -41,14 +41,15 @@ async def test_kv_screen_shows_off_against_no_drafter_and_says_when_it_does_not_
             and f"without the drafter {kv.pool_tokens_without_drafter:,} tokens" in reserve
         )
 
-        # The demo profile's pool (fp8 KV, ~396k tokens) holds 64 requests of 4,000: ask for twice that.
-        app.screen.query_one("#whatif-context", Input).value = "8000"
-        app.screen.query_one("#whatif-running", Input).value = "64"
+        # More requests of 4000 tokens than the pool holds, whatever size the sim's pool is.
+        running = kv.pool_tokens // 4000 + 8
+        app.screen.query_one("#whatif-context", Input).value = "4000"
+        app.screen.query_one("#whatif-running", Input).value = str(running)
         await pilot.click("#whatif-ask")
         await until(lambda: "does not fit" in text_of(app, "#whatif-result"), what="the what-if answer")
         answer = text_of(app, "#whatif-result")
         assert "speculation on" in answer and "off (0 steps)" in answer and "no drafter" in answer
-        assert "64 requests of 8000 tokens hold 512,512 tokens" in answer
+        assert f"{running} requests of 4000 tokens hold {running * (4000 + 8):,} tokens" in answer
 
         running = app.screen.query_one("#whatif-running", Input)
         running.value = "4"

@@ -13,6 +13,7 @@ from console.link.backoff import Backoff
 from console.link.local import LocalLink
 from console.screens.bench import BenchScreen
 from console.screens.confirm import ConfirmPlan
+from console.screens.confirm_dialog import ConfirmDialog
 from console.screens.controls import ControlsScreen
 from console.screens.gpus import GpusScreen
 from console.screens.kv import KvScreen
@@ -35,7 +36,7 @@ async def test_every_screen_renders_what_the_agent_sends(agent: RunningAgent) ->
 
         assert isinstance(app.screen, OverviewScreen)
         await until(lambda: "SPEC" in text_of(app, "#badge"), what="the speculation badge")
-        assert "Throughput" in text_of(app, "#figures")
+        assert "Output" in text_of(app, "#figures")
 
         await pilot.press("k")
         assert isinstance(app.screen, KvScreen)
@@ -117,7 +118,11 @@ async def test_cancel_in_the_confirm_dialog_changes_nothing(agent: RunningAgent)
         await until(lambda: isinstance(app.screen, ConfirmPlan), what="the confirm dialog")
         await pilot.press("n")
         await until(lambda: "Cancelled" in text_of(app, "#control-result"), what="the cancel message")
+        assert "expires" not in text_of(app, "#control-result"), "the agent was told of the cancel"
     assert (await agent.live_state())["threshold"] == before["threshold"]
+    async with agent.client() as client:
+        audit = (await client.get("/v1/audit")).json()["lines"]
+    assert [(line["result"]["status"], line["operator"]) for line in audit] == [("cancelled", "pilot")]
 
 
 async def test_readonly_greys_controls_and_refuses_the_palette_action(agent: RunningAgent) -> None:
@@ -150,11 +155,17 @@ async def test_a_bench_sweep_from_the_console_ends_with_a_table_and_a_recommenda
         screen.query_one("#bench-output", Input).value = "32"
         screen.query_one("#bench-input", Input).value = "64"
         await pilot.click("#bench-start")
+        dialog = await until(lambda: isinstance(app.screen, ConfirmDialog) and app.screen, what="the confirm")
+        assert dialog.challenge is None, "local-sim is not a production profile: y is enough"
+        shown = text_of(app, "#confirm-plan")
+        assert "1, 8 concurrent streams (up to 8 at once)" in shown and "local-sim" in shown
+        await pilot.press("y")
         await until(lambda: screen.bench_id is not None, what="the run to start")
-        table = await until(lambda: "concurrency" in text_of(app, "#bench-table") and text_of(app, "#bench-table"),
+        table = await until(lambda: "asked" in text_of(app, "#bench-table") and text_of(app, "#bench-table"),
                             timeout_s=120, what="the results table",
                             explain=lambda: text_of(app, "#bench-status"))  # fmt: skip
-        assert "on" in table and "off" in table
+        assert "on" in table and "off" in table and "ran" in table
+        assert f"Run {screen.bench_id}" in table, "the table names the run it belongs to"
         status = text_of(app, "#bench-status")
         assert "Recommended threshold" in status or "No recommendation" in status
 
@@ -221,7 +232,7 @@ async def test_with_no_agent_the_console_keeps_retrying_and_says_why(tmp_path: P
     async with app.run_test(size=(100, 30)):
         await until(lambda: app.model.link.attempt >= 3, what="several reconnect attempts")
         await until(
-            lambda: "Is `agent serve` running" in text_of(app, "#status"), what="the reason on screen"
+            lambda: "Is `agent serve` running" in text_of(app, "#link-banner"), what="the reason on screen"
         )
         assert app.model.link.state == "reconnecting" and app.is_running
 
@@ -239,7 +250,7 @@ async def test_turning_adaptive_off_plans_a_restart_and_cancel_keeps_the_engine(
         assert dialog.plan.mode == "restart"
         shown = text_of(app, "#confirm-plan")
         assert "RESTART" in shown and "drain" in shown and "downtime" in shown
-        assert "speculation.adaptive" in shown and "True → False" in shown
+        assert "speculation.adaptive" in shown and "on → off" in shown
         await pilot.press("escape")
         await until(lambda: "Cancelled" in text_of(app, "#control-result"), what="the cancel")
     assert (await agent.status())["engine_pid"] == pid_before

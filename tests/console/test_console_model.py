@@ -59,3 +59,11 @@ def test_version_moves_on_data_and_link_changes_only() -> None:
     assert model.version == v0 + 1 and not model.stale
     model.set_link(LinkStatus("reconnecting", attempt=1))
     assert model.stale
+
+
+def test_a_replay_at_its_end_is_not_greyed_a_dropped_link_is() -> None:
+    model = ConsoleModel()
+    model.set_link(LinkStatus("ended", "end of the recording"))
+    assert not model.stale
+    model.set_link(LinkStatus("failed", "refused"))
+    assert model.stale

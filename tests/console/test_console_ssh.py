@@ -36,7 +36,7 @@ async def test_the_console_stays_up_and_says_why_when_the_key_is_refused(sshd: S
     app = ConsoleApp(SshLink(target(sshd, known_hosts=str(sshd.changed_known_hosts))), operator="pilot")
     async with app.run_test(size=(100, 30)):
         await until(lambda: app.model.link.state == "failed", what="the refused link")
-        assert "never accepts an unverified key" in text_of(app, "#status")
+        assert "never accepts an unverified key" in text_of(app, "#link-banner")
         assert app.is_running
 
 
@@ -50,7 +50,7 @@ async def test_a_dropped_link_reconnects_and_catches_up_with_history_intact(
         before = [s.seq for s in app.model.snapshots]
         assert sshd.drop_connections(), "no SSH session to drop"
         await until(lambda: app.model.link.state == "reconnecting", what="the reconnecting state")
-        assert "reconnecting" in text_of(app, "#status")
+        assert "reconnecting" in text_of(app, "#status") and "Reconnecting" in text_of(app, "#link-banner")
         await until(lambda: app.screen.has_class("-stale"), what="stale values greyed")
         # While the link is down the agent keeps ticking; those snapshots must come back from its ring buffer.
         await until(lambda: app.model.link.state == "connected", timeout_s=30, what="the link to come back")

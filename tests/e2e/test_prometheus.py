@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from agent.profile import load_profile
+
 from .agent_proc import REPO, AgentProc, prepare_profiles, short_root
 from .prometheus import Prometheus, prometheus_binary, running_prometheus
 from .sshd import free_port
@@ -163,7 +165,9 @@ async def scenario(agent: AgentProc, engine_url: str, prom: Prometheus) -> None:
         lambda: prom.value('k25_engine_state{state="ready"}') == 1, timeout_s=WAIT_S, what="engine ready"
     )
     threshold = prom.value("k25_speculation_threshold_requests")
-    assert threshold == 125, f"the profile's threshold, read back from the engine (status {shipped})"
+    profiled = load_profile(shipped["profile_path"]).speculation.threshold
+    assert profiled not in (None, 64)  # the move below must be a change
+    assert threshold == profiled, f"the profile's threshold, read back from the engine (status {shipped})"
 
     # The threshold moved through the agent's API is what Prometheus has next.
     await apply(agent, "threshold", 64)

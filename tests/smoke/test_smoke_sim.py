@@ -9,6 +9,7 @@ stopped (also when the smoke is cancelled, as SIGINT does).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -182,3 +183,27 @@ def test_sigterm_stops_the_engines_and_exits(tmp_path: Path) -> None:
     assert child.returncode == 130
     assert "stopping the engines" in out
     assert _engine_pids(tmp_path) == []
+
+
+def test_tp_derives_a_tensor_parallel_profile_whose_heads_divide() -> None:
+    """Issue 15's check: ``--tp N`` runs the tiny engines over N GPUs; the shape must shard over them."""
+    from agent.smoke.derive import smoke_profile
+
+    profile = load_profile(TINY_PROFILE)
+    models = REPO / "models"
+    derived = smoke_profile(
+        profile, target=models / "t", draft=models / "d", port=30999, gpu=None, label="oracle", tp_size=4
+    )
+    assert derived.server.tp_size == 4
+    assert "CUDA_VISIBLE_DEVICES" not in derived.server.env  # the first 4 visible GPUs
+    assert derived.speculation == profile.speculation
+
+
+async def test_tp_refuses_a_shape_it_cannot_shard_and_a_single_gpu(tmp_path: Path) -> None:
+    odd = dataclasses.replace(_options(tmp_path), shape=shape_for("tiny", heads=12, kv_heads=4), tp_size=8)
+    with pytest.raises(SmokeError, match=r"heads \(12\) must be divisible by the TP size 8"):
+        await run_smoke(odd, lambda line: None, Report())
+    pinned = dataclasses.replace(_options(tmp_path), tp_size=2, gpu=3)
+    with pytest.raises(SmokeError, match="with --tp 2 the engines use the first 2"):
+        await run_smoke(pinned, lambda line: None, Report())
+    assert not (tmp_path / "smoke" / "runs").exists()  # refused before anything started

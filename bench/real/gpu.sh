@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The real-engine runs on a lent one-H200 host with no network (bench/real/README.md), in stages that
+# each fit one 10-minute command, run from the repository root:
+#   bash bench/real/gpu.sh setup     agent env, wheels, `agent install --wheelhouse`, models, launches
+#   bash bench/real/gpu.sh benches   smoke result, the tiny-model comparisons and the recording
+#   bash bench/real/gpu.sh heavy     issue 18: off vs a server without a drafter, skip vs no skip
+#   bash bench/real/gpu.sh collect   bundle what was measured into $OUT (every stage ends with it)
+# Everything runs in the background where it must outlive a command (setsid), every wait is bounded,
+# and every step prints its time, so a stage that runs out of time says where it was.
+set -u
+REPO=$(pwd)
+R=/tmp/real
+A=${K25_AGENT:-/tmp/agent}           # the agent: python3 + its wheels and source, image untouched
+AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
+STATES="tiny-oracle tiny-random heavy-spec heavy-skip heavy-base"
+T0=$SECONDS
+mkdir -p "$R/out"
+say() { echo "[$(date +%T) +$((SECONDS - T0))s] $*"; }
+
+status_field() {  # status_field NAME FIELD: one field of that agent's `agent status --json`
+    $A status --state-dir "/tmp/st-$1" --json 2>/dev/null |
+        python3 -c "import json,sys; print(json.load(sys.stdin).get('$2') or '')" 2>/dev/null
+}
+state_of() { local s; s=$(status_field "$1" engine_state); echo "${s:-down}"; }
+url_of() { status_field "$1" engine_url; }
+LEVELS=${LEVELS:-1,4,16,64,128}
+
+wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine is ready (or LIMIT_S)
+    local limit=$1; shift
+    local until=$((SECONDS + limit)) pending
+    while :; do
+        pending=""
+        for n in "$@"; do [ "$(state_of "$n")" = ready ] || pending="$pending $n"; done
+        [ -z "$pending" ] && { say "ready: $*"; return 0; }
+        [ $SECONDS -ge $until ] && { say "not ready after ${limit}s:$pending"; for n in $pending; do
+            echo "  $n: $(state_of "$n")"; tail -n 3 "/tmp/st-$n/engine/engine.log" 2>/dev/null | cut -c1-300; done
+            return 1; }
+        sleep 5
+    done
+}
+
+setup() {
+    say "agent environment"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/agent-site .carry/agent-deps/*.whl
+    rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
+    cp -r agent console bench pyproject.toml /tmp/agent-src/
+    cp bench/real/profiles/*.toml "$R/profiles/"
+    printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 -m agent.cli.main "$@"\n' > $A
+    printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 "$@"\n' > $AP
+    chmod +x $A $AP
+    $A --help > /dev/null && say "agent runs: $(python3 --version), $(command -v python3)"
+    python3 -c 'import sys; print("  prefix", sys.prefix, "base", sys.base_prefix)'
+    nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv,noheader
+
+    say "wheels"
+    mkdir -p /tmp/w && cat /tmp/stash/w.* | tar -xf - -C /tmp/w && rm -f /tmp/stash/w.*
+    ls /tmp/w | wc -l | xargs echo "  wheels:"
+
+    # The image's own torch writes the models (torch, safetensors, tokenizers are all it needs) while the
+    # stack is built: they do not depend on it.
+    say "models (tiny and heavy, on the GPU, with the image's python) in the background"
+    $AP bench/real/write_models.py --python "$(command -v python3)" --root /tmp/smoke/models \
+        --links /tmp/models tiny heavy > "$R/out/models.log" 2>&1 &
+    local models=$!
+
+    say "agent install --wheelhouse /tmp/w --system-site-packages"
+    $A install --profile "$R/profiles/tiny-oracle.toml" --wheelhouse /tmp/w --system-site-packages \
+        > "$R/out/install.log" 2>&1
+    echo "install exit $?" | tee -a "$R/out/install.log"
+    tail -n 25 "$R/out/install.log"
+    if ! /tmp/stack/bin/python -c 'import sglang' 2>/dev/null; then
+        say "FALLBACK: the shared recipe (pip --target /tmp/site and a wrapper) so the runs can go on"
+        rm -rf /tmp/stack
+        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/w/*.whl
+        local P=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+        mkdir -p /tmp/stack/bin
+        printf '#!/bin/sh\nexport PYTHONPATH=%s HF_HUB_OFFLINE=1\nexec %s "$@"\n' "$P" "$(command -v python3)" \
+            > /tmp/stack/bin/python
+        chmod +x /tmp/stack/bin/python
+        (cd /tmp/site && for p in /tmp/agent-src/agent/install/patches/0*/patch.diff; do patch -p1 --forward < "$p"; done)
+        echo "fallback used" >> "$R/out/install.log"
+    fi
+
+    say "waiting for the models"
+    if ! wait "$models"; then
+        say "the image's python could not write them; the stack's python does"
+        $AP bench/real/write_models.py --python /tmp/stack/bin/python --root /tmp/smoke/models \
+            --links /tmp/models tiny heavy >> "$R/out/models.log" 2>&1
+    fi
+    cat "$R/out/models.log"
+
+    say "launching five agents (each supervises one engine) and agent smoke (two engines)"
+    for n in $STATES; do
+        local extra=""
+        [ "$n" = tiny-oracle ] && extra="--metrics-listen 127.0.0.1:9464"
+        setsid nohup $A serve --engine sglang --profile "$R/profiles/$n.toml" --state-dir "/tmp/st-$n" \
+            --gpus nvml $extra > "$R/serve-$n.log" 2>&1 < /dev/null &
+    done
+    setsid nohup $A smoke --profile "$R/profiles/tiny-oracle.toml" --work-dir /tmp/smoke \
+        --startup-timeout 560 > "$R/out/smoke.log" 2>&1 < /dev/null &
+    echo $! > "$R/smoke.pid"
+    local left=$((570 - (SECONDS - T0)))
+    [ $left -gt 30 ] && wait_ready $left $STATES
+    say "setup stage done"
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader
+}
+
+compare() {  # compare NAME OUTFILE [extra bench options...]
+    local n=$1 out=$2; shift 2
+    say "bench compare $n -> $out"
+    $A bench compare --url "$(url_of "$n")" --concurrency "$LEVELS" --input-len 256 --output-len 128 \
+        --json "$R/out/$out" "$@" > "$R/out/${out%.json}.txt" 2>&1
+    echo "  exit $?"; tail -n 22 "$R/out/${out%.json}.txt"
+}
+
+smoke_result() {
+    local until=$((SECONDS + ${1:-240}))
+    while kill -0 "$(cat "$R/smoke.pid")" 2>/dev/null && [ $SECONDS -lt $until ]; do sleep 5; done
+    say "agent smoke:"; tail -n 30 "$R/out/smoke.log"
+}
+
+benches() {
+    smoke_result 240
+    wait_ready 240 tiny-oracle tiny-random heavy-spec heavy-skip heavy-base
+    say "recording the oracle agent's stream during the first comparison"
+    $AP bench/record_stream.py --socket /tmp/st-tiny-oracle/run/agent.sock \
+        --out "$R/out/real-oracle-compare.jsonl" --seconds 400 > "$R/out/record.txt" 2>&1 &
+    local rec=$!
+    compare tiny-oracle compare-oracle-1.json
+    kill -TERM $rec; wait $rec; tail -n 3 "$R/out/record.txt"
+    compare tiny-oracle compare-oracle-2.json
+    compare tiny-random compare-random.json
+    curl -s 127.0.0.1:9464/metrics | grep -E '^k25_(speculation|engine_state|bench)' | head -20
+}
+
+heavy() {
+    wait_ready 60 heavy-spec heavy-skip heavy-base
+    compare heavy-spec compare-heavy-noskip.json --baseline-url "$(url_of heavy-base)"
+    compare heavy-skip compare-heavy-skip.json --baseline-url "$(url_of heavy-base)"
+    for n in heavy-spec heavy-skip; do
+        say "upshift recovery on $n"
+        $AP bench/upshift_recovery.py --url "$(url_of "$n")" --concurrency 8 --zero-s 8 \
+            --input-len 256 --output-len 3600 --json "$R/out/upshift-$n.json" 2>&1 | tail -n 12
+    done
+    say "agent metrics against the real engine"
+    $A metrics "$(url_of tiny-oracle)/metrics" --json > "$R/out/agent-metrics.json" 2>&1
+    echo "  exit $?"
+    say "agent tick CPU on this host"
+    $AP bench/agent_tick.py --runs 3 2>&1 | tail -n 12 | tee "$R/out/agent-tick.txt"
+}
+
+collect() {
+    say "collect"
+    for n in $STATES; do
+        mkdir -p "$R/logs/$n"
+        cp "/tmp/st-$n"/engine/engine.log* "$R/logs/$n/" 2>/dev/null
+        cp "$R/serve-$n.log" "$R/logs/$n/" 2>/dev/null
+        $A status --state-dir "/tmp/st-$n" --json > "$R/logs/$n/status.json" 2>&1
+    done
+    cp -r /tmp/smoke/runs "$R/logs/smoke-runs" 2>/dev/null
+    tar -czf "$OUT/results.tgz" -C "$R" out
+    tar -czf "$OUT/logs.tgz" -C "$R" logs
+    ls -la "$OUT"
+}
+
+for stage in "$@"; do
+    "$stage"
+done
+[ "${*: -1}" = collect ] || collect

@@ -1,0 +1,48 @@
+"""Write the tiny and heavy local models for the real-engine runs (bench/real/README.md).
+
+    PYTHONPATH=... python3 bench/real/write_models.py --python /tmp/stack/bin/python \
+        --root /tmp/smoke/models --links /tmp/models tiny heavy
+
+The stack's python runs ``agent/smoke/tiny_models.py`` (torch lives there, not in the agent), exactly
+as ``agent smoke`` does, into ``ROOT/<preset>-<digest>`` (so ``agent smoke --work-dir /tmp/smoke``
+reuses the tiny set), and ``LINKS/<preset>`` points at each set, the paths the profiles in
+``bench/real/profiles`` name. Both presets are written at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from agent.smoke.run import write_models
+from agent.smoke.shapes import ModelSet, shape_for
+
+
+async def _write(preset: str, root: Path, links: Path, python: Path) -> None:
+    models = ModelSet(root=root, shape=shape_for(preset), preset=preset)
+    await write_models(models, python, lambda line: print(f"{preset}: {line}", flush=True))
+    links.mkdir(parents=True, exist_ok=True)
+    link = links / preset
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(models.folder, target_is_directory=True)
+    print(f"{preset}: {link} -> {models.folder}", flush=True)
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--python", type=Path, required=True, help="the stack's python (torch, safetensors)")
+    parser.add_argument("--root", type=Path, required=True, help="where the model sets are written")
+    parser.add_argument("--links", type=Path, required=True, help="LINKS/<preset> points at each set")
+    parser.add_argument("presets", nargs="+", choices=("tiny", "heavy"))
+    args = parser.parse_args(argv)
+    await asyncio.gather(*(_write(p, args.root, args.links, args.python) for p in args.presets))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))

@@ -1,0 +1,105 @@
+"""Benchmark runs as the stream reports them: the newest progress of each, never the whole flood.
+
+The agent sends a progress event about once a second per level; the console keeps only the latest
+per run (for the bar and the ETA) and keeps them out of the event log, where they would bury the
+actions and engine events an operator scrolls back for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from agent.wire import Event
+
+RunState = Literal["running", "finished", "failed", "cancelled"]
+
+_STATE_OF_EVENT: dict[str, RunState] = {
+    "bench.started": "running",
+    "bench.progress": "running",
+    "bench.finished": "finished",
+    "bench.failed": "failed",
+    "bench.cancelled": "cancelled",
+}
+
+ETA_MIN_FRACTION = 0.03
+"""Below this share of the run done, an ETA is a guess from too little; none is shown."""
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    bench_id: str
+    state: RunState
+    started_at: float
+    """Agent time of the first event of this run seen (its start, unless the console joined late)."""
+    updated_at: float
+    fraction: float = 0.0
+    arm: str | None = None
+    concurrency: int | None = None
+    completed: int | None = None
+    requests: int | None = None
+    level_index: int | None = None
+    levels: int | None = None
+    message: str = ""
+    error: str | None = None
+    stated_eta_s: float | None = None
+    """The agent's own estimate on its last progress event, when it sends one (preferred)."""
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far (by requests done), or None while that says nothing yet."""
+        if self.state != "running" or self.fraction >= 1.0:
+            return None
+        if self.stated_eta_s is not None:
+            return self.stated_eta_s
+        if self.fraction < ETA_MIN_FRACTION:
+            return None
+        elapsed = self.updated_at - self.started_at
+        if elapsed <= 0:
+            return None
+        return elapsed * (1.0 - self.fraction) / self.fraction
+
+
+def is_progress(event: Event) -> bool:
+    return event.name == "bench.progress"
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class BenchTracker:
+    """Keeps the latest state of each run; ``latest`` is the one most recently heard of."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, BenchRun] = {}
+        self.latest: BenchRun | None = None
+
+    def ingest(self, event: Event) -> bool:
+        state = _STATE_OF_EVENT.get(event.name)
+        bench_id = event.data.get("bench_id")
+        if state is None or not isinstance(bench_id, str):
+            return False
+        data = event.data
+        run = self.runs.get(bench_id) or BenchRun(bench_id, state, event.time, event.time)
+        fraction = data.get("fraction")
+        run = replace(
+            run,
+            state=state,
+            updated_at=event.time,
+            fraction=float(fraction) if isinstance(fraction, int | float) else run.fraction,
+            arm=str(data["arm"]) if isinstance(data.get("arm"), str) else run.arm,
+            concurrency=_int(data.get("concurrency")) or run.concurrency,
+            completed=_int(data.get("completed")) if "completed" in data else run.completed,
+            requests=_int(data.get("requests")) or run.requests,
+            level_index=_int(data.get("level_index")) if "level_index" in data else run.level_index,
+            levels=_int(data.get("levels")) or run.levels,
+            message=event.message,
+            error=str(data["error"]) if data.get("error") else run.error,
+            stated_eta_s=float(eta) if isinstance(eta := data.get("eta_s"), int | float) else None,
+        )
+        if state == "finished":
+            run = replace(run, fraction=1.0)
+        self.runs[bench_id] = run
+        self.latest = run
+        return True

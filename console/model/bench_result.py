@@ -1,0 +1,139 @@
+"""A stored benchmark result, read once into what the Bench screen draws.
+
+The agent's result is JSON (a sweep, or a compare with one entry per arm at each level); this is
+the one place that knows its keys, so the table, the chart and the recommendation read typed values.
+A row is labelled by the concurrency that was asked for; the engine's mean running requests during
+the level (what it actually reached) sits beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ARMS: tuple[str, ...] = ("sweep", "on", "off", "adaptive", "baseline")
+
+REACHED_SHORT = 0.8
+"""A level whose engine ran under this share of the asked concurrency is marked: it measured less."""
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    tok_s: float | None
+    reached: float | None
+    """Mean running requests the engine reported during this arm's level."""
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchLevel:
+    asked: int
+    arms: dict[str, ArmResult]
+
+    @property
+    def reached(self) -> float | None:
+        """The lowest concurrency any arm of this level reached (the honest one to show)."""
+        values = [a.reached for a in self.arms.values() if a.reached is not None]
+        return min(values) if values else None
+
+    @property
+    def short(self) -> bool:
+        reached = self.reached
+        return reached is not None and reached < REACHED_SHORT * self.asked
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    bench_id: str
+    mode: str
+    state: str
+    levels: tuple[BenchLevel, ...]
+    recommended_threshold: int | None
+    reason: str
+    created_at: float | None
+    finished_at: float | None
+    error: str | None
+    arms: tuple[str, ...] = field(default=())
+    """The arms present in any level, in a fixed order."""
+
+
+def _arm(data: Any) -> ArmResult | None:
+    if not isinstance(data, Mapping):
+        return None
+    if "unavailable" in data:
+        return ArmResult(None, None, str(data["unavailable"]))
+    return ArmResult(_float(data.get("output_throughput")), _float(data.get("engine_mean_running_reqs")))
+
+
+def _level(row: Mapping[str, Any]) -> BenchLevel:
+    asked = row.get("concurrency", row.get("max_concurrency", 0))
+    arms: dict[str, ArmResult] = {}
+    if "output_throughput" in row:  # a plain sweep: the level is the arm
+        sweep = _arm(row)
+        if sweep is not None:
+            arms["sweep"] = sweep
+    for name in ARMS[1:]:
+        arm = _arm(row.get(name))
+        if arm is not None:
+            arms[name] = arm
+    return BenchLevel(int(asked) if isinstance(asked, int | float) else 0, arms)
+
+
+def parse_result(data: Mapping[str, Any]) -> BenchResult:
+    levels = tuple(_level(row) for row in data.get("levels") or [] if isinstance(row, Mapping))
+    present = tuple(a for a in ARMS if any(a in level.arms for level in levels))
+    threshold = data.get("recommended_threshold")
+    recommendation = data.get("recommendation")
+    reason = recommendation.get("reason", "") if isinstance(recommendation, Mapping) else ""
+    return BenchResult(
+        bench_id=str(data.get("bench_id", "")),
+        mode=str(data.get("mode") or data.get("kind") or "sweep"),
+        state=str(data.get("state", "finished")),
+        levels=levels,
+        recommended_threshold=threshold
+        if isinstance(threshold, int) and not isinstance(threshold, bool)
+        else None,
+        reason=str(reason or ""),
+        created_at=_float(data.get("created_at")),
+        finished_at=_float(data.get("finished_at")),
+        error=str(data["error"]) if data.get("error") else None,
+        arms=present,
+    )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of the run history (GET /v1/bench lists these, newest first)."""
+
+    bench_id: str
+    mode: str
+    state: str
+    recommended_threshold: int | None
+    created_at: float | None
+    error: str | None
+
+
+def parse_runs(runs: list[Any]) -> list[RunSummary]:
+    out = []
+    for run in runs:
+        if not isinstance(run, Mapping) or not run.get("bench_id"):
+            continue
+        threshold = run.get("recommended_threshold")
+        out.append(
+            RunSummary(
+                bench_id=str(run["bench_id"]),
+                mode=str(run.get("mode") or "?"),
+                state=str(run.get("state") or "?"),
+                recommended_threshold=threshold
+                if isinstance(threshold, int) and not isinstance(threshold, bool)
+                else None,
+                created_at=_float(run.get("created_at")),
+                error=str(run["error"]) if run.get("error") else None,
+            )
+        )
+    return out

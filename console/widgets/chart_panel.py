@@ -1,0 +1,74 @@
+"""A chart with its title and legend: every line, rule and marker named in its own colour and style.
+
+plotext's legend knows only plotted series; the threshold rule and the speculation switch markers
+are lines too, and an operator must be able to tell which is which without guessing.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from console.widgets.chart import ChartData, TimeChart, hex_color
+
+_STYLE_GLYPH = {"braille": "⣤", "dot": "•", "hd": "▄", "fhd": "▄", "sd": "▄"}
+
+
+def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
+    text = Text(title, style="bold")
+    if note:
+        text.append(f" {note}", style="dim")
+    if data is None:
+        return text
+    for s in data.series:
+        glyph = s.points or _STYLE_GLYPH.get(s.marker, s.marker)
+        text.append("  ")
+        text.append(glyph, style=f"bold {hex_color(s.color)}")
+        text.append(f" {s.label}")
+    for rule, glyph in ((data.hline, "─"), (data.vline, "│")):
+        if rule is not None:
+            text.append("  ")
+            text.append(glyph, style=f"bold {hex_color(rule.color)}")
+            text.append(f" {rule.label}")
+    return text
+
+
+def window_legend(window_label: str, *, switches: bool = True) -> Text:
+    """The line over a group of time charts: their window (and the key that changes it) and what
+    the vertical markers on every one of them mean."""
+    text = Text.assemble(("last ", "dim"), (window_label, "bold"), (" (w changes it)", "dim"))
+    if switches:
+        text.append("   markers: ", style="dim")
+        text.append("│", style=f"bold {hex_color('green')}")
+        text.append(" speculation switched on  ")
+        text.append("│", style=f"bold {hex_color('red')}")
+        text.append(" switched off")
+    return text
+
+
+class ChartPanel(Vertical):
+    """Title and legend on top (wrapping when narrow), the chart below."""
+
+    DEFAULT_CSS = """
+    ChartPanel { height: 1fr; }
+    ChartPanel > .chart-legend { height: auto; }
+    ChartPanel > TimeChart { height: 1fr; }
+    """
+
+    def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.title = title
+
+    def compose(self) -> ComposeResult:
+        yield Static(legend_text(self.title, None), classes="chart-legend")
+        yield TimeChart(classes="chart")
+
+    @property
+    def chart(self) -> TimeChart:
+        return self.query_one(TimeChart)
+
+    def show(self, data: ChartData, *, note: str = "") -> bool:
+        self.query_one(".chart-legend", Static).update(legend_text(self.title, data, note=note))
+        return self.chart.show(data)

@@ -1,0 +1,86 @@
+"""Chart ticks an operator reads: round values in the label's unit, time before now, log2 levels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from console.model.window import CHART_WINDOWS_S, DEFAULT_WINDOW_S, next_window, window_label
+from console.widgets.chart import y_tick_count
+from console.widgets.ticks import (
+    fmt_count,
+    fmt_ms,
+    fmt_pct,
+    log2_ticks,
+    nice_step,
+    nice_ticks,
+    time_ticks,
+)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "count", "expected"),
+    [
+        (0, 4367.8, 4, [0, 2000, 4000, 6000]),
+        (0, 784.1, 4, [0, 200, 400, 600, 800]),
+        (0, 900, 4, [0, 250, 500, 750, 1000]),
+        (0, 17.6, 4, [0, 5, 10, 15, 20]),
+        (0, 1.0, 4, [0, 0.25, 0.5, 0.75, 1.0]),
+        (0, 99, 2, [0, 50, 100]),
+    ],
+)
+def test_ticks_are_round_and_cover_the_data(
+    low: float, high: float, count: int, expected: list[float]
+) -> None:
+    ticks = nice_ticks(low, high, count)
+    assert ticks == expected
+    assert ticks[0] <= low and ticks[-1] >= high
+
+
+def test_a_step_is_one_two_two_and_a_half_or_five_times_a_power_of_ten() -> None:
+    for span in (0.37, 3.7, 37, 370, 3700, 123456):
+        step = nice_step(span, 4)
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert round(mantissa, 6) in (1.0, 2.0, 2.5, 5.0)
+        assert span / step <= 4 + 1e-9
+
+
+def test_labels_carry_their_unit() -> None:
+    assert [fmt_count(v) for v in (0, 250, 1000, 1500, 12000)] == ["0", "250", "1k", "1.5k", "12k"]
+    assert [fmt_ms(v) for v in (0, 50, 1500)] == ["0 ms", "50 ms", "1.5 s"]
+    assert fmt_pct(90) == "90%"
+
+
+def test_time_ticks_are_round_times_before_now() -> None:
+    assert time_ticks(300) == [
+        (-300, "−5m"),
+        (-240, "−4m"),
+        (-180, "−3m"),
+        (-120, "−2m"),
+        (-60, "−1m"),
+        (0, "now"),
+    ]
+    assert [label for _, label in time_ticks(60)] == ["−1m", "−45s", "−30s", "−15s", "now"]
+    assert [label for _, label in time_ticks(3600)][-2:] == ["−15m", "now"]
+    assert all(-900 <= x <= 0 for x, _ in time_ticks(900))
+
+
+def test_bench_levels_sit_on_a_log2_axis() -> None:
+    ticks = log2_ticks([1, 2, 4, 8, 16, 32, 64, 128, 250])
+    assert [label for _, label in ticks] == ["1", "2", "4", "8", "16", "32", "64", "128", "250"]
+    xs = [x for x, _ in ticks]
+    assert xs[:5] == [0, 1, 2, 3, 4]  # 1..16 evenly spaced, not squashed against 250
+
+
+def test_the_y_axis_has_as_many_ticks_as_rows_allow() -> None:
+    assert y_tick_count(6) == 2 and y_tick_count(12) == 3 and y_tick_count(40) == 4
+
+
+def test_the_window_cycles_through_the_presets_and_says_so() -> None:
+    assert DEFAULT_WINDOW_S == 300.0
+    seen = [DEFAULT_WINDOW_S]
+    for _ in CHART_WINDOWS_S:
+        seen.append(next_window(seen[-1]))
+    assert seen == [300.0, 900.0, 3600.0, 60.0, 300.0]
+    assert [window_label(w) for w in CHART_WINDOWS_S] == ["1 m", "5 m", "15 m", "1 h"]
