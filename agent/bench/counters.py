@@ -17,8 +17,11 @@ over a span; a counter that went down means a restart, and then nothing is claim
   window (``Histogram.minus``/``quantile``; ``*_above_top`` when the rank is past the top bucket).
 
 ``engine_stream_diff`` is (engine − ours) / ours over the same span (from the first reading to the
-last); above ``MISMATCH`` the level is flagged: then the engine generated tokens we did not receive
-(another client on the server, requests cut short), or our stream counting is off.
+last). A reading is answered while requests keep finishing, so the requests of ours that finished
+within a reading's round trip may or may not be in its count (``engine_race_tokens``: their
+outputs). ``engine_stream_mismatch`` flags a run whose gap is over ``MISMATCH`` (2 %) *and* over
+what those could explain: then the engine generated tokens we did not receive (another client on
+the server, requests cut short), or our stream counting is off.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from agent.bench.window import delivered
 from agent.telemetry.window import CounterWindow
 
 MISMATCH = 0.02
+RACE_MARGIN_S = 0.005
+"""A request that finished this close to a reading's round trip counts as possibly in it or not."""
 ACCEPT_FROM_COUNTERS = "metrics: Δgeneration_tokens_total / Δspec_verify_calls_total over the window"
 ACCEPT_FROM_SERVER_INFO = "server_info: internal_states[0].avg_spec_accept_length after /flush_cache"
 
@@ -45,6 +50,12 @@ def inflight(records: Sequence[RequestRecord], when: float) -> int:
     return sum(r.tokens_by(when) for r in records if r.chunk_times and not (r.done and r.end <= when))
 
 
+def race_tokens(records: Sequence[RequestRecord], read: EngineRead) -> int:
+    """Output tokens of our requests that finished around ``read``: SGLang may have counted them or not."""
+    low, high = read.sent - RACE_MARGIN_S, read.settled + RACE_MARGIN_S
+    return sum(r.output_tokens for r in records if r.done and r.success and low <= r.end <= high)
+
+
 def engine_fields(
     at_start: EngineRead | None, at_end: EngineRead | None, records: Sequence[RequestRecord]
 ) -> dict[str, Any]:
@@ -55,6 +66,8 @@ def engine_fields(
         "engine_inflight_change_tokens": None,
         "engine_window_s": None,
         "engine_stream_diff": None,
+        "engine_stream_mismatch": False,
+        "engine_race_tokens": None,
         "engine_verify_calls": None,
         "accept_length_counters": None,
     }
@@ -76,13 +89,17 @@ def engine_fields(
         change = inflight(records, at_end.settled) - inflight(records, at_start.settled)
         ours = delivered(records, at_start.settled, at_end.settled)
         engine = generated.value + change
+        race = race_tokens(records, at_start) + race_tokens(records, at_end)
+        gap = engine - ours
         fields |= {
             "engine_output_throughput": engine / span,
             "engine_finished_throughput": generated.value / span,
             "engine_generated_tokens": generated.value,
             "engine_inflight_change_tokens": change,
             "engine_window_s": span,
-            "engine_stream_diff": None if ours <= 0 else engine / ours - 1.0,
+            "engine_stream_diff": None if ours <= 0 else gap / ours,
+            "engine_race_tokens": race,
+            "engine_stream_mismatch": ours > 0 and abs(gap) > MISMATCH * ours and abs(gap) > race,
         }
     verifies = window.delta("spec_verify_calls", whole)
     if verifies is not None:

@@ -28,8 +28,8 @@ def default_requests_for(concurrency: int) -> int:
     """The completed requests a level's window must hold when the operator does not say (its K).
 
     Two completions of every stream (2C) and at least 8: the window then holds two whole cycles of
-    the loop, and a low level is never a couple of requests. The loop counts the streams the engine
-    really runs when the window starts, where the server holds fewer than C.
+    the loop (also when the server runs fewer than C and queues the rest), and a low level is never
+    a couple of requests.
     """
     return max(COMPLETIONS_PER_STREAM * concurrency, MIN_COMPLETIONS)
 

@@ -128,8 +128,8 @@ class RunTracker:
         self._last_measuring = now
         self._emit(step, "measuring", f"level {step.level_index + 1}/{self.levels}", completed, requests)
 
-    def measured(self, step: Step, summary: str) -> None:
-        self.model.record(step.concurrency, time.monotonic() - self._step_started)
+    def measured(self, step: Step, summary: str, request_s: float | None = None) -> None:
+        self.model.record(step.concurrency, time.monotonic() - self._step_started, request_s)
         self.done = step.index + 1
         self._emit(step, "measured", summary)
 

@@ -6,12 +6,14 @@ the engine that is linear over a level's time adds the same to every arm's mean,
 always measured first after a change of level).
 
 Duration: each step (one arm's loop at one level: its ramp, whose batch is the discarded warm-up,
-then its window) costs about ``overhead + one request + window``. Before anything ran, the one request the run sends first at
-c=1 (``probe_s``) stands in for a request's time at every level, scaled by ``sqrt(C)``, a middle
-course between a decode-bound engine (request time flat in C) and a saturated one (linear). Each
-measured step then replaces the guess at its level, and levels not yet reached are extrapolated
-from the last two measured ones (growth per doubling of C, kept between 1 and 2), so the ETA tightens
-as the run goes.
+then its window) costs about ``overhead + one request + window``, the window being whole cycles of
+about a request each, two of them at least (or ``min_window_s``). Before anything ran, the one
+request the run sends first at c=1 (``probe_s``) stands in for a request's time at every level,
+scaled by ``sqrt(C)``, a middle course between a decode-bound engine (request time flat in C) and a
+saturated one (linear): the expected duration printed at the start is that rough. Each measured
+step then replaces the guess at its level, and the request time of levels not yet reached grows
+from the last two measured ones (per doubling of C, kept between 1 and 2), so the ETA tightens as
+the run goes.
 """
 
 from __future__ import annotations
@@ -43,38 +45,52 @@ def plan(levels: Sequence[int], arms: Sequence[str], repeats: int) -> list[Step]
 
 STEP_OVERHEAD_S = 0.15
 """Control calls of a step: set_live with its read-back, /flush_cache, /metrics, /server_info."""
+CYCLES_PER_WINDOW = 2
+"""A default window holds two completions per stream: about two request times."""
 
 
 @dataclass
 class DurationModel:
     min_window_s: float
     probe_s: float | None = None
-    measured: dict[int, list[float]] = field(default_factory=dict)
+    """One request alone, before the run (c=1)."""
+    requests: dict[int, list[float]] = field(default_factory=dict)
+    """Concurrency → median request time of each finished step there."""
+    steps: dict[int, list[float]] = field(default_factory=dict)
     """Concurrency → seconds each finished step there took."""
 
-    def guess(self, concurrency: int) -> float:
-        """Seconds one step at ``concurrency`` should take."""
-        if concurrency in self.measured:
-            return float(statistics.fmean(self.measured[concurrency]))
-        known = sorted(self.measured)
-        below = [c for c in known if c < concurrency]
+    def request_s(self, concurrency: int) -> float:
+        """A request's time at ``concurrency``: measured, else grown from the measured levels below
+        (per doubling as between the last two, kept between 1 and 2), else the probe x sqrt(C)."""
+        if concurrency in self.requests:
+            return float(statistics.median(self.requests[concurrency]))
+        below = sorted(c for c in self.requests if c < concurrency)
         if len(below) >= 2:
             a, b = below[-2], below[-1]
-            per_doubling = float((self.guess(b) / self.guess(a)) ** (1 / math.log2(b / a)))
+            per_doubling = float((self.request_s(b) / self.request_s(a)) ** (1 / math.log2(b / a)))
             growth = min(2.0, max(1.0, per_doubling))
-            return self.guess(b) * float(growth ** math.log2(concurrency / b))
+            return self.request_s(b) * float(growth ** math.log2(concurrency / b))
         if below:
             b = below[-1]
-            return self.guess(b) * math.sqrt(concurrency / b)
-        request = (self.probe_s or 0.5) * math.sqrt(concurrency)
-        window = math.ceil(max(self.min_window_s, request) / request) * request
-        return STEP_OVERHEAD_S + request + window
+            return self.request_s(b) * math.sqrt(concurrency / b)
+        return (self.probe_s or 0.5) * math.sqrt(concurrency)
+
+    def guess(self, concurrency: int) -> float:
+        """Seconds one step at ``concurrency`` should take: its own measured steps, else its ramp
+        (a request) and a window of whole cycles (at least ``min_window_s``)."""
+        if concurrency in self.steps:
+            return float(statistics.fmean(self.steps[concurrency]))
+        request = max(self.request_s(concurrency), 1e-3)
+        window = max(self.min_window_s, CYCLES_PER_WINDOW * request)
+        return STEP_OVERHEAD_S + request + math.ceil(window / request) * request
 
     def remaining(self, steps: Sequence[Step]) -> float:
         return sum(self.guess(s.concurrency) for s in steps)
 
-    def record(self, concurrency: int, seconds: float) -> None:
-        self.measured.setdefault(concurrency, []).append(seconds)
+    def record(self, concurrency: int, seconds: float, request_s: float | None = None) -> None:
+        self.steps.setdefault(concurrency, []).append(seconds)
+        if request_s is not None and request_s > 0:
+            self.requests.setdefault(concurrency, []).append(request_s)
 
 
 def format_duration(seconds: float) -> str:

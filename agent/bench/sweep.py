@@ -192,7 +192,7 @@ class SweepSession:
         # before each loop keeps the prefix cache from remembering them.
         where = f"{step.arm} c={c}"
         target, capped = self._target(c)
-        rule = WindowRule(target, opts.min_window_s, opts.min_requests)
+        rule = WindowRule(target, opts.min_window_s, opts.min_requests, streams=c)
         needed = opts.requests_at(c)
         settling = Settling()
         live: LiveSwitch | None = None
@@ -239,7 +239,10 @@ class SweepSession:
             outcome.result["switch"] = switch_record(
                 live.change, live.called, live.set_done, settling, live.threshold, first, window.start
             )
-        tracker.measured(step, f"{outcome.result['output_throughput']:.1f} tok/s over {window.seconds:.1f} s")
+        request_s = outcome.result["median_e2e_latency_ms"] / 1000 or None
+        tracker.measured(
+            step, f"{outcome.result['output_throughput']:.1f} tok/s over {window.seconds:.1f} s", request_s
+        )
         return outcome
 
     def _outcome(

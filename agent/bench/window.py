@@ -1,26 +1,25 @@
 """The steady-state window of one closed-loop level: when it starts, when it ends, what it holds.
 
 A closed loop of C streams with fixed lengths runs in cycles: each stream's request is prefilled
-(queued behind the other arrivals), decodes its L tokens, and the next one starts at once. After the
-ramp the streams finish nearly together and restart together, so the output rate swings within a
-cycle (prefill stalls decoding, then all C decode); measured over a part of a cycle it is off by
-the swing (on the simulator at c=64 a window of two cycles starting after the ramp read 13 % high).
-So a window here is made of whole cycles:
+(queued behind the other arrivals), decodes its L tokens, and the next one starts at once. Within
+a cycle the output rate swings (an arrival's prefill stalls every stream's decoding), so a rate
+measured over part of a cycle is off by the swing. A window here is made of whole cycles:
 
 * it **starts** at the first completion once the engine holds the asked concurrency (the
   engine's ``num_running_reqs`` reads the target, or every one of our C streams has its first token:
   the scheduler has admitted all of them; SGLang refreshes the gauge only every 40 decode batches, so
-  the streams usually say it first). The stream that completes there paces the window. If the
-  engine never holds the target (its running cap or KV pool is smaller), the window starts at the
-  first completion anyway and the level says the concurrency was not reached;
+  the streams usually say it first). The stream that completes there paces the window. The target
+  is the asked level unless the server cannot hold that many (its running cap, its KV pool at the
+  request shape: ``SweepSession._target``); if the engine still never holds it, the window starts
+  once as many requests as the target have come and gone, and the level says it was not reached;
 * it **ends** at a completion of the pacing stream once the window holds at least ``K`` completed
-  requests and ``W`` seconds; from there no stream is replaced (the level drains). Between the two
-  every stream is replaced as soon as it finishes, so the engine stays at the asked concurrency.
+  requests and ``W`` seconds; from there no stream is replaced (the level drains, cut at once:
+  ``loop``). Between the two every stream is replaced as soon as it finishes, so the engine stays
+  at the asked concurrency.
 
-Both ends are at the same phase of the cycle, so each cycle holds its prefill stall and its decode
-in proportion, and the requests in flight at the end have progressed as far as those at the start:
-the tokens SGLang counts when a request *finishes* (``generation_tokens_total``) over the window
-then equal the tokens delivered in it, and the engine's figure can check ours.
+Both ends are at the same phase of the pacing stream's cycle, so each cycle holds its prefill stall
+and its decode in proportion. The loop's ramp is staggered (``loop.StaggeredRamp``) so that the
+streams are spread over a cycle from the start, as they are in the loop's steady state.
 
 ``WindowTracker`` is fed the loop's events as they happen (pure: no clock, no I/O); ``Window`` is
 what it decided, and the functions below compute what the window holds from the requests' chunks.
@@ -36,9 +35,10 @@ from agent.bench.stats import RequestRecord
 
 MIN_COMPLETIONS = 8
 COMPLETIONS_PER_STREAM = 2
-"""The default K is max(MIN_COMPLETIONS, this x the streams running when the window starts): every
-stream completes twice inside a window, so it holds at least two whole cycles of the loop (two
-slices for its interval), and a window at low concurrency is never a couple of requests."""
+"""The default K is max(MIN_COMPLETIONS, this x the loop's streams): every stream completes twice
+inside a window, so it holds at least two whole cycles of the loop (two slices for its interval,
+also where more streams are queued than the server runs), and a window at low concurrency is never
+a couple of requests."""
 
 STARTED_BY_ENGINE = "engine num_running_reqs reached the target"
 STARTED_BY_STREAMS = "every stream had its first token"
@@ -51,7 +51,9 @@ class WindowRule:
     """The concurrency the window waits for (the asked one, capped at the server's running limit)."""
     min_window_s: float
     min_completions: int | None = None
-    """K; None: ``max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM x streams running at the window's start)``."""
+    """K; None: ``max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM x streams)``."""
+    streams: int | None = None
+    """The loop's streams (the asked concurrency); None: the target."""
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,11 @@ class WindowTracker:
             self.start, self.pacer = now, worker
             self.cycles.append(now)
             rule = self.rule
-            at_start = self.running + (1 if had_first_token else 0)
+            streams = rule.streams if rule.streams is not None else rule.target
             self.min_completions = (
                 rule.min_completions
                 if rule.min_completions is not None
-                else max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM * min(rule.target, at_start))
+                else max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM * streams)
             )
             return False
         if success:

@@ -50,7 +50,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         dest="min_requests",
         type=int,
         default=None,
-        help="completed requests each window must hold (default: twice the streams running, at least 8)",
+        help="completed requests each window must hold (default: two per stream, at least 8)",
     )
     parser.add_argument(
         "--warmup-requests",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.bench.interval import estimate, seed_for
+from agent.bench.interval import estimate, seed_for, small_sample_factor
 
 
 def repeat(rates: list[float], seconds: float = 1.0) -> list[tuple[float, float]]:
@@ -55,3 +55,11 @@ def test_the_interval_is_reproducible_from_its_seed() -> None:
 def test_nothing_measured_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least one repeat"):
         estimate([[]])
+
+
+def test_few_samples_widen_the_interval() -> None:
+    """Two repeats of two slices get almost twice the plug-in bootstrap's width; many get little."""
+    assert small_sample_factor(4) == pytest.approx(1.87, abs=0.01)
+    assert small_sample_factor(16) == pytest.approx(1.12, abs=0.01)
+    assert small_sample_factor(200) == pytest.approx(1.0, abs=0.01)
+    assert small_sample_factor(1) == float("inf")

@@ -78,12 +78,17 @@ def test_the_window_ends_at_the_pacers_completion_once_it_holds_k_requests_and_w
     assert tracker.finished(1, 1.7, True, True) is False, "after the end nothing counts"
 
 
-def test_the_default_k_is_two_completions_per_running_stream() -> None:
+def test_the_default_k_is_two_completions_per_stream() -> None:
     tracker = WindowTracker(WindowRule(target=6, min_window_s=0.0))
     for _ in range(6):
         tracker.first_token(0.0)
     tracker.finished(0, 1.0, True, True)
     assert tracker.min_completions == 12
+    queued = WindowTracker(WindowRule(target=6, min_window_s=0.0, streams=10))  # 4 wait in the queue
+    for _ in range(6):
+        queued.first_token(0.0)
+    queued.finished(0, 1.0, True, True)
+    assert queued.min_completions == 20, "every stream twice, queued ones too: two whole cycles"
     small = WindowTracker(WindowRule(target=1, min_window_s=0.0))
     small.first_token(0.0)
     small.finished(0, 1.0, True, True)
