@@ -159,7 +159,7 @@ async def run_compare(
             arms["baseline"] = (base_session, None)
         steps = plan(options.concurrency, list(arms), options.repeats)
         tracker = new_tracker(steps, options, len(options.concurrency), progress)
-        tracker.model.probe_s = await session.probe_request()
+        await session.probe_durations(tracker.model)
         if base_session is not None:
             await base_session.probe_request()
         expected = tracker.planned()

@@ -28,8 +28,8 @@ def default_requests_for(concurrency: int) -> int:
     """The completed requests a level's window must hold when the operator does not say (its K).
 
     Two completions of every stream (2C) and at least 8: the window then holds two whole cycles of
-    the loop (also when the server runs fewer than C and queues the rest), and a low level is never
-    a couple of requests.
+    the loop, and a low level is never a couple of requests. Where the server runs fewer than C at
+    once (its running cap, its KV pool), the loop counts twice what it runs.
     """
     return max(COMPLETIONS_PER_STREAM * concurrency, MIN_COMPLETIONS)
 

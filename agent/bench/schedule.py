@@ -13,7 +13,8 @@ scaled by ``sqrt(C)``, a middle course between a decode-bound engine (request ti
 saturated one (linear): the expected duration printed at the start is that rough. Each measured
 step then replaces the guess at its level, and the request time of levels not yet reached grows
 from the last two measured ones (per doubling of C, kept between 1 and 2), so the ETA tightens as
-the run goes.
+the run goes. With a probe batch at the top level (``probes``) the levels between are interpolated
+(log-log) between the c=1 probe, what was measured, and it: a far better first guess.
 """
 
 from __future__ import annotations
@@ -54,26 +55,44 @@ class DurationModel:
     min_window_s: float
     probe_s: float | None = None
     """One request alone, before the run (c=1)."""
+    probes: dict[int, float] = field(default_factory=dict)
+    """Concurrency → a request's time in a probe batch before the run (the top level's)."""
     requests: dict[int, list[float]] = field(default_factory=dict)
     """Concurrency → median request time of each finished step there."""
     steps: dict[int, list[float]] = field(default_factory=dict)
     """Concurrency → seconds each finished step there took."""
 
+    def known(self) -> dict[int, float]:
+        """Concurrency → a request's time, from what was measured, else the probes."""
+        known = {c: float(statistics.median(v)) for c, v in self.requests.items() if v}
+        if self.probe_s:
+            known.setdefault(1, self.probe_s)
+        for c, t in self.probes.items():
+            known.setdefault(c, t)
+        return known
+
     def request_s(self, concurrency: int) -> float:
-        """A request's time at ``concurrency``: measured, else grown from the measured levels below
-        (per doubling as between the last two, kept between 1 and 2), else the probe x sqrt(C)."""
-        if concurrency in self.requests:
-            return float(statistics.median(self.requests[concurrency]))
-        below = sorted(c for c in self.requests if c < concurrency)
-        if len(below) >= 2:
-            a, b = below[-2], below[-1]
-            per_doubling = float((self.request_s(b) / self.request_s(a)) ** (1 / math.log2(b / a)))
+        """A request's time at ``concurrency``: measured or probed; between two such levels,
+        interpolated log-log; above them, grown per doubling as between the last two (kept between 1
+        and 2); with a single one, scaled by sqrt(C)."""
+        known = self.known()
+        if concurrency in known:
+            return known[concurrency]
+        lower = sorted(c for c in known if c < concurrency)
+        upper = sorted(c for c in known if c > concurrency)
+        if lower and upper:
+            a, b = lower[-1], upper[0]
+            share = math.log(concurrency / a) / math.log(b / a)
+            return known[a] * float((known[b] / known[a]) ** share)
+        if len(lower) >= 2:
+            a, b = lower[-2], lower[-1]
+            per_doubling = float((known[b] / known[a]) ** (1 / math.log2(b / a)))
             growth = min(2.0, max(1.0, per_doubling))
-            return self.request_s(b) * float(growth ** math.log2(concurrency / b))
-        if below:
-            b = below[-1]
-            return self.request_s(b) * math.sqrt(concurrency / b)
-        return (self.probe_s or 0.5) * math.sqrt(concurrency)
+            return known[b] * float(growth ** math.log2(concurrency / b))
+        nearest = lower[-1] if lower else upper[0] if upper else None
+        if nearest is None:
+            return 0.5 * math.sqrt(concurrency)
+        return known[nearest] * math.sqrt(concurrency / nearest)
 
     def guess(self, concurrency: int) -> float:
         """Seconds one step at ``concurrency`` should take: its own measured steps, else its ramp

@@ -139,10 +139,9 @@ class SweepSession:
         first duration guess), and the engine's first request after a start is not a level's."""
         conn = StreamConnection(self.target)
         record = RequestRecord(start=time.perf_counter())
+        send = self._sender(self.options.output_len, itertools.count(7_000_000 + self.options.seed))
         try:
-            await self._sender(self.options.output_len, itertools.count(7_000_000 + self.options.seed))(
-                conn, record, lambda _: None
-            )
+            await until_cancelled(send(conn, record, lambda _: None), self.cancel)
         except EngineUnreachable as exc:
             raise EngineError(f"engine stopped answering before the run: {exc}") from exc
         finally:
@@ -150,6 +149,27 @@ class SweepSession:
         if not record.success:
             raise EngineError(f"the first request failed: {record.error}")
         return record.latency
+
+    async def probe_batch(self, concurrency: int) -> float | None:
+        """``concurrency`` full-length requests at once, before anything is measured: a request's time
+        at the top level, for the expected duration (and the engine has seen that batch size)."""
+        if concurrency <= 1:
+            return None
+        send = self._sender(self.options.output_len, itertools.count(8_000_000 + self.options.seed))
+        try:
+            records = await until_cancelled(warm_up_batch(self.target, concurrency, send), self.cancel)
+        except EngineUnreachable as exc:
+            raise EngineError(f"engine stopped answering before the run: {exc}") from exc
+        latencies = [r.latency for r in records if r.success]
+        return statistics.median(latencies) if latencies else None
+
+    async def probe_durations(self, model: DurationModel) -> None:
+        """The run's first two requests' worth: one alone, then a batch at the top level."""
+        model.probe_s = await self.probe_request()
+        top = max(self.options.concurrency)
+        at_top = await self.probe_batch(min(top, self._target(top)[0]))
+        if at_top is not None:
+            model.probes[top] = at_top
 
     def _target(self, concurrency: int) -> tuple[int, str | None]:
         """The running requests the window waits for: the asked level, unless the server cannot hold
@@ -192,7 +212,7 @@ class SweepSession:
         # before each loop keeps the prefix cache from remembering them.
         where = f"{step.arm} c={c}"
         target, capped = self._target(c)
-        rule = WindowRule(target, opts.min_window_s, opts.min_requests, streams=c)
+        rule = WindowRule(target, opts.min_window_s, opts.min_requests)
         needed = opts.requests_at(c)
         settling = Settling()
         live: LiveSwitch | None = None
@@ -317,7 +337,7 @@ async def run_sweep(
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
-        tracker.model.probe_s = await session.probe_request()
+        await session.probe_durations(tracker.model)
         expected = tracker.planned()
         outcomes = await measure_levels(session, steps, tracker)
     levels = [arm_result(c, "sweep", outcomes[i]) for i, c in enumerate(options.concurrency)]

@@ -28,6 +28,7 @@ what it decided, and the functions below compute what the window holds from the 
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,10 +36,10 @@ from agent.bench.stats import RequestRecord
 
 MIN_COMPLETIONS = 8
 COMPLETIONS_PER_STREAM = 2
-"""The default K is max(MIN_COMPLETIONS, this x the loop's streams): every stream completes twice
-inside a window, so it holds at least two whole cycles of the loop (two slices for its interval,
-also where more streams are queued than the server runs), and a window at low concurrency is never
-a couple of requests."""
+"""The default K is max(MIN_COMPLETIONS, this x the streams the server runs): every running slot
+completes twice inside a window, so it holds two whole cycles of the loop (where more streams are
+queued than the server runs, one cycle of the pacing stream already holds that), and a window at
+low concurrency is never a couple of requests."""
 
 STARTED_BY_ENGINE = "engine num_running_reqs reached the target"
 STARTED_BY_STREAMS = "every stream had its first token"
@@ -51,9 +52,7 @@ class WindowRule:
     """The concurrency the window waits for (the asked one, capped at the server's running limit)."""
     min_window_s: float
     min_completions: int | None = None
-    """K; None: ``max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM x streams)``."""
-    streams: int | None = None
-    """The loop's streams (the asked concurrency); None: the target."""
+    """K; None: ``max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM x target)``."""
 
 
 @dataclass(frozen=True)
@@ -133,11 +132,10 @@ class WindowTracker:
             self.start, self.pacer = now, worker
             self.cycles.append(now)
             rule = self.rule
-            streams = rule.streams if rule.streams is not None else rule.target
             self.min_completions = (
                 rule.min_completions
                 if rule.min_completions is not None
-                else max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM * streams)
+                else max(MIN_COMPLETIONS, COMPLETIONS_PER_STREAM * rule.target)
             )
             return False
         if success:
@@ -191,11 +189,26 @@ class Slice:
 
 
 def slices(records: Sequence[RequestRecord], window: Window, at_most: int) -> list[Slice]:
-    """The window cut into at most ``at_most`` slices of whole pacing cycles (as equal as they come)."""
+    """The window cut into at most ``at_most`` slices for its interval.
+
+    Whole pacing cycles when it holds two or more (as equal as they come). A window of one cycle
+    (more streams queued than the server runs: the pacing stream waits its turn, so one of its
+    cycles holds several turns of every running slot) is cut into equal spans of at least one
+    slot's turn (the median decode time of its requests): the staggered slots keep the rate even
+    at that scale.
+    """
     bounds = list(window.cycles)
     cycles = len(bounds) - 1
-    count = max(1, min(at_most, cycles))
-    cuts = [bounds[round(i * cycles / count)] for i in range(count + 1)]
+    if cycles >= 2:
+        count = min(at_most, cycles)
+        cuts = [bounds[round(i * cycles / count)] for i in range(count + 1)]
+    else:
+        turns = [
+            r.latency - r.ttft for r in records if r.done and r.success and window.start < r.end <= window.end
+        ]
+        turn = statistics.median(turns) if turns else window.seconds
+        count = max(1, min(at_most, int(window.seconds // max(turn, 1e-9))))
+        cuts = [window.start + window.seconds * i / count for i in range(count + 1)]
     return [Slice(a, b, delivered(records, a, b)) for a, b in itertools.pairwise(cuts)]
 
 

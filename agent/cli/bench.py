@@ -23,6 +23,19 @@ from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.store import atomic_write_json
 from agent.bench.sweep import BenchCancelled, run_sweep
 
+WINDOWS = (
+    "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
+    "comes from steady-state windows: from the first completion once the engine holds C, whole cycles of "
+    "one stream, at least --min-requests completed requests and --min-window-s seconds; the ramp is not "
+    "measured. Every arm is measured --repeats times, and its figure is their mean with a 95 % interval. "
+    "The expected duration is printed first, then a line per step with an ETA (a bar on a terminal)."
+)
+COMPARE = (
+    " The arms run interleaved at each level (on, off, adaptive, adaptive, off, on, ...), forced through the "
+    "live threshold, which is restored afterwards; the recommended threshold carries an interval and says "
+    "where the arms could not be told apart."
+)
+
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", required=True, help="the SGLang server, e.g. http://127.0.0.1:30000")
@@ -77,10 +90,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: Any) -> None:
     bench = subparsers.add_parser("bench", help="benchmark an SGLang server (sweep, compare)")
     sub = bench.add_subparsers(dest="bench_command", metavar="SUBCOMMAND", required=True)
-    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level")
+    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level", description=WINDOWS)
     _common(sweep)
     sweep.set_defaults(handler=_handle, bench_mode="sweep")
-    compare = sub.add_parser("compare", help="speculation on / off / adaptive through the live threshold")
+    compare = sub.add_parser(
+        "compare",
+        help="speculation on / off / adaptive through the live threshold",
+        description=WINDOWS + COMPARE,
+    )
     _common(compare)
     compare.add_argument("--baseline-url", default=None, help="a server without a drafter, as a fourth arm")
     compare.set_defaults(handler=_handle, bench_mode="compare")

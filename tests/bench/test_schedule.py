@@ -34,6 +34,15 @@ def test_the_guess_follows_what_was_measured() -> None:
     assert model.request_s(16) == pytest.approx(2.4 * 2), "growth per doubling kept <= 2"
 
 
+def test_a_probe_at_the_top_level_is_interpolated_to() -> None:
+    model = DurationModel(min_window_s=1.0, probe_s=0.2, probes={128: 0.8})
+    assert model.request_s(128) == pytest.approx(0.8)
+    # log-log between (1, 0.2) and (128, 0.8): halfway in log C (c = sqrt(128)) is the geometric mean
+    assert model.request_s(128**0.5) == pytest.approx((0.2 * 0.8) ** 0.5)
+    model.record(16, 1.5, request_s=0.5)
+    assert 0.5 < model.request_s(32) < 0.8, "a measured level replaces the probe below it"
+
+
 def test_progress_reports_the_plan_and_an_eta_that_counts_down() -> None:
     seen: list[BenchProgress] = []
     steps = plan((1, 2), ("sweep",), repeats=2)

@@ -84,11 +84,6 @@ def test_the_default_k_is_two_completions_per_stream() -> None:
         tracker.first_token(0.0)
     tracker.finished(0, 1.0, True, True)
     assert tracker.min_completions == 12
-    queued = WindowTracker(WindowRule(target=6, min_window_s=0.0, streams=10))  # 4 wait in the queue
-    for _ in range(6):
-        queued.first_token(0.0)
-    queued.finished(0, 1.0, True, True)
-    assert queued.min_completions == 20, "every stream twice, queued ones too: two whole cycles"
     small = WindowTracker(WindowRule(target=1, min_window_s=0.0))
     small.first_token(0.0)
     small.finished(0, 1.0, True, True)
@@ -152,6 +147,19 @@ def test_delivered_tokens_slices_and_running_come_from_the_chunks_inside() -> No
     cut = slices(records, w3, at_most=4)
     assert [(s.start, s.end, s.tokens) for s in cut] == [(1.0, 2.0, 10 + 6), (2.0, 3.0, 10 + 8)]
     assert sum(s.tokens for s in cut) == delivered(records, 1.0, 3.0)
+    # one cycle (the pacing stream waited its turn in a queue): equal spans of a slot's turn at least
+    one = WindowTracker(WindowRule(target=2, min_window_s=0.0, min_completions=1))
+    one.first_token(0.5)
+    one.first_token(0.8)
+    one.finished(0, 1.0, True, True)
+    one.finished(1, 1.6, True, True)
+    one.finished(0, 3.0, True, True)
+    w1 = one.window()
+    assert w1 is not None and w1.cycles == (1.0, 3.0)
+    spans = slices(records, w1, at_most=4)
+    # requests inside: a3 (decode 0.5 s) and b1 (0.8 s), a2 (0.5 s): median turn 0.5 s -> 4 spans of 0.5 s
+    assert [(s.start, s.end) for s in spans] == [(1.0, 1.5), (1.5, 2.0), (2.0, 2.5), (2.5, 3.0)]
+    assert sum(s.tokens for s in spans) == delivered(records, 1.0, 3.0)
     # decoding (first token seen, not finished) inside: a2 0.5 s, a3 0.5, b1 0.6, b2 (cut off) 0.8
     assert mean_running(records, 1.0, 3.0) == pytest.approx((0.5 + 0.5 + 0.6 + 0.8) / 2.0)
 
