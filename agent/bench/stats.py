@@ -1,7 +1,8 @@
-"""Per-level statistics, named and computed the way SGLang's ``bench_serving`` names and computes them.
+"""What one streamed request measured, and bench_serving's percentile and spread fields.
 
 Using bench_serving's field names and formulas (``benchmark/serving.py`` ``calculate_metrics``) lets an
-operator put our numbers next to SGLang's own benchmark without translation.
+operator put our numbers next to SGLang's own benchmark without translation; ``window_stats`` computes
+a level's fields over its steady-state window with these.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass
@@ -81,76 +81,3 @@ def spread(prefix: str, values_s: Sequence[float]) -> dict[str, float]:
         f"p95_{prefix}_ms": percentile(values, 95) * 1000,
         f"p99_{prefix}_ms": percentile(values, 99) * 1000,
     }
-
-
-def _peaks(done: Sequence[RequestRecord]) -> tuple[float, int]:
-    """Peak output tokens in any 1-s bucket and peak concurrent requests, as bench_serving buckets them."""
-    if not done:
-        return 0.0, 0
-    t0 = min(r.start for r in done)
-    seconds = math.ceil(max(r.end for r in done) - t0) + 1
-    tokens = [0] * seconds
-    running = [0] * seconds
-    for r in done:
-        t = r.start + r.ttft
-        for gap in [0.0, *r.itl]:
-            t += gap
-            bucket = int(t - t0)
-            if 0 <= bucket < seconds:
-                tokens[bucket] += 1
-        for s in range(int(r.start - t0), min(int(r.end - t0) + 1, seconds)):
-            running[s] += 1
-    return float(max(tokens)), max(running)
-
-
-def throughput_relative_error(records: Sequence[RequestRecord]) -> float:
-    """Relative standard error of the level's output throughput.
-
-    In a closed loop, throughput = concurrency x tokens / mean(e2e) (Little's law), so its relative
-    error is that of the mean end-to-end latency over the completed requests. This is the noise the
-    recommendation compares on/off differences against.
-    """
-    latencies = [r.latency for r in records if r.success]
-    if len(latencies) < 2:
-        return 1.0
-    mean = statistics.fmean(latencies)
-    if mean <= 0:
-        return 1.0
-    return statistics.stdev(latencies) / mean / math.sqrt(len(latencies))
-
-
-def level_metrics(records: Sequence[RequestRecord], duration_s: float) -> dict[str, Any]:
-    """bench_serving's ``BenchmarkMetrics`` fields for one level (those that need no tokenizer)."""
-    done = [r for r in records if r.success]
-    dur = max(duration_s, 1e-9)
-    total_input = sum(r.prompt_tokens for r in done)
-    total_output = sum(r.output_tokens for r in done)
-    tpots = [(r.latency - r.ttft) / (r.output_tokens - 1) for r in done if r.output_tokens > 1]
-    itls = [gap for r in done for gap in r.itl]
-    e2e = [r.latency for r in done]
-    peak_tokens, peak_running = _peaks(done)
-    out: dict[str, Any] = {
-        "duration": duration_s,
-        "completed": len(done),
-        "failed": len(records) - len(done),
-        "total_input_tokens": total_input,
-        "total_output_tokens": total_output,
-        "request_throughput": len(done) / dur,
-        "input_throughput": total_input / dur,
-        "output_throughput": total_output / dur,
-        "total_throughput": (total_input + total_output) / dur,
-    }
-    out |= spread("e2e_latency", e2e)
-    out |= spread("ttft", [r.ttft for r in done])
-    out |= spread("tpot", tpots)
-    out |= spread("itl", itls)
-    out |= {
-        "concurrency": sum(e2e) / dur,
-        "max_output_tokens_per_s": peak_tokens,
-        "max_concurrent_requests": peak_running,
-        "output_throughput_rel_err": throughput_relative_error(done),
-    }
-    errors = sorted({r.error for r in records if r.error})
-    if errors:
-        out["errors"] = errors[:5]
-    return out

@@ -106,7 +106,7 @@ def _spread_of(values: list[float]) -> dict[str, float] | None:
 def settling(switches: list[dict[str, Any]]) -> dict[str, Any]:
     """Seconds from each set_live call: median and extremes over the run's switches."""
     summary: dict[str, Any] = {"switches": len(switches)}
-    for key in ("set_s", "in_force_s", "first_token_s", "settle_s", "warmup_s"):
+    for key in ("set_s", "in_force_s", "first_token_s", "settle_s", "window_start_s"):
         summary[key] = _spread_of([float(s[key]) for s in switches if s.get(key) is not None])
     summary["in_force_not_seen"] = sum(1 for s in switches if s.get("in_force_s") is None)
     return summary

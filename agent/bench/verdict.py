@@ -83,6 +83,11 @@ def _levels_text(cs: list[int]) -> str:
     return ", ".join(f"c={c}" for c in cs)
 
 
+NO_INTERVAL_REL_ERR = 0.05
+"""An arm measured without an interval (one slice of one repeat) is read as ±10 % (1.96 x 5 %):
+wide enough that it cannot make a level look clear."""
+
+
 def recommendation_from_levels(levels: list[dict[str, Any]], repeats: int = 2) -> dict[str, Any]:
     pairs: list[LevelPair] = []
     arms: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -100,8 +105,8 @@ def recommendation_from_levels(levels: list[dict[str, Any]], repeats: int = 2) -
                 off=float(off["output_throughput"]),
                 on_ci=None if on_ci is None else (float(on_ci[0]), float(on_ci[1])),
                 off_ci=None if off_ci is None else (float(off_ci[0]), float(off_ci[1])),
-                on_rel_err=0.05 if on_ci is None else 0.0,
-                off_rel_err=0.05 if off_ci is None else 0.0,
+                on_rel_err=NO_INTERVAL_REL_ERR if on_ci is None else 0.0,
+                off_rel_err=NO_INTERVAL_REL_ERR if off_ci is None else 0.0,
             )
         )
     if not pairs:

@@ -1,6 +1,6 @@
 """bench_serving's per-level fields, computed over a steady-state window only.
 
-The names are bench_serving's (``stats.level_metrics``); what each covers is the window's:
+The names are bench_serving's (``benchmark/serving.py``); what each covers is the window's:
 
 * ``output_throughput``: output tokens our streams delivered inside the window / its length;
 * ``completed``, ``request_throughput``, ``total_input_tokens``: requests that finished inside it;
