@@ -1,15 +1,16 @@
 """Speculation forced on, forced off and adaptive on one server, through the live threshold.
 
-The arms run one after another on the same server: adaptive first (the server as the operator left
-it), then threshold 0 (speculate at every batch size), then threshold 1 (never), and the original
+The arms share one server and run interleaved (``schedule.plan``: at each level on, off, adaptive,
+adaptive, off, on, ... for ``repeats`` passes), each step after its own warm-up batch; the original
 threshold is written back afterwards whatever happened. An optional baseline arm measures a second
 server launched without a drafter, because "off" inside a speculative server still pays for the
 drafter's memory and KV reserve.
 
-Before each live arm's level the step policy is put back at the launch step count (pinned, then
-released: ``EngineProbe.reset_steps``): SGLang's EMA policy remembers the arms before it and can sit
-at 2 or at 3 steps under the same load, so two arms with the same effective setting could differ by
-the history alone.
+Before each live step the step policy is put back at the launch step count (pinned, then released:
+``EngineProbe.reset_steps``): SGLang's EMA policy remembers the arms before it and can sit at 2 or at
+3 steps under the same load, so two arms with the same effective setting could differ by the history
+alone. Every threshold change and reset is a switch whose settling the warm-up batch measures
+(``settle``); the result lists them (``switches``) and sums them up (``settling``).
 """
 
 from __future__ import annotations
@@ -19,17 +20,21 @@ import contextlib
 import time
 from typing import Any
 
+from agent.bench.aggregate import RunOutcome, arm_result
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
-from agent.bench.progress import ProgressCallback, ignore_progress
-from agent.bench.recommend import LevelPair, recommend
-from agent.bench.sweep import RunTracker, SweepSession, make_client, planned_requests, server_summary
+from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.schedule import Step, plan
+from agent.bench.summary import compare_summary, settling
+from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
+from agent.bench.verdict import recommendation_from_levels
 from agent.sglang.info_view import ServerInfo
 from agent.sglang.kv import reserve_per_decode
 from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
 
 NEVER_SPECULATE = 1
-LIVE_ARMS = ("adaptive", "on", "off")
+LIVE_ARMS = ("on", "off", "adaptive")
+Outcomes = dict[str, dict[int, list[RunOutcome]]]
 
 
 def off_memory(info: ServerInfo, concurrency: int) -> dict[str, Any]:
@@ -92,7 +97,7 @@ def assemble_levels(
     """Per level: each arm (or {"unavailable": reason}), the envelope max(on, off) and ratios to it."""
     levels: list[dict[str, Any]] = []
     for i, c in enumerate(concurrency):
-        row: dict[str, Any] = {"concurrency": c}
+        row: dict[str, Any] = {"concurrency": c, "max_concurrency": c}
         for name, arm in arms.items():
             row[name] = {"unavailable": arm} if isinstance(arm, str) else dict(arm[i])
         candidates = [t for t in (_arm_tput(row.get("on")), _arm_tput(row.get("off"))) if t is not None]
@@ -106,35 +111,14 @@ def assemble_levels(
             if tput is not None:
                 row[name]["ratio_to_envelope"] = ratio
         row["ratios"] = ratios
+        mismatched = [n for n in arms if isinstance(row[n], dict) and row[n].get("engine_stream_mismatch")]
+        if mismatched:
+            row["flags"] = [
+                f"{n}: the engine counted {row[n]['engine_stream_diff']:+.1%} against our streams"
+                for n in mismatched
+            ]
         levels.append(row)
     return levels
-
-
-def _summary(levels: list[dict[str, Any]]) -> dict[str, Any]:
-    summary: dict[str, Any] = {}
-    adaptive = [(row["ratios"].get("adaptive"), row["concurrency"]) for row in levels]
-    measured = [(r, c) for r, c in adaptive if r is not None]
-    if measured:
-        worst, at = min(measured)
-        summary["adaptive_min_ratio"] = worst
-        summary["adaptive_min_ratio_at"] = at
-        summary["adaptive_below_0_97_at"] = [c for r, c in measured if r < 0.97]
-    baseline_ahead: list[int] = []
-    for row in levels:
-        base = _arm_tput(row.get("baseline"))
-        best = row["envelope"]
-        if base is not None and best is not None and base > best:
-            baseline_ahead.append(row["concurrency"])
-    if any(_arm_tput(row.get("baseline")) is not None for row in levels):
-        summary["baseline_ahead_at"] = baseline_ahead
-        run_from = None
-        for row in reversed(levels):
-            if row["concurrency"] in baseline_ahead:
-                run_from = row["concurrency"]
-            else:
-                break
-        summary["baseline_ahead_from"] = run_from
-    return summary
 
 
 async def run_compare(
@@ -144,15 +128,10 @@ async def run_compare(
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
 ) -> dict[str, Any]:
-    """Every arm at one level before the next level, in alternating order (ABC, CBA, ...).
-
-    Measuring the arms of a level back to back, with the order balanced across levels, keeps slow
-    drifts of the host (other load, thermal state) out of the on/off comparison at each level.
-    """
+    """Every arm at a level, ``repeats`` times interleaved, before the next level."""
     started = time.time()
     async with make_client(options) as client:
-        tracker = RunTracker(total=0, callback=progress)
-        session = SweepSession(url, options, client, tracker, cancel)
+        session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
         reason = live_unavailable_reason(info)
         base_session: SweepSession | None = None
@@ -160,31 +139,39 @@ async def run_compare(
         if baseline_url:
             # The engine's API key is for the engine only: a baseline URL comes from the request body
             # and may be any server, so it never receives the key.
-            base_session = SweepSession(baseline_url, options.with_api_key(None), client, tracker, cancel)
+            base_session = SweepSession(baseline_url, options.with_api_key(None), client, cancel)
             baseline_info = await base_session.prepare()
         live: dict[str, Any] = {"available": reason is None, "reason": reason}
-        plan: dict[str, tuple[SweepSession, int | None]] = {}
+        arms: dict[str, tuple[SweepSession, int | None]] = {}
         if reason is None:
             original, reset_steps = await _original_threshold_and_reset_steps(session, info)
             live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
-            plan = {
-                "adaptive": (session, original),
+            arms = {
                 "on": (session, NO_THRESHOLD),
                 "off": (session, NEVER_SPECULATE),
+                "adaptive": (session, original),
             }
         else:
             static = "on" if info.speculative else "off"
             live["measured_as_configured"] = static
-            plan = {static: (session, None)}
+            arms = {static: (session, None)}
         if base_session is not None:
-            plan["baseline"] = (base_session, None)
-        tracker.total = planned_requests(options, len(plan))
-        measured = await _measure(plan, options, live, session)
-    arms: dict[str, list[dict[str, Any]] | str] = dict(measured)
+            arms["baseline"] = (base_session, None)
+        steps = plan(options.concurrency, list(arms), options.repeats)
+        tracker = new_tracker(steps, options, len(options.concurrency), progress)
+        await session.probe_durations(tracker.model)
+        if base_session is not None:
+            await base_session.probe_request()
+        expected = tracker.planned()
+        outcomes, switches = await _measure(arms, steps, tracker, live, session)
+    measured: dict[str, list[dict[str, Any]] | str] = {
+        name: [arm_result(c, name, by_level[i]) for i, c in enumerate(options.concurrency)]
+        for name, by_level in outcomes.items()
+    }
     if reason is not None:
         for name in LIVE_ARMS:
-            arms.setdefault(name, reason)
-    levels = assemble_levels(options.concurrency, arms)
+            measured.setdefault(name, reason)
+    levels = assemble_levels(options.concurrency, measured)
     result: dict[str, Any] = {
         "kind": "compare",
         "url": url,
@@ -194,7 +181,10 @@ async def run_compare(
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),
         "live_control": live,
         "levels": levels,
-        "summary": _summary(levels),
+        "summary": compare_summary(levels, live.get("original_threshold")),
+        "switches": switches,
+        "settling": settling(switches),
+        "expected_duration_s": expected,
         "started_at": started,
         "duration_s": time.time() - started,
     }
@@ -202,7 +192,7 @@ async def run_compare(
         memory = off_memory(info, max(options.concurrency))
         result["off_memory"] = memory
         result["off_note"] = off_note(memory, live=reason is None, baseline=baseline_url is not None)
-    result |= _recommendation(levels)
+    result |= recommendation_from_levels(levels, options.repeats)
     return result
 
 
@@ -224,35 +214,55 @@ async def _original_threshold_and_reset_steps(
 
 
 async def _measure(
-    plan: dict[str, tuple[SweepSession, int | None]],
-    options: BenchOptions,
+    arms: dict[str, tuple[SweepSession, int | None]],
+    steps: list[Step],
+    tracker: RunTracker,
     live: dict[str, Any],
     live_session: SweepSession,
-) -> dict[str, list[dict[str, Any]]]:
-    """Run the plan level by level; the live threshold is written back afterwards whatever happened."""
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in plan}
-    names = list(plan)
-    levels = options.concurrency
+) -> tuple[Outcomes, list[dict[str, Any]]]:
+    """Run the steps in order; the live threshold is written back afterwards whatever happened."""
+    outcomes: Outcomes = {name: {} for name in arms}
+    switches: list[dict[str, Any]] = []
     current = live.get("original_threshold")
     reset_steps = live.get("steps_reset_to")
     failure: BaseException | None = None
     try:
-        for index, concurrency in enumerate(levels):
-            for name in names if index % 2 == 0 else reversed(names):
-                session, threshold = plan[name]
+        for step in steps:
+            session, threshold = arms[step.arm]
+            tracker.begin(step)
+
+            async def switch(
+                threshold: int | None = threshold, session: SweepSession = session
+            ) -> LiveSwitch:
+                nonlocal current
+                called = time.perf_counter()
+                change: dict[str, Any] = {}
                 if threshold is not None and threshold != current:
                     await session.probe.set_threshold(threshold)
                     current = threshold
-                if threshold is not None and reset_steps is not None:
+                    change["set_threshold"] = threshold
+                if reset_steps is not None:
                     await session.probe.reset_steps(reset_steps)
-                results[name].append(await session.level(name, concurrency, index, len(levels)))
+                    change["steps"] = f"pinned at {reset_steps}, then released"
+                return LiveSwitch(change, called, time.perf_counter(), current)
+
+            outcome = await session.run_step(step, tracker, None if threshold is None else switch)
+            outcomes[step.arm].setdefault(step.level_index, []).append(outcome)
+            if "switch" in outcome.result:
+                where = {
+                    "concurrency": step.concurrency,
+                    "arm": step.arm,
+                    "repeat": step.repeat,
+                    "step": step.index,
+                }
+                switches.append(where | outcome.result["switch"])
     except BaseException as exc:
         failure = exc
         raise
     finally:
         if "original_threshold" in live:
             await _restore(live_session, live, failure)
-    return results
+    return outcomes, switches
 
 
 async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:
@@ -275,27 +285,3 @@ async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseExc
     if failure is None:
         raise EngineError(message)
     failure.add_note(message)
-
-
-def _recommendation(levels: list[dict[str, Any]]) -> dict[str, Any]:
-    pairs: list[LevelPair] = []
-    for row in levels:
-        on, off = _arm_tput(row.get("on")), _arm_tput(row.get("off"))
-        if on is None or off is None:
-            continue
-        pairs.append(
-            LevelPair(
-                concurrency=row["concurrency"],
-                on=on,
-                off=off,
-                on_rel_err=float(row["on"].get("output_throughput_rel_err", 0.0)),
-                off_rel_err=float(row["off"].get("output_throughput_rel_err", 0.0)),
-            )
-        )
-    if not pairs:
-        return {
-            "recommended_threshold": None,
-            "recommendation": {"reason": "no level has both the on and the off arm measured"},
-        }
-    rec = recommend(pairs)
-    return {"recommended_threshold": rec.threshold, "recommendation": rec.as_dict()}

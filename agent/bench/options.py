@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from agent.bench.settle import WARMUP_OUTPUT_LEN
+from agent.bench.window import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
+
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
 
 
@@ -17,34 +20,42 @@ class BenchOptionError(ValueError):
         self.field_name = field_name
 
 
-def default_requests_for(concurrency: int) -> int:
-    """Requests measured at one level when the operator does not say.
+DEFAULT_MIN_WINDOW_S = 1.0
+DEFAULT_REPEATS = 2
 
-    One full wave per level (C requests), and at least 8 at low concurrency so the level is not a
-    single request. Every measured request starts while the level's C slots are full, so the engine
-    runs at the asked concurrency for most of the level; more waves mostly cost time (a full
-    compare at the simulator's --speedup 20 must fit in two minutes).
+
+def default_requests_for(concurrency: int) -> int:
+    """The completed requests a level's window must hold when the operator does not say (its K).
+
+    Two completions of every stream (2C) and at least 8: the window then holds two whole cycles of
+    the loop, and a low level is never a couple of requests. Where the server runs fewer than C at
+    once (its running cap, its KV pool), the loop counts twice what it runs.
     """
-    return max(concurrency, 8)
+    return max(COMPLETIONS_PER_STREAM * concurrency, MIN_COMPLETIONS)
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
-    requests_per_level: int | None = None
-    """None: :func:`default_requests_for` each level."""
+    min_requests: int | None = None
+    """K: completed requests each window must hold; None: :func:`default_requests_for`."""
     input_len: int = 1024
     output_len: int = 256
     chat: bool = False
-    warmup_requests: int = 1
-    min_level_seconds: float = 2.0
-    """A level keeps starting requests until this long has passed (and at least
-    ``requests_at(C)`` were sent): short levels are dominated by ramp-up, ramp-down and the host's
-    jitter. A real server's levels last longer than this anyway."""
+    repeats: int = DEFAULT_REPEATS
+    """Windows per arm and level (interleaved ABBA across arms)."""
+    min_window_s: float = DEFAULT_MIN_WINDOW_S
+    """W: each window lasts at least this long (then up to the pacing stream's next completion)."""
+    warmup_requests: int = 0
+    """An extra batch of this many short requests before each loop (each loop's first batch, its
+    ramp, is discarded anyway: ``settle``); at most the level's concurrency."""
+    warmup_output_len: int = WARMUP_OUTPUT_LEN
+    window_slices: int = 4
+    """Most slices (of whole pacing cycles) a window is cut into for its interval."""
     request_timeout_s: float = 600.0
     sample_interval_s: float = 0.25
-    """How often the engine's /metrics is read during a level (SGLang builds it from every process's
-    files on each scrape, so it is not free)."""
+    """How often the engine's /metrics is read during a level for its running count (SGLang builds
+    the page from every process's files on each scrape, so it is not free)."""
     api_key: str | None = field(default=None, repr=False)
     admin_api_key: str | None = field(default=None, repr=False)
     """For SGLang's ADMIN_OPTIONAL routes (/set_internal_state, /flush_cache) when the server has an
@@ -52,9 +63,12 @@ class BenchOptions:
     seed: int = 1
 
     def requests_at(self, concurrency: int) -> int:
-        if self.requests_per_level is not None:
-            return self.requests_per_level
+        if self.min_requests is not None:
+            return self.min_requests
         return default_requests_for(concurrency)
+
+    def warmup_at(self, concurrency: int) -> int:
+        return min(self.warmup_requests, concurrency)
 
     def public_dict(self) -> dict[str, Any]:
         """The options as recorded in a result (no API key)."""
@@ -98,35 +112,58 @@ def _int_in(data: Mapping[str, Any], key: str, low: int, high: int, default: int
     return value
 
 
+def _seconds_in(data: Mapping[str, Any], key: str, default: float) -> float:
+    value = data.get(key, default)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 3600:
+        raise BenchOptionError(key, f"{value!r}: must be a number of seconds from 0 to 3600")
+    return float(value)
+
+
+ALIASES = {"requests_per_level": "min_requests", "min_level_seconds": "min_window_s"}
+"""Older names of two body fields, still accepted (the console and scripts send them)."""
+
+
 def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     """Options from a JSON body (the daemon's POST /v1/bench); unknown keys are refused by name."""
     allowed = {
-        "concurrency", "requests_per_level", "input_len", "output_len", "chat", "warmup_requests", "min_level_seconds",
+        "concurrency", "min_requests", "input_len", "output_len", "chat", "repeats", "min_window_s",
+        "warmup_requests", "warmup_output_len", *ALIASES,
     }  # fmt: skip
     unknown = sorted(set(data) - allowed - {"mode", "baseline_url", "confirm_production"})
     if unknown:
         raise BenchOptionError(unknown[0], f"unknown field; allowed: {', '.join(sorted(allowed))}")
-    concurrency = data.get("concurrency", list(DEFAULT_CONCURRENCY))
+    body = dict(data)
+    given: dict[str, str] = {}
+    for old, new in ALIASES.items():
+        if old in body:
+            if new in body:
+                raise BenchOptionError(old, f"give {new} or its older name {old}, not both")
+            body[new] = body.pop(old)
+            given[new] = old
+    try:
+        return _options(body)
+    except BenchOptionError as exc:
+        if exc.field_name not in given:
+            raise
+        raise BenchOptionError(given[exc.field_name], str(exc).split(": ", 1)[1]) from None
+
+
+def _options(body: Mapping[str, Any]) -> BenchOptions:
+    concurrency = body.get("concurrency", list(DEFAULT_CONCURRENCY))
     if not isinstance(concurrency, list):
         raise BenchOptionError("concurrency", "must be a list of integers, e.g. [1, 2, 4, 8]")
-    chat = data.get("chat", False)
+    chat = body.get("chat", False)
     if not isinstance(chat, bool):
         raise BenchOptionError("chat", f"{chat!r}: must be true or false")
-    min_seconds = data.get("min_level_seconds", 2.0)
-    if (
-        not isinstance(min_seconds, int | float)
-        or isinstance(min_seconds, bool)
-        or not 0 <= min_seconds <= 3600
-    ):
-        raise BenchOptionError(
-            "min_level_seconds", f"{min_seconds!r}: must be a number of seconds from 0 to 3600"
-        )
     return BenchOptions(
         concurrency=validate_concurrency(concurrency),
-        min_level_seconds=float(min_seconds),
-        requests_per_level=_int_in(data, "requests_per_level", 1, 100_000, None),
-        input_len=_int_in(data, "input_len", 1, 1_000_000, 1024) or 1024,
-        output_len=_int_in(data, "output_len", 2, 1_000_000, 256) or 256,
+        min_window_s=_seconds_in(body, "min_window_s", DEFAULT_MIN_WINDOW_S),
+        min_requests=_int_in(body, "min_requests", 1, 100_000, None),
+        input_len=_int_in(body, "input_len", 1, 1_000_000, 1024) or 1024,
+        output_len=_int_in(body, "output_len", 2, 1_000_000, 256) or 256,
         chat=chat,
-        warmup_requests=_int_in(data, "warmup_requests", 0, 1000, 1) or 0,
+        repeats=_int_in(body, "repeats", 1, 20, DEFAULT_REPEATS) or DEFAULT_REPEATS,
+        warmup_requests=_int_in(body, "warmup_requests", 0, 100_000, 0) or 0,
+        warmup_output_len=_int_in(body, "warmup_output_len", 1, 1_000_000, WARMUP_OUTPUT_LEN)
+        or WARMUP_OUTPUT_LEN,
     )

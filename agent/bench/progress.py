@@ -1,12 +1,20 @@
-"""Progress of a benchmark run: one record type for the daemon's stream and the terminal bar."""
+"""Progress of a benchmark run: one record type for the daemon's stream and the terminal.
+
+A run is a list of steps (``schedule.plan``: one arm's warm-up and window at one level); progress is
+the share of the run's expected time that has passed, with an ETA from ``schedule.DurationModel``.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
+
+from agent.bench.schedule import DurationModel, Step, format_duration
+
+Phase = Literal["planned", "measuring", "measured"]
 
 
 @dataclass(frozen=True)
@@ -17,11 +25,20 @@ class BenchProgress:
     level_index: int
     levels: int
     completed: int
-    """Measured requests finished at this level."""
+    """Requests completed inside the current window so far."""
     requests: int
+    """Requests the current window must hold (its K)."""
     fraction: float
-    """Of the whole run, 0..1, by requests."""
+    """Of the whole run, 0..1, by expected time."""
     message: str = ""
+    phase: Phase = "measuring"
+    """"planned" once before the first step, "measured" at the end of each step."""
+    repeat: int = 0
+    repeats: int = 1
+    step: int = 0
+    steps: int = 0
+    elapsed_s: float = 0.0
+    eta_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -34,32 +51,128 @@ def ignore_progress(_: BenchProgress) -> None:
     """The default callback."""
 
 
-class TerminalProgress:
-    """A one-line bar on stderr, redrawn at most 10 times a second, only when stderr is a terminal."""
+class RunTracker:
+    """The run's steps, the duration model and the callback: every progress report goes through here."""
 
-    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        model: DurationModel,
+        levels: int,
+        repeats: int,
+        callback: ProgressCallback,
+    ) -> None:
+        self.steps = list(steps)
+        self.model = model
+        self.levels = levels
+        self.repeats = repeats
+        self.callback = callback
+        self.started = time.monotonic()
+        self.done = 0
+        self._step_started = self.started
+        self._last_measuring = 0.0
+
+    def _eta(self, current: Step | None) -> float:
+        rest = self.steps[self.done + (1 if current is not None else 0) :]
+        eta = self.model.remaining(rest)
+        if current is not None:
+            in_step = time.monotonic() - self._step_started
+            eta += max(0.0, self.model.guess(current.concurrency) - in_step)
+        return eta
+
+    def _emit(self, step: Step, phase: Phase, message: str, completed: int = 0, requests: int = 0) -> None:
+        elapsed = time.monotonic() - self.started
+        eta = self._eta(None if phase == "measured" else step)
+        self.callback(
+            BenchProgress(
+                arm=step.arm,
+                concurrency=step.concurrency,
+                level_index=step.level_index,
+                levels=self.levels,
+                completed=completed,
+                requests=requests,
+                fraction=min(1.0, elapsed / max(elapsed + eta, 1e-9)),
+                message=message,
+                phase=phase,
+                repeat=step.repeat,
+                repeats=self.repeats,
+                step=step.index + (1 if phase == "measured" else 0),
+                steps=len(self.steps),
+                elapsed_s=round(elapsed, 1),
+                eta_s=round(eta, 1),
+            )
+        )
+
+    def planned(self) -> float:
+        """Report the plan; returns the expected duration in seconds."""
+        expected = self.model.remaining(self.steps)
+        if self.steps:
+            first = self.steps[0]
+            arms = len({s.arm for s in self.steps})
+            self._emit(
+                first,
+                "planned",
+                f"{len(self.steps)} steps ({self.levels} levels x {arms} arms x {self.repeats} repeats), "
+                f"expected about {format_duration(expected)}",
+            )
+        return expected
+
+    def begin(self, step: Step) -> None:
+        self._step_started = time.monotonic()
+
+    def measuring(self, step: Step, completed: int, requests: int) -> None:
+        """Called at every completion; reported at most 5 times a second."""
+        now = time.monotonic()
+        if now - self._last_measuring < 0.2:
+            return
+        self._last_measuring = now
+        self._emit(step, "measuring", f"level {step.level_index + 1}/{self.levels}", completed, requests)
+
+    def measured(self, step: Step, summary: str, request_s: float | None = None) -> None:
+        self.model.record(step.concurrency, time.monotonic() - self._step_started, request_s)
+        self.done = step.index + 1
+        self._emit(step, "measured", summary)
+
+
+class TerminalProgress:
+    """On a terminal: one bar on stderr, redrawn at most 10 times a second. Elsewhere (a log, a
+    pipe): the plan and one line per finished step, so a captured run still shows where it was."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 24) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
+        self.tty = self.stream.isatty()
         self.width = width
         self._last_draw = 0.0
 
     def __call__(self, progress: BenchProgress) -> None:
-        if not self.enabled:
+        eta = "" if progress.eta_s is None else f"ETA {format_duration(progress.eta_s)}"
+        where = f"[{progress.step}/{progress.steps}] c={progress.concurrency} {progress.arm} r{progress.repeat + 1}"
+        if progress.phase == "planned":
+            self._line(f"plan: {progress.message}")
+            return
+        if not self.tty:
+            if progress.phase == "measured":
+                self._line(f"{where}: {progress.message}; {format_duration(progress.elapsed_s)} in, {eta}")
             return
         now = time.monotonic()
-        level_done = progress.completed >= progress.requests
-        if now - self._last_draw < 0.1 and not level_done:
+        if now - self._last_draw < 0.1 and progress.phase != "measured":
             return
         self._last_draw = now
         filled = int(self.width * progress.fraction)
         bar = "#" * filled + "-" * (self.width - filled)
         self.stream.write(
-            f"\r[{bar}] {progress.fraction * 100:5.1f}%  {progress.arm:<8} c={progress.concurrency:<4} "
-            f"{progress.completed}/{progress.requests} req  {progress.message[:40]:<40}"
+            f"\r[{bar}] {progress.fraction * 100:5.1f}%  {where:<28} "
+            f"{progress.completed}/{progress.requests} req  {eta:<16}"
         )
         self.stream.flush()
 
+    def _line(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 90 + "\r")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
     def close(self) -> None:
-        if self.enabled:
+        if self.tty:
             self.stream.write("\n")
             self.stream.flush()

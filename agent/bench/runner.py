@@ -223,13 +223,17 @@ class BenchRuns:
                 return
             last_sent = now
             elapsed = now - started
-            eta = elapsed * (1 - progress.fraction) / progress.fraction if progress.fraction >= 0.02 else None
+            eta = progress.eta_s
             left = f", about {eta:.0f} s left" if eta is not None else ""
+            what = (
+                progress.message
+                if progress.phase == "planned"
+                else f"{progress.arm} c={progress.concurrency} repeat {progress.repeat + 1}/{progress.repeats}"
+            )
             self.publish(
                 BenchEvent(
                     "bench.progress",
-                    f"benchmark {bench_id}: {progress.arm} c={progress.concurrency} "
-                    f"{progress.completed}/{progress.requests} ({progress.fraction:.0%}{left})",
+                    f"benchmark {bench_id}: {what} ({progress.fraction:.0%}{left})",
                     {
                         "bench_id": bench_id,
                         **progress.as_dict(),

@@ -115,9 +115,9 @@ def chat_body(prompt: Prompt, output_len: int, model: str) -> dict[str, Any]:
 class _TokenClock:
     """Turns cumulative token counts seen at chunk arrival times into TTFT and per-token ITL."""
 
-    def __init__(self, record: RequestRecord, on_first_token: Callable[[], None] | None = None) -> None:
+    def __init__(self, record: RequestRecord, on_tokens: Callable[[int], None] | None = None) -> None:
         self.record = record
-        self.on_first_token = on_first_token
+        self.on_tokens = on_tokens
         self.last_count = 0
         self.last_time = record.start
 
@@ -125,15 +125,17 @@ class _TokenClock:
         new = count - self.last_count
         if new <= 0:
             return
+        self.record.chunk_times.append(now)
+        self.record.chunk_counts.append(count)
         if self.last_count == 0:
             self.record.ttft = now - self.record.start
-            if self.on_first_token is not None:
-                self.on_first_token()
         else:
             gap = (now - self.last_time) / new
             self.record.itl.extend([gap] * new)
         self.last_count = count
         self.last_time = now
+        if self.on_tokens is not None:
+            self.on_tokens(count)
 
 
 _COMPLETION_KEY = b'"completion_tokens":'
@@ -172,9 +174,14 @@ async def stream_request(
     *,
     chat_model: str | None,
     headers: dict[str, str],
-    on_first_token: Callable[[], None] | None = None,
+    on_tokens: Callable[[int], None] | None = None,
+    record: RequestRecord | None = None,
 ) -> RequestRecord:
-    """Send one streaming request; HTTP and stream errors are recorded, a refused connection raises."""
+    """Send one streaming request; HTTP and stream errors are recorded, a refused connection raises.
+
+    ``record``, when given, is filled in place: the caller keeps what a request cut off by the end
+    of its level had delivered (``done`` stays False for it). ``on_tokens(count)`` is called at each
+    chunk that brings new tokens, with the cumulative count (the first call is the first token)."""
     chat = chat_model is not None
     path = "/v1/chat/completions" if chat else "/generate"
     body = (
@@ -182,42 +189,60 @@ async def stream_request(
         if chat_model is not None
         else generate_body(prompt, output_len)
     )
-    record = RequestRecord(start=time.perf_counter())
-    clock = _TokenClock(record, on_first_token)
+    if record is None:
+        record = RequestRecord(start=time.perf_counter())
+    else:
+        record.start = time.perf_counter()
+    clock = _TokenClock(record, on_tokens)
     try:
-        async with contextlib.aclosing(conn.post_sse(path, body, headers)) as events:
-            async for status, payload in events:
-                now = time.perf_counter()
-                if status != 200:
-                    record.error = f"HTTP {status}: {payload[:300].decode(errors='replace')}"
-                    return record
-                if payload == b"[DONE]":
-                    continue
-                counts = None if chat else _native_counts(payload)
-                if counts is not None:
-                    clock.tokens_at(counts[0], now)
-                    record.prompt_tokens = counts[1]
-                    continue
-                data = json.loads(payload)
-                if "error" in data:
-                    record.error = f"stream error: {data['error']}"
-                    return record
-                if chat:
-                    _chat_chunk(data, record, clock, now)
-                else:
-                    meta = data.get("meta_info") or {}
-                    clock.tokens_at(int(meta.get("completion_tokens", 0)), now)
-                    record.prompt_tokens = int(meta.get("prompt_tokens", record.prompt_tokens))
-        record.latency = time.perf_counter() - record.start
-        record.output_tokens = clock.last_count
-        record.success = record.output_tokens > 0
-        if not record.success:
-            record.error = "stream ended without any output token"
+        await _read_stream(conn, path, body, headers, chat, record, clock)
     except ConnectFailed as exc:
         raise EngineUnreachable(f"cannot connect to {conn.target.host}:{conn.target.port}: {exc}") from exc
     except (ProtocolFailure, ValueError) as exc:
         record.error = f"{type(exc).__name__}: {exc}"
+    if record.latency == 0.0:
+        record.latency = time.perf_counter() - record.start
+    record.done = True
     return record
+
+
+async def _read_stream(
+    conn: StreamConnection,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    chat: bool,
+    record: RequestRecord,
+    clock: _TokenClock,
+) -> None:
+    async with contextlib.aclosing(conn.post_sse(path, body, headers)) as events:
+        async for status, payload in events:
+            now = time.perf_counter()
+            if status != 200:
+                record.error = f"HTTP {status}: {payload[:300].decode(errors='replace')}"
+                return
+            if payload == b"[DONE]":
+                continue
+            counts = None if chat else _native_counts(payload)
+            if counts is not None:
+                clock.tokens_at(counts[0], now)
+                record.prompt_tokens = counts[1]
+                continue
+            data = json.loads(payload)
+            if "error" in data:
+                record.error = f"stream error: {data['error']}"
+                return
+            if chat:
+                _chat_chunk(data, record, clock, now)
+            else:
+                meta = data.get("meta_info") or {}
+                clock.tokens_at(int(meta.get("completion_tokens", 0)), now)
+                record.prompt_tokens = int(meta.get("prompt_tokens", record.prompt_tokens))
+    record.latency = time.perf_counter() - record.start
+    record.output_tokens = clock.last_count
+    record.success = record.output_tokens > 0
+    if not record.success:
+        record.error = "stream ended without any output token"
 
 
 def _chat_chunk(data: dict[str, Any], record: RequestRecord, clock: _TokenClock, now: float) -> None:
@@ -229,8 +254,10 @@ def _chat_chunk(data: dict[str, Any], record: RequestRecord, clock: _TokenClock,
         completion = int(usage.get("completion_tokens", 0))
         if has_content:
             clock.tokens_at(completion, now)
-        else:
+        elif completion > clock.last_count:
             # A usage-only or finish chunk: the server's count is authoritative, without new gaps.
-            clock.last_count = max(clock.last_count, completion)
+            clock.last_count = completion
+            record.chunk_times.append(now)
+            record.chunk_counts.append(completion)
     elif has_content:
         clock.tokens_at(clock.last_count + 1, now)

@@ -1,9 +1,10 @@
-"""The closed-loop concurrency sweep: at each level, C workers keep C streamed requests in flight.
+"""Closed-loop levels: at each, C workers keep C streamed requests in flight, measured over a
+steady-state window (``window``), repeated and interleaved (``schedule``).
 
 Like ``bench_serving --max-concurrency C --request-rate inf``: the next request starts as soon as one
-finishes. Per level: a warm-up (not measured), ``/flush_cache`` (so the engine's accept-length totals
-cover only the measured requests), then the measured requests while a sampler reads the engine's
-``num_running_reqs`` to show the concurrency the engine itself reached.
+finishes. One step (one arm at one level, once): a discarded warm-up batch (``settle``), then
+``/flush_cache`` (the prefix cache forgets the prompts another arm sent, and the accept-length totals
+restart), then the measured loop until its window ends (``loop``).
 """
 
 from __future__ import annotations
@@ -14,54 +15,41 @@ import itertools
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.counters import engine_fields
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
+from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
-from agent.bench.progress import BenchProgress, ProgressCallback, ignore_progress
-from agent.bench.stats import RequestRecord, level_metrics
+from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.schedule import DurationModel, Step, plan
+from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
+from agent.bench.stats import RequestRecord
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
+from agent.bench.window import WindowRule, slices
+from agent.bench.window_stats import window_metrics
+from agent.sglang import kv
 from agent.sglang.info_view import ServerInfo
-from agent.sglang.reading import MetricsReading
-
-ACCEPT_FROM_COUNTERS = (
-    "metrics: Δgeneration_tokens_total / Δspec_verify_calls_total over the measured requests"
-)
-ACCEPT_FROM_SERVER_INFO = "server_info: internal_states[0].avg_spec_accept_length after /flush_cache"
-WARMUP_OUTPUT_LEN = 16
 
 
 class BenchCancelled(RuntimeError):
     """The operator cancelled the run."""
 
 
-@dataclass
-class RunTracker:
-    """Counts requests over a whole run (all arms), so progress is one fraction from 0 to 1."""
+@dataclass(frozen=True)
+class LiveSwitch:
+    """A live change made just before a step: what, when it was asked, when it read back."""
 
-    total: int
-    done: int = 0
-    callback: ProgressCallback = ignore_progress
-
-    def report(
-        self, arm: str, concurrency: int, index: int, levels: int, completed: int, requests: int
-    ) -> None:
-        self.callback(
-            BenchProgress(
-                arm=arm,
-                concurrency=concurrency,
-                level_index=index,
-                levels=levels,
-                completed=completed,
-                requests=requests,
-                fraction=min(1.0, self.done / max(1, self.total)),
-                message=f"level {index + 1}/{levels}",
-            )
-        )
+    change: dict[str, Any]
+    called: float
+    set_done: float
+    threshold: int | None
+    """The live threshold now in force (what the warm-up checks the engine's steps against)."""
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -69,15 +57,14 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
 
 
 def make_client(options: BenchOptions) -> httpx.AsyncClient:
-    """One pooled client, with a connection for every in-flight request of the largest level."""
-    connections = max(options.concurrency) + 16
+    """One pooled client for the control and telemetry endpoints (the load has its own connections)."""
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         timeout=httpx.Timeout(options.request_timeout_s, connect=10.0),
     )
 
 
-async def _until_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
+async def until_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -> Any:
     """Await ``work``; if ``cancel`` is set first, cancel it and raise BenchCancelled."""
     task = asyncio.ensure_future(work)
     if cancel is None:
@@ -95,108 +82,18 @@ async def _until_cancelled(work: Awaitable[Any], cancel: asyncio.Event | None) -
     return task.result()
 
 
-async def _closed_loop(
-    target: Target,
-    concurrency: int,
-    count: int,
-    send: Callable[[StreamConnection], Awaitable[RequestRecord]],
-    on_done: Callable[[], None],
-    min_seconds: float = 0.0,
-) -> list[RequestRecord]:
-    """Run at least ``count`` requests, and keep starting new ones until ``min_seconds`` have
-    passed, with ``concurrency`` in flight, each worker on its own keep-alive connection; the first
-    refused connection stops all."""
-    records: list[RequestRecord] = []
-    issued = 0
-    deadline = time.perf_counter() + min_seconds
-
-    async def worker() -> None:
-        nonlocal issued
-        conn = StreamConnection(target)
-        try:
-            while issued < count or time.perf_counter() < deadline:
-                issued += 1
-                records.append(await send(conn))
-                on_done()
-        finally:
-            await conn.close()
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, count)):
-                group.create_task(worker())
-    except* EngineUnreachable as errors:
-        raise errors.exceptions[0] from None
-    return records
-
-
-@dataclass
-class _RunningSampler:
-    """Reads the engine's num_running_reqs every ``interval_s``, and once more as soon as every slot
-    of the level has its first token (the moment the engine should hold all C requests), so a short
-    level is not missed and a long one is not scraped more than needed."""
-
-    probe: EngineProbe
-    interval_s: float
-    samples: list[float] = field(default_factory=list)
-    failures: int = 0
-    all_started: asyncio.Event = field(default_factory=asyncio.Event)
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-
-    burst: int = 4
-    burst_interval_s: float = 0.05
-
-    async def _sample(self) -> None:
-        try:
-            reading = await self.probe.metrics()
-        except EngineError:
-            self.failures += 1
-            return
-        running = None if reading is None else reading.gauge("running")
-        if running is not None:
-            self.samples.append(running)
-
-    async def run(self) -> None:
-        # SGLang refreshes the gauge every decode-log-interval batches, so one read at the moment
-        # the level is full can be stale: read a short burst then, and periodically otherwise.
-        while not self.all_started.is_set() and not self.stop.is_set():
-            await self._sample()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.all_started.wait(), self.interval_s)
-        for _ in range(self.burst):
-            if self.stop.is_set():
-                return
-            await self._sample()
-            await asyncio.sleep(self.burst_interval_s)
-        while not self.stop.is_set():
-            await self._sample()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), self.interval_s)
-
-    async def finish(self, task: asyncio.Future[None]) -> None:
-        """Let a read in flight land (a level shorter than one scrape still gets its sample)."""
-        self.stop.set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(task, 2.0)
-
-
-def _delta(after: MetricsReading | None, before: MetricsReading | None, name: str) -> float | None:
-    if after is None or before is None:
-        return None
-    a, b = after.counter(name), before.counter(name)
-    return None if a is None or b is None else a - b
+def new_tracker(
+    steps: list[Step], options: BenchOptions, levels: int, progress: ProgressCallback
+) -> RunTracker:
+    model = DurationModel(options.min_window_s)
+    return RunTracker(steps, model, levels, options.repeats, progress)
 
 
 class SweepSession:
-    """One client and engine probe for a whole run; ``sweep(arm)`` measures every level once."""
+    """One engine's probe and request recipe for a whole run; ``run_step`` measures one step."""
 
     def __init__(
-        self,
-        url: str,
-        options: BenchOptions,
-        client: httpx.AsyncClient,
-        tracker: RunTracker,
-        cancel: asyncio.Event | None = None,
+        self, url: str, options: BenchOptions, client: httpx.AsyncClient, cancel: asyncio.Event | None = None
     ) -> None:
         self.url = url.rstrip("/")
         self.options = options
@@ -204,183 +101,227 @@ class SweepSession:
         self.headers = auth_headers(options.api_key)
         self.probe = EngineProbe(client, self.url, self.headers, auth_headers(options.admin_api_key))
         self.target = Target.parse(self.url)
-        self.tracker = tracker
         self.cancel = cancel
         self.chat_model: str | None = None
-        self._seed = itertools.count(options.seed * 1_000_000)
-        self._warmed = False
+        self.info: ServerInfo | None = None
 
     async def prepare(self) -> ServerInfo:
         """Check the engine answers and return its /server_info view (the caller keeps what it needs)."""
         if not await self.probe.healthy():
             raise EngineError(f"{self.url}/health does not answer 200: the engine is not up")
-        info = await self.probe.server_info()
+        self.info = await self.probe.server_info()
         if self.options.chat:
             self.chat_model = await self.probe.served_model()
-        return info
+        return self.info
 
-    async def _send(
+    def _sender(
+        self, output_len: int, seeds: Iterator[int], input_len: int | None = None
+    ) -> Callable[[StreamConnection, RequestRecord, Callable[[int], None]], Awaitable[RequestRecord]]:
+        length = self.options.input_len if input_len is None else input_len
+
+        async def send(
+            conn: StreamConnection, record: RequestRecord, on_tokens: Callable[[int], None]
+        ) -> RequestRecord:
+            return await stream_request(
+                conn,
+                make_prompt(length, next(seeds)),
+                output_len,
+                chat_model=self.chat_model,
+                headers=self.headers,
+                on_tokens=on_tokens,
+                record=record,
+            )
+
+        return send
+
+    async def probe_request(self) -> float:
+        """One full-length request alone, before anything is measured: what a request costs (the run's
+        first duration guess), and the engine's first request after a start is not a level's."""
+        conn = StreamConnection(self.target)
+        record = RequestRecord(start=time.perf_counter())
+        send = self._sender(self.options.output_len, itertools.count(7_000_000 + self.options.seed))
+        try:
+            await until_cancelled(send(conn, record, lambda _: None), self.cancel)
+        except EngineUnreachable as exc:
+            raise EngineError(f"engine stopped answering before the run: {exc}") from exc
+        finally:
+            await conn.close()
+        if not record.success:
+            raise EngineError(f"the first request failed: {record.error}")
+        return record.latency
+
+    async def probe_batch(self, concurrency: int) -> float | None:
+        """``concurrency`` full-length requests at once, before anything is measured: a request's time
+        at the top level, for the expected duration (and the engine has seen that batch size)."""
+        if concurrency <= 1:
+            return None
+        send = self._sender(self.options.output_len, itertools.count(8_000_000 + self.options.seed))
+        try:
+            records = await until_cancelled(warm_up_batch(self.target, concurrency, send), self.cancel)
+        except EngineUnreachable as exc:
+            raise EngineError(f"engine stopped answering before the run: {exc}") from exc
+        latencies = [r.latency for r in records if r.success]
+        return statistics.median(latencies) if latencies else None
+
+    async def probe_durations(self, model: DurationModel) -> None:
+        """The run's first two requests' worth: one alone, then a batch at the top level."""
+        model.probe_s = await self.probe_request()
+        top = max(self.options.concurrency)
+        at_top = await self.probe_batch(min(top, self._target(top)[0]))
+        if at_top is not None:
+            model.probes[top] = at_top
+
+    def _target(self, concurrency: int) -> tuple[int, str | None]:
+        """The running requests the window waits for: the asked level, unless the server cannot hold
+        that many (its running cap, or its KV pool at this request shape); then why not."""
+        info = self.info
+        if info is None:
+            return concurrency, None
+        limits: list[tuple[int, str]] = []
+        if info.max_running_total:
+            limits.append(
+                (int(info.max_running_total), f"the server caps running requests at {info.max_running_total}")
+            )
+        pool = info.pool_tokens
+        if pool:
+            page = info.page_size or 1
+            per_request = (
+                kv.ceil_to_page(self.options.input_len, page)
+                + self.options.output_len
+                + kv.reserve_per_decode(info.spec_shape(), page)
+            )
+            fit = max(1, pool // per_request)
+            limits.append((fit, f"its KV pool ({pool} tokens) holds {fit} requests of this shape"))
+        below = [(n, why) for n, why in limits if n < concurrency]
+        return min(below) if below else (concurrency, None)
+
+    async def run_step(
         self,
-        conn: StreamConnection,
-        output_len: int,
-        on_first_token: Callable[[], None] | None = None,
-        seeds: Iterator[int] | None = None,
-    ) -> RequestRecord:
-        prompt = make_prompt(self.options.input_len, next(self._seed if seeds is None else seeds))
-        return await stream_request(
-            conn,
-            prompt,
-            output_len,
-            chat_model=self.chat_model,
-            headers=self.headers,
-            on_first_token=on_first_token,
-        )
-
-    async def sweep(self, arm: str) -> list[dict[str, Any]]:
-        levels = self.options.concurrency
-        return [await self.level(arm, c, i, len(levels)) for i, c in enumerate(levels)]
-
-    async def level(self, arm: str, concurrency: int, index: int, levels: int) -> dict[str, Any]:
+        step: Step,
+        tracker: RunTracker,
+        switch: Callable[[], Awaitable[LiveSwitch]] | None = None,
+    ) -> RunOutcome:
+        """One arm at one level: (an extra warm-up), /flush_cache, the live switch, the loop."""
         if self.cancel is not None and self.cancel.is_set():
             raise BenchCancelled("cancelled by the operator")
         opts = self.options
-        level_seed = (opts.seed * 1000 + index + 1) * 1_000_000
-        await self._warm_up(concurrency, itertools.count(level_seed + 500_000))
-        flush_problem = await self.probe.flush_cache()
-        before = await self.probe.metrics()
-        count = opts.requests_at(concurrency)
-        completed = 0
-        # The prompts of a level (warm-up and measured) are the same for every arm (bench_serving's
-        # one dataset and seed): arms then differ by their setting, not by which prompts they drew.
-        # Unique within the level, and /flush_cache above keeps the prefix cache from remembering
-        # another arm's.
-        seeds = itertools.count(level_seed)
-
-        def on_done() -> None:
-            nonlocal completed
-            completed += 1
-            if completed <= count:  # requests beyond the plan (min_level_seconds) do not move the bar
-                self.tracker.done += 1
-            self.tracker.report(arm, concurrency, index, levels, completed, max(count, completed))
-
-        sampler = _RunningSampler(self.probe, opts.sample_interval_s)
-        first_tokens = 0
-
-        def on_first_token() -> None:
-            nonlocal first_tokens
-            first_tokens += 1
-            if first_tokens == min(concurrency, count):
-                sampler.all_started.set()
-
-        sampling = asyncio.ensure_future(sampler.run())
-        cpu0, t0 = time.process_time(), time.perf_counter()
+        c = step.concurrency
+        level_seed = (opts.seed * 1000 + step.level_index + 1) * 1_000_000
+        # The prompts of a level are the same for every arm and repeat (bench_serving's one dataset
+        # and seed): arms then differ by their setting, not by which prompts they drew. /flush_cache
+        # before each loop keeps the prefix cache from remembering them.
+        where = f"{step.arm} c={c}"
+        target, capped = self._target(c)
+        rule = WindowRule(target, opts.min_window_s, opts.min_requests)
+        needed = opts.requests_at(c)
+        settling = Settling()
+        live: LiveSwitch | None = None
         try:
-            records: list[RequestRecord] = await _until_cancelled(
-                _closed_loop(
+            if opts.warmup_requests:
+                warm_send = self._sender(opts.warmup_output_len, itertools.count(level_seed + 500_000))
+                await until_cancelled(warm_up_batch(self.target, opts.warmup_at(c), warm_send), self.cancel)
+            flush_problem = await self.probe.flush_cache()
+            if switch is not None:
+                live = await switch()
+            threshold = None if live is None else live.threshold
+
+            async def watch(decoding: Callable[[], int], first_token: asyncio.Event) -> None:
+                await watch_in_force(self.probe, threshold, decoding, settling, first_token)
+
+            loop: LoopResult = await until_cancelled(
+                measured_loop(
                     self.target,
-                    concurrency,
-                    count,
-                    lambda conn: self._send(conn, opts.output_len, on_first_token, seeds),
-                    on_done,
-                    opts.min_level_seconds,
+                    c,
+                    rule,
+                    self._sender(opts.output_len, itertools.count(level_seed)),
+                    self.probe,
+                    opts.sample_interval_s,
+                    lambda t: tracker.measuring(step, t.completions, t.min_completions or needed),
+                    stagger_tokens=opts.output_len,
+                    watch=None if live is None else watch,
                 ),
                 self.cancel,
             )
         except EngineUnreachable as exc:
-            raise EngineError(f"engine stopped answering during {arm} c={concurrency}: {exc}") from exc
-        finally:
-            await sampler.finish(sampling)
-        duration = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        result = level_metrics(records, duration)
-        if result["failed"] and not await self.probe.healthy():
-            raise EngineError(
-                f"engine stopped answering during {arm} c={concurrency}: {result.get('errors', ['?'])[0]}"
-            )
-        if result["completed"] == 0:
-            raise EngineError(
-                f"every request failed at {arm} c={concurrency}: {result.get('errors', ['?'])[0]}"
-            )
-        after = await self.probe.metrics()
+            raise EngineError(f"engine stopped answering during {where}: {exc}") from exc
+        failures = [r.error for r in loop.records if r.done and not r.success]
+        window = loop.window
+        if window is None or loop.gave_up:
+            if not await self.probe.healthy():
+                raise EngineError(f"engine stopped answering during {where}: {(failures or ['?'])[0]}")
+            raise EngineError(f"requests kept failing at {where} ({loop.gave_up}): {(failures or ['?'])[0]}")
         info = await self.probe.server_info()
-        result = {"max_concurrency": concurrency, "requests": len(records), **result}
-        result |= self._engine_fields(result, before, after, info, sampler, flush_problem)
-        result["client_cpu_fraction"] = cpu / max(duration, 1e-9)
-        return result
-
-    async def _warm_up(self, concurrency: int, seeds: Iterator[int] | None = None) -> None:
-        """Short requests before each level; before the run's first level, full-length ones, so an
-        adaptive engine's acceptance EMA has settled before anything is measured (the first arm
-        measured would otherwise pay for it)."""
-        n = min(self.options.warmup_requests, concurrency)
-        if n <= 0:
-            return
-        output_len = (
-            self.options.output_len if not self._warmed else min(WARMUP_OUTPUT_LEN, self.options.output_len)
+        outcome = self._outcome(step, loop, flush_problem, info, capped)
+        if live is not None:
+            first = min(
+                (r.first_token_at for r in loop.records if r.first_token_at is not None), default=None
+            )
+            outcome.result["switch"] = switch_record(
+                live.change, live.called, live.set_done, settling, live.threshold, first, window.start
+            )
+        request_s = outcome.result["median_e2e_latency_ms"] / 1000 or None
+        tracker.measured(
+            step, f"{outcome.result['output_throughput']:.1f} tok/s over {window.seconds:.1f} s", request_s
         )
-        self._warmed = True
-        try:
-            records = await _until_cancelled(
-                _closed_loop(
-                    self.target, n, n, lambda conn: self._send(conn, output_len, seeds=seeds), lambda: None
-                ),
-                self.cancel,
-            )
-        except EngineUnreachable as exc:
-            raise EngineError(f"engine stopped answering during warm-up: {exc}") from exc
-        failures = [r.error for r in records if not r.success]
-        if len(failures) == n:
-            raise EngineError(f"warm-up request failed: {failures[0]}")
+        return outcome
 
-    def _engine_fields(
-        self,
-        result: dict[str, Any],
-        before: MetricsReading | None,
-        after: MetricsReading | None,
-        info: ServerInfo,
-        sampler: _RunningSampler,
-        flush_problem: str | None,
-    ) -> dict[str, Any]:
-        concurrency = int(result["max_concurrency"])
-        duration = float(result["duration"])
-        generated = _delta(after, before, "generation_tokens")
-        verifies = _delta(after, before, "spec_verify_calls")
-        server_accept = info.state0.avg_spec_accept_length
-        fields: dict[str, Any] = {
-            "engine_generated_tokens": generated,
-            "engine_output_throughput": None if generated is None else generated / max(duration, 1e-9),
-            "accept_length_server_info": None if flush_problem else server_accept,
+    def _outcome(
+        self, step: Step, loop: LoopResult, flush_problem: str | None, info: ServerInfo, capped: str | None
+    ) -> RunOutcome:
+        window = loop.window
+        assert window is not None
+        c = step.concurrency
+        metrics = window_metrics([(loop.records, window)])
+        cut = slices(loop.records, window, self.options.window_slices)
+        result: dict[str, Any] = {
+            "repeat": step.repeat,
+            "step": step.index,
+            "requests": len(loop.records),
+            **metrics,
+            "window_s": window.seconds,
+            "window": {
+                "start_source": window.start_source,
+                "ramp_s": round(window.start - min(r.start for r in loop.records), 4),
+                "cycles": len(window.cycles) - 1,
+                "min_requests": window.min_completions,
+                "target": window.target,
+                "loop_s": round(loop.seconds, 4),
+            },
+            "slices": [[s.tokens, round(s.seconds, 6)] for s in cut],
         }
-        if generated is not None and verifies:
-            fields["accept_length"] = generated / verifies
-            fields["accept_length_source"] = ACCEPT_FROM_COUNTERS
-        elif server_accept is not None and not flush_problem:
-            fields["accept_length"] = float(server_accept)
-            fields["accept_length_source"] = ACCEPT_FROM_SERVER_INFO
-        else:
-            fields["accept_length"] = None
-            fields["accept_length_source"] = "none: the engine reports no speculative verify counts"
+        result |= engine_fields(loop.at_start, loop.at_end, loop.records)
+        server_accept = None if flush_problem else info.state0.avg_spec_accept_length
+        result["accept_length_server_info"] = server_accept
+        result["accept_length"] = result["accept_length_counters"]
+        if result["accept_length"] is None and server_accept is not None:
+            result["accept_length"] = float(server_accept)
         if flush_problem:
-            fields["flush_cache_problem"] = flush_problem
-        samples = sampler.samples
-        peak = max(samples) if samples else None
-        fields["engine_running_samples"] = len(samples)
-        fields["engine_max_running_reqs"] = peak
-        fields["engine_mean_running_reqs"] = statistics.fmean(samples) if samples else None
-        cap = info.max_running_total
-        fields["concurrency_reached"] = None if peak is None else peak >= concurrency
-        if peak is None:
-            fields["concurrency_note"] = "no num_running_reqs samples (/metrics not exported?)"
-        elif peak < concurrency:
-            why = f"; the server caps running requests at {cap}" if cap and int(cap) < concurrency else ""
-            fields["concurrency_note"] = (
-                f"engine reached {int(peak)} running requests, not {concurrency}{why}"
-            )
-        return fields
+            result["flush_cache_problem"] = flush_problem
+        inside = [v for t, v in loop.running_samples if window.start <= t <= window.end]
+        engine_peak = max((v for _, v in loop.running_samples), default=None)
+        peak = max(loop.tracker.peak_running, int(engine_peak or 0))
+        result |= {
+            "engine_running_samples": len(inside),
+            "engine_max_running_reqs": max(inside) if inside else engine_peak,
+            "engine_mean_running_reqs": statistics.fmean(inside) if inside else None,
+            "concurrency_reached": peak >= c,
+            "client_cpu_fraction": loop.cpu_s / max(loop.seconds, 1e-9),
+        }
+        if peak < c:
+            why = f"; {capped}" if capped else ""
+            result["concurrency_note"] = f"engine reached {peak} running requests, not {c}{why}"
+        slices_samples = [(float(s.tokens), s.seconds) for s in cut]
+        return RunOutcome(result, (loop.records, window), slices_samples)
 
 
-def planned_requests(options: BenchOptions, arms: int = 1) -> int:
-    return arms * sum(options.requests_at(c) for c in options.concurrency)
+async def measure_levels(
+    session: SweepSession, steps: list[Step], tracker: RunTracker
+) -> dict[int, list[RunOutcome]]:
+    outcomes: dict[int, list[RunOutcome]] = {}
+    for step in steps:
+        tracker.begin(step)
+        outcomes.setdefault(step.level_index, []).append(await session.run_step(step, tracker))
+    return outcomes
 
 
 async def run_sweep(
@@ -391,17 +332,22 @@ async def run_sweep(
 ) -> dict[str, Any]:
     """A plain sweep of the server as it runs (no speculation setting is touched)."""
     started = time.time()
-    tracker = RunTracker(total=planned_requests(options), callback=progress)
+    steps = plan(options.concurrency, ["sweep"], options.repeats)
+    tracker = new_tracker(steps, options, len(options.concurrency), progress)
     async with make_client(options) as client:
-        session = SweepSession(url, options, client, tracker, cancel)
+        session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
-        levels = await session.sweep("sweep")
+        await session.probe_durations(tracker.model)
+        expected = tracker.planned()
+        outcomes = await measure_levels(session, steps, tracker)
+    levels = [arm_result(c, "sweep", outcomes[i]) for i, c in enumerate(options.concurrency)]
     return {
         "kind": "sweep",
         "url": url,
         "options": options.public_dict(),
         "server": server_summary(info),
         "levels": levels,
+        "expected_duration_s": expected,
         "started_at": started,
         "duration_s": time.time() - started,
     }

@@ -10,30 +10,72 @@ from typing import Any
 
 from agent.bench.compare import run_compare
 from agent.bench.engine import EngineError
-from agent.bench.options import BenchOptionError, BenchOptions, parse_concurrency
+from agent.bench.options import (
+    DEFAULT_MIN_WINDOW_S,
+    DEFAULT_REPEATS,
+    BenchOptionError,
+    BenchOptions,
+    parse_concurrency,
+)
 from agent.bench.progress import TerminalProgress
 from agent.bench.report import compare_table, sweep_table
+from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.store import atomic_write_json
 from agent.bench.sweep import BenchCancelled, run_sweep
+
+WINDOWS = (
+    "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
+    "comes from steady-state windows: from the first completion once the engine holds C, whole cycles of "
+    "one stream, at least --min-requests completed requests and --min-window-s seconds; the ramp is not "
+    "measured. Every arm is measured --repeats times, and its figure is their mean with a 95 % interval. "
+    "The expected duration is printed first, then a line per step with an ETA (a bar on a terminal)."
+)
+COMPARE = (
+    " The arms run interleaved at each level (on, off, adaptive, adaptive, off, on, ...), forced through the "
+    "live threshold, which is restored afterwards; the recommended threshold carries an interval and says "
+    "where the arms could not be told apart."
+)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", required=True, help="the SGLang server, e.g. http://127.0.0.1:30000")
     parser.add_argument("--concurrency", default="1,2,4,8,16,32,64,128,250", help="levels, comma-separated")
-    parser.add_argument(
-        "--requests-per-level", type=int, default=None, help="measured requests per level (default max(C, 8))"
-    )
     parser.add_argument("--input-len", type=int, default=1024, help="prompt tokens per request")
     parser.add_argument("--output-len", type=int, default=256, help="output tokens per request (ignore_eos)")
     parser.add_argument("--chat", action="store_true", help="use /v1/chat/completions instead of /generate")
     parser.add_argument(
-        "--warmup-requests", type=int, default=1, help="unmeasured requests before each level"
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        help=f"windows per arm and level, interleaved on/off/adaptive/adaptive/off/on (default {DEFAULT_REPEATS})",
     )
     parser.add_argument(
+        "--min-window-s",
         "--min-level-seconds",
+        dest="min_window_s",
         type=float,
-        default=2.0,
-        help="keep starting requests at a level until this long has passed (default 2)",
+        default=DEFAULT_MIN_WINDOW_S,
+        help=f"each steady-state window lasts at least this long (default {DEFAULT_MIN_WINDOW_S:g} s)",
+    )
+    parser.add_argument(
+        "--min-requests",
+        "--requests-per-level",
+        dest="min_requests",
+        type=int,
+        default=None,
+        help="completed requests each window must hold (default: two per stream, at least 8)",
+    )
+    parser.add_argument(
+        "--warmup-requests",
+        type=int,
+        default=0,
+        help="an extra batch of short requests before each loop (default 0: each loop's first batch is its warm-up)",
+    )
+    parser.add_argument(
+        "--warmup-output-len",
+        type=int,
+        default=WARMUP_OUTPUT_LEN,
+        help=f"output tokens of each warm-up request (default {WARMUP_OUTPUT_LEN})",
     )
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
     parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
@@ -48,34 +90,43 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: Any) -> None:
     bench = subparsers.add_parser("bench", help="benchmark an SGLang server (sweep, compare)")
     sub = bench.add_subparsers(dest="bench_command", metavar="SUBCOMMAND", required=True)
-    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level")
+    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level", description=WINDOWS)
     _common(sweep)
     sweep.set_defaults(handler=_handle, bench_mode="sweep")
-    compare = sub.add_parser("compare", help="speculation on / off / adaptive through the live threshold")
+    compare = sub.add_parser(
+        "compare",
+        help="speculation on / off / adaptive through the live threshold",
+        description=WINDOWS + COMPARE,
+    )
     _common(compare)
     compare.add_argument("--baseline-url", default=None, help="a server without a drafter, as a fourth arm")
     compare.set_defaults(handler=_handle, bench_mode="compare")
 
 
 def _options(args: argparse.Namespace) -> BenchOptions:
-    for name in ("input_len", "output_len", "requests_per_level"):
+    for name, flag in (("input_len", "input-len"), ("output_len", "output-len"), ("min_requests", "min-requests"),
+                       ("warmup_output_len", "warmup-output-len")):  # fmt: skip
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise BenchOptionError(name.replace("_", "-"), f"{value}: must be at least 1")
-    if not 0 <= args.min_level_seconds <= 3600:
-        raise BenchOptionError("min-level-seconds", f"{args.min_level_seconds}: must be from 0 to 3600")
+            raise BenchOptionError(flag, f"{value}: must be at least 1")
+    if not 1 <= args.repeats <= 20:
+        raise BenchOptionError("repeats", f"{args.repeats}: must be from 1 to 20")
+    if not 0 <= args.min_window_s <= 3600:
+        raise BenchOptionError("min-window-s", f"{args.min_window_s}: must be from 0 to 3600")
     if args.warmup_requests < 0:
         raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
     api_key = _read_key(args.api_key_file, "api-key-file")
     admin_api_key = _read_key(args.admin_api_key_file, "admin-api-key-file")
     return BenchOptions(
         concurrency=parse_concurrency(args.concurrency),
-        requests_per_level=args.requests_per_level,
+        min_requests=args.min_requests,
         input_len=args.input_len,
         output_len=args.output_len,
         chat=args.chat,
+        repeats=args.repeats,
+        min_window_s=args.min_window_s,
         warmup_requests=args.warmup_requests,
-        min_level_seconds=args.min_level_seconds,
+        warmup_output_len=args.warmup_output_len,
         api_key=api_key,
         admin_api_key=admin_api_key,
     )

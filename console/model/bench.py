@@ -40,6 +40,8 @@ class BenchRun:
     requests: int | None = None
     level_index: int | None = None
     levels: int | None = None
+    repeat: int | None = None
+    repeats: int | None = None
     message: str = ""
     error: str | None = None
     stated_eta_s: float | None = None
@@ -94,6 +96,8 @@ class BenchTracker:
             requests=_int(data.get("requests")) or run.requests,
             level_index=_int(data.get("level_index")) if "level_index" in data else run.level_index,
             levels=_int(data.get("levels")) or run.levels,
+            repeat=_int(data.get("repeat")) if "repeat" in data else run.repeat,
+            repeats=_int(data.get("repeats")) or run.repeats,
             message=event.message,
             error=str(data["error"]) if data.get("error") else run.error,
             stated_eta_s=float(eta) if isinstance(eta := data.get("eta_s"), int | float) else None,

@@ -2,8 +2,10 @@
 
 The agent's result is JSON (a sweep, or a compare with one entry per arm at each level); this is
 the one place that knows its keys, so the table, the chart and the recommendation read typed values.
-A row is labelled by the concurrency that was asked for; the engine's mean running requests during
-the level (what it actually reached) sits beside it.
+A row is labelled by the concurrency that was asked for; the running requests the engine held
+during the level (what it actually reached) sit beside it. Each arm's figure carries its 95 %
+interval over the repeats (``output_throughput_ci``) when the run measured one; older results have
+none and are shown as figures alone.
 """
 
 from __future__ import annotations
@@ -26,8 +28,23 @@ def _float(value: Any) -> float | None:
 class ArmResult:
     tok_s: float | None
     reached: float | None
-    """Mean running requests the engine reported during this arm's level."""
+    """Running requests during this arm's level: held in its steady-state window (newer results),
+    else the engine's mean running requests."""
     unavailable: str | None = None
+    interval: tuple[float, float] | None = None
+    """The figure's 95 % interval over repeats and window slices."""
+    repeats: int | None = None
+    window_s: float | None = None
+    """Seconds of steady-state window the figure covers, all repeats together."""
+    counts_differ: bool = False
+    """The engine's token count and our streams' differed by more than 2 % (another client?)."""
+
+    @property
+    def half_width_rel(self) -> float | None:
+        """The interval's half-width over the figure: the ± of the table."""
+        if self.interval is None or not self.tok_s:
+            return None
+        return (self.interval[1] - self.interval[0]) / 2 / self.tok_s
 
 
 @dataclass(frozen=True)
@@ -61,13 +78,38 @@ class BenchResult:
     arms: tuple[str, ...] = field(default=())
     """The arms present in any level, in a fixed order."""
 
+    @property
+    def has_intervals(self) -> bool:
+        return any(arm.interval is not None for level in self.levels for arm in level.arms.values())
+
+    @property
+    def repeats(self) -> int | None:
+        counts = {arm.repeats for level in self.levels for arm in level.arms.values() if arm.repeats}
+        return max(counts) if counts else None
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    low, high = _float(value[0]), _float(value[1])
+    return None if low is None or high is None else (low, high)
+
 
 def _arm(data: Any) -> ArmResult | None:
     if not isinstance(data, Mapping):
         return None
     if "unavailable" in data:
         return ArmResult(None, None, str(data["unavailable"]))
-    return ArmResult(_float(data.get("output_throughput")), _float(data.get("engine_mean_running_reqs")))
+    windowed = "window_s" in data
+    repeats = data.get("repeats")
+    return ArmResult(
+        _float(data.get("output_throughput")),
+        _float(data.get("concurrency" if windowed else "engine_mean_running_reqs")),
+        interval=_interval(data.get("output_throughput_ci")),
+        repeats=repeats if isinstance(repeats, int) and not isinstance(repeats, bool) else None,
+        window_s=_float(data.get("window_s")),
+        counts_differ=data.get("engine_stream_mismatch") is True,
+    )
 
 
 def _level(row: Mapping[str, Any]) -> BenchLevel:

@@ -4,7 +4,8 @@ Starting a benchmark puts up to hundreds of concurrent streams on the engine, so
 like any change, and on a production profile the operator types the profile's name. A run the
 agent refuses (it cannot measure an arm, the engine is not ready) is shown with the agent's reason.
 While a run goes, its progress and ETA come from the newest progress event; when it ends, the run
-history is fetched again and the result shown is always labelled with the run it belongs to.
+history is fetched again and the result shown is always labelled with the run it belongs to. Each
+figure is shown with its 95 % interval: ± in the table, a bar through the point on the chart.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.bench import BenchRun
-from console.model.bench_result import BenchResult, RunSummary, parse_result, parse_runs
+from console.model.bench_result import ArmResult, BenchResult, RunSummary, parse_result, parse_runs
 from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.screens.confirm_dialog import ConfirmDialog
@@ -43,9 +44,24 @@ ARM_STYLE = {
 DRAW_ORDER = ("sweep", "adaptive", "baseline", "off", "on")
 
 MODE_WORDS = {
-    "compare": "compare: each level with speculation on, then off, then adaptive",
+    "compare": "compare: at each level speculation on, off and adaptive, interleaved on, off, adaptive, "
+    "adaptive, off, on",
     "sweep": "sweep: each level with the server as it runs",
 }
+
+REPEATS = 2
+"""Windows per arm and level the console asks for: the fewest that give an interval over repeats."""
+
+
+def figure_cell(arm: ArmResult) -> Text:
+    """``14,246 ±3.6%``: the figure and its interval's half-width (a figure alone for older runs)."""
+    text = Text(num(arm.tok_s))
+    rel = arm.half_width_rel
+    if rel is not None:
+        text.append(f" ±{rel * 100:.1f}%", style="dim")
+    if arm.counts_differ:
+        text.append(" !", style="bold yellow")
+    return text
 
 
 def result_title(result: BenchResult) -> str:
@@ -64,11 +80,19 @@ def result_table(result: BenchResult) -> Table:
         table.add_row(
             str(level.asked),
             reached,
-            *(num(level.arms[a].tok_s) if a in level.arms else "" for a in result.arms),
+            *(figure_cell(level.arms[a]) if a in level.arms else "" for a in result.arms),
         )
-    table.caption = "ran: the engine's mean running requests"
+    if result.has_intervals:
+        repeats = result.repeats
+        table.caption = (
+            f"mean of {repeats} steady-state windows ± half its 95 % interval; " if repeats else ""
+        ) + "ran: running requests held in the window"
+    else:
+        table.caption = "ran: the engine's mean running requests"
     if any(level.short for level in result.levels):
         table.caption += "; yellow: fewer than asked"
+    if any(arm.counts_differ for level in result.levels for arm in level.arms.values()):
+        table.caption += "; !: the engine counted 2 % more or less than we received"
     return table
 
 
@@ -92,11 +116,19 @@ def result_chart(result: BenchResult) -> ChartData:
     # "on" is drawn last, over "adaptive" (which often equals it): both stay visible, each with its glyph.
     for arm in sorted(result.arms, key=lambda a: DRAW_ORDER.index(a) if a in DRAW_ORDER else -1):
         color, glyph = ARM_STYLE.get(arm, ("white", "·"))
-        pts = [(math.log2(lv.asked), t) for lv in result.levels if lv.asked > 0
+        pts = [(math.log2(lv.asked), t, lv.arms[arm].interval) for lv in result.levels if lv.asked > 0
                and arm in lv.arms and (t := lv.arms[arm].tok_s) is not None]  # fmt: skip
         if pts:
+            intervals = tuple(p[2] for p in pts) if any(p[2] is not None for p in pts) else ()
             series.append(
-                Series(arm, tuple(p[0] for p in pts), tuple(p[1] for p in pts), color, points=glyph)
+                Series(
+                    arm,
+                    tuple(p[0] for p in pts),
+                    tuple(p[1] for p in pts),
+                    color,
+                    points=glyph,
+                    intervals=intervals,
+                )
             )
     asked = [lv.asked for lv in result.levels if lv.asked > 0] or [1]
     threshold = result.recommended_threshold
@@ -129,6 +161,8 @@ def progress_text(run: BenchRun) -> Text:
         text.append(f" · {run.concurrency} concurrent")
     if run.level_index is not None and run.levels:
         text.append(f" · level {run.level_index + 1} of {run.levels}")
+    if run.repeat is not None and run.repeats and run.repeats > 1:
+        text.append(f" · repeat {run.repeat + 1} of {run.repeats}")
     if run.completed is not None and run.requests:
         text.append(f" · {run.completed}/{run.requests} requests")
     eta = run.eta_s
@@ -143,8 +177,15 @@ def confirm_body(body: dict[str, Any], profile: str, where: str) -> Table:
     levels = body["concurrency"]
     table.add_row("mode", MODE_WORDS.get(str(body["mode"]), str(body["mode"])))
     table.add_row("levels", f"{', '.join(map(str, levels))} concurrent streams (up to {max(levels)} at once)")
-    per_level = body.get("requests_per_level")
-    table.add_row("requests", f"{per_level} per level" if per_level else "one wave per level (at least 8)")
+    per_window = body.get("min_requests")
+    table.add_row(
+        "measured",
+        (f"windows of at least {per_window} completed requests" if per_window
+         else "windows of two requests per stream (at least 8)")
+        + ", at least 1 s, at the asked concurrency (the ramp is not measured)",
+    )  # fmt: skip
+    repeats = body.get("repeats", REPEATS)
+    table.add_row("repeats", f"{repeats} windows per arm and level, for each figure's interval")
     table.add_row(
         "tokens", f"{body.get('input_len', 1024)} in, {body.get('output_len', 256)} out per request"
     )
@@ -176,7 +217,7 @@ class BenchScreen(LiveScreen):
             )
             yield Button("Start…", id="bench-start", classes="apply", compact=True)
         with Horizontal(classes="form-row", id="bench-form-2"):
-            yield Label("requests per level")
+            yield Label("requests per window")
             yield Input("", id="bench-requests", type="integer", placeholder="default", compact=True)
             yield Label("output tokens")
             yield Input("256", id="bench-output", type="integer", compact=True)
@@ -285,8 +326,12 @@ class BenchScreen(LiveScreen):
             return "concurrency must be whole numbers separated by commas, e.g. 1,2,4,8"
         if not levels:
             return "concurrency needs at least one level, e.g. 1,2,4,8"
-        body: dict[str, Any] = {"concurrency": levels, "mode": self.query_one("#bench-mode", Select).value}
-        for key, selector in (("requests_per_level", "#bench-requests"), ("output_len", "#bench-output"),
+        body: dict[str, Any] = {
+            "concurrency": levels,
+            "mode": self.query_one("#bench-mode", Select).value,
+            "repeats": REPEATS,
+        }
+        for key, selector in (("min_requests", "#bench-requests"), ("output_len", "#bench-output"),
                               ("input_len", "#bench-input")):  # fmt: skip
             text = self.query_one(selector, Input).value.strip()
             if text:

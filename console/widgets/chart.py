@@ -53,6 +53,8 @@ class Series:
     """plotext's line marker: "braille" (thin), "dot", "hd", or one character."""
     points: str | None = None
     """A glyph drawn at each measured point as well (bench levels), so overlapping lines stay apart."""
+    intervals: tuple[tuple[float, float] | None, ...] = ()
+    """Per point, the interval drawn as a bar through it (a bench arm's 95 % interval); empty: none."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,11 @@ class TimeChart(PlotextPlot):
                 )
             else:
                 plt.hline(rule.value, color=rgb(rule.color))
+        for s in data.series:
+            for x, span in zip(s.xs, s.intervals, strict=False):
+                if span is not None:  # the bars first: each arm's line and points are drawn over them
+                    top = max(top, span[1])
+                    plt.plot([x, x], [span[0], span[1]], color=rgb(s.color), marker="│")
         for s in data.series:
             if s.ys:
                 top = max(top, max(s.ys))

@@ -27,6 +27,8 @@ def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
         text.append("  ")
         text.append(glyph, style=f"bold {hex_color(s.color)}")
         text.append(f" {s.label}")
+    if any(span is not None for s in data.series for span in s.intervals):
+        text.append("  │ 95 % interval", style="dim")
     for rule, glyph in ((data.hline, "─"), (data.vline, "│")):
         if rule is not None:
             text.append("  ")

@@ -27,7 +27,8 @@ def test_concurrency_is_parsed_sorted_and_checked() -> None:
 
 def test_body_options_refuse_unknown_and_bad_fields_by_name() -> None:
     opts = options_from_mapping({"concurrency": [8, 1], "input_len": 64, "output_len": 32, "mode": "sweep"})
-    assert opts.concurrency == (1, 8) and opts.input_len == 64 and opts.requests_at(8) == 8
+    assert opts.concurrency == (1, 8) and opts.input_len == 64 and opts.requests_at(8) == 16
+    assert opts.repeats == 2 and opts.requests_at(1) == 8
     for body, field in (
         ({"concurency": [1]}, "concurency"),
         ({"output_len": 1}, "output_len"),
@@ -35,10 +36,20 @@ def test_body_options_refuse_unknown_and_bad_fields_by_name() -> None:
         ({"chat": "yes"}, "chat"),
         ({"concurrency": 4}, "concurrency"),
         ({"min_level_seconds": -1}, "min_level_seconds"),
+        ({"min_window_s": "long"}, "min_window_s"),
+        ({"repeats": 0}, "repeats"),
+        ({"repeats": 21}, "repeats"),
+        ({"min_requests": 2, "requests_per_level": 2}, "requests_per_level"),
     ):
         with pytest.raises(BenchOptionError) as info:
             options_from_mapping(body)
         assert info.value.field_name == field
+
+
+def test_older_body_names_still_mean_the_window_options() -> None:
+    opts = options_from_mapping({"requests_per_level": 5, "min_level_seconds": 0.5, "repeats": 3})
+    assert (opts.min_requests, opts.min_window_s, opts.repeats) == (5, 0.5, 3)
+    assert opts.requests_at(64) == 5
 
 
 def test_store_saves_lists_and_refuses_bad_ids(tmp_path: Path) -> None:

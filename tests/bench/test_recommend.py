@@ -101,3 +101,63 @@ def test_zero_crossing_uses_the_last_rise() -> None:
 def test_no_levels_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least one level"):
         recommend([])
+
+
+def ci(value: float, rel: float) -> tuple[float, float]:
+    return value * (1 - rel), value * (1 + rel)
+
+
+def measured(c: int, on: float, off: float, on_rel: float, off_rel: float) -> LevelPair:
+    return LevelPair(c, on=on, off=off, on_ci=ci(on, on_rel), off_ci=ci(off, off_rel))
+
+
+def test_high_only_when_the_intervals_at_the_chosen_levels_do_not_overlap() -> None:
+    # on ahead at 1..8, off ahead from 32; the crossing lies between 16 and 32.
+    clear = [measured(c, 100.0, 100.0 * (0.8 if c <= 16 else 1.2), 0.02, 0.02) for c in (1, 4, 16, 32, 64)]
+    rec = recommend(clear)
+    assert 16 < rec.crossover < 32 and 16 < rec.threshold <= 32
+    assert rec.chosen_levels == [16, 32] and rec.confidence_label == "high"
+    assert rec.indistinguishable_at == []
+    # the same means, but the level below the crossing is noisy: its intervals overlap
+    blurred = [*clear[:2], measured(16, 100.0, 80.0, 0.15, 0.15), *clear[3:]]
+    rec = recommend(blurred)
+    assert rec.threshold == recommend(clear).threshold, "the means did not move"
+    assert rec.confidence_label != "high" and rec.indistinguishable_at == [16]
+    assert rec.confidence < recommend(clear).confidence
+
+
+def test_the_threshold_interval_comes_from_the_arms_intervals() -> None:
+    pairs = [measured(c, 100.0, 100.0 * (0.9 if c < 32 else 1.1), 0.02, 0.02) for c in (8, 16, 32, 64)]
+    rec = recommend(pairs)
+    assert rec.range is not None and rec.threshold_range is not None
+    low, high = rec.range
+    assert high is not None and low <= rec.crossover <= high
+    assert rec.threshold_range[0] <= rec.threshold <= rec.threshold_range[1]
+    wider = recommend(
+        [measured(c, 100.0, 100.0 * (0.9 if c < 32 else 1.1), 0.04, 0.04) for c in (8, 16, 32, 64)]
+    )
+    assert wider.range is not None and wider.range[1] is not None
+    assert wider.range[0] <= low and wider.range[1] >= high
+
+
+def test_threshold_zero_is_high_only_when_on_stays_ahead_at_the_top() -> None:
+    ahead = recommend([measured(c, 100.0, 90.0, 0.01, 0.01) for c in (1, 16, 128)])
+    assert ahead.threshold == 0 and ahead.confidence_label == "high" and ahead.chosen_levels == [128]
+    level = recommend(
+        [*[measured(c, 100.0, 90.0, 0.01, 0.01) for c in (1, 16)], measured(128, 100.0, 99.0, 0.03, 0.03)]
+    )
+    assert level.threshold == 0 and level.confidence_label == "medium" and level.indistinguishable_at == [128]
+
+
+def test_what_to_run_to_separate_indistinguishable_levels() -> None:
+    pairs = [
+        measured(16, 100.0, 80.0, 0.01, 0.01),
+        measured(64, 100.0, 104.0, 0.03, 0.03),  # 4 % apart, ±3 % each: more repeats separate them
+        measured(128, 100.0, 100.1, 0.03, 0.03),  # 0.1 % apart: no practical count will
+        measured(250, 100.0, 120.0, 0.01, 0.01),
+    ]
+    rec = recommend(pairs, repeats=2)
+    assert rec.indistinguishable_at == [64, 128]
+    assert rec.to_separate is not None
+    assert rec.to_separate["equal_within_noise"] == [128]
+    assert 3 <= rec.to_separate["repeats"] <= 20

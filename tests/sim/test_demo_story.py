@@ -31,7 +31,7 @@ def model_bench(profile: Profile) -> tuple[Recommendation, list[LevelPair]]:
         concurrency=tuple(preset.concurrency),
         input_len=preset.input_len,
         output_len=preset.output_len,
-        requests_per_level=preset.requests_per_level,
+        min_requests=preset.requests_per_level,
     )
     config = sim_config(profile)
     pairs = []

@@ -1,0 +1,221 @@
+"""Is ``agent bench compare`` repeatable, honest about adaptive, and fast enough? Measured on the sim.
+
+Starts ``agent sim --profile P --speedup S`` on a free port, runs ``agent bench compare`` with the
+default options (plus any ``--bench-args``) ``--runs`` times back to back, and prints:
+
+* each run's wall time (the issue's bound: 240 s on the 2-core development machine);
+* per level and arm: each run's figure with its 95 % interval, and the largest difference between
+  runs relative to their mean (the bound: 3 %);
+* at every level below the live threshold (adaptive speculates there, as "on" does): whether
+  adaptive's interval holds "on"'s figure, in every run;
+* the host's load average before and after, and how often the simulator reported falling behind the
+  wall clock (a busy host shows as lateness, and lateness as noise).
+
+    .venv/bin/python bench/bench_repeat.py [--runs 2] [--speedup 20] [--keep DIR] [--bench-args "--repeats 3"]
+    .venv/bin/python bench/bench_repeat.py --from A.json B.json [--max-diff 0.05]
+
+With ``--from`` it runs nothing and reports on results already made (the real engine's runs, say):
+"adaptive should equal on" is then judged where the result says adaptive speculates like on (its
+``summary.adaptive_vs_twin``: below the threshold, and at every level for threshold 0).
+
+Exit status 0 when every bound held, 1 when one did not (the figures say which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = [sys.executable, "-m", "agent.cli.main"]
+ARMS = ("on", "off", "adaptive")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"agent sim exited with {proc.returncode} before it answered")
+        try:
+            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{url}/health did not answer within {timeout_s:.0f} s")
+
+
+def run_compare(url: str, out: Path, extra: list[str]) -> float:
+    started = time.monotonic()
+    done = subprocess.run(
+        [*AGENT, "bench", "compare", "--url", url, "--json", str(out), *extra], cwd=ROOT, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"agent bench compare exited with {done.returncode}")
+    return time.monotonic() - started
+
+
+def figure(arm: dict[str, Any]) -> str:
+    ci = arm.get("output_throughput_ci")
+    rel = arm.get("output_throughput_ci_rel")
+    span = f"[{ci[0]:.0f}, {ci[1]:.0f}]" if ci else "[-]"
+    return f"{arm['output_throughput']:9.1f} ±{(rel or 0) * 100:4.1f}% {span:>16}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--profile", default=str(ROOT / "profiles" / "kimi-k25-eagle3.toml"))
+    parser.add_argument("--speedup", type=float, default=20.0)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the result JSONs in this directory")
+    parser.add_argument("--bench-args", default="", help="extra arguments for agent bench compare")
+    parser.add_argument("--max-s", type=float, default=240.0)
+    parser.add_argument("--max-diff", type=float, default=0.03)
+    parser.add_argument(
+        "--from", dest="sources", nargs="+", type=Path, default=None, help="report on these results"
+    )
+    args = parser.parse_args()
+    if args.sources:
+        results = [json.loads(path.read_text()) for path in args.sources]
+        walls = [float(r["duration_s"]) for r in results]
+        return report(results, walls, args, None, None, args.sources[0].parent)
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    sim_log = workdir / "sim.log"
+    load_before = os.getloadavg()
+    with sim_log.open("wb") as log:
+        sim = subprocess.Popen(
+            [*AGENT, "sim", "--profile", args.profile, "--speedup", str(args.speedup), "--port", str(port)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_healthy(url, sim)
+            results, walls = [], []
+            for i in range(args.runs):
+                out = workdir / f"compare-{i + 1}.json"
+                walls.append(run_compare(url, out, shlex.split(args.bench_args)))
+                results.append(json.loads(out.read_text()))
+        finally:
+            sim.terminate()
+            sim.wait(timeout=30)
+    load_after = os.getloadavg()
+    lag_warnings = sim_log.read_text(errors="replace").count("fell behind the wall clock")
+    return report(results, walls, args, (load_before, load_after), lag_warnings, workdir)
+
+
+def adaptive_checks(results: list[dict[str, Any]], li: int) -> tuple[list[str], list[str]]:
+    """(where adaptive should equal on at this level, where its interval misses on's figure)."""
+    checked, outside = [], []
+    for ri, r in enumerate(results):
+        row = r["levels"][li]
+        adaptive, on = row["adaptive"], row["on"]
+        if "unavailable" in adaptive or "unavailable" in on:
+            continue
+        c = row["concurrency"]
+        threshold = r["live_control"].get("original_threshold")
+        twins = {t["concurrency"]: t["twin"] for t in (r.get("summary") or {}).get("adaptive_vs_twin", [])}
+        literal = threshold is not None and (threshold == 0 or c < threshold)
+        if not literal and twins.get(c) != "on":
+            continue
+        checked.append(f"c={c}" if literal else f"c={c} (the server holds fewer than the threshold)")
+        ci = adaptive.get("output_throughput_ci")
+        if ci is None or not ci[0] <= on["output_throughput"] <= ci[1]:
+            outside.append(f"c={c} run {ri + 1}")
+    return checked, outside
+
+
+def report(
+    results: list[dict[str, Any]],
+    walls: list[float],
+    args: argparse.Namespace,
+    loads: tuple[tuple[float, float, float], tuple[float, float, float]] | None,
+    lag_warnings: int | None,
+    workdir: Path,
+) -> int:
+    ok = True
+    if loads is not None:
+        print(
+            f"host: {os.cpu_count()} cores, load average {loads[0][0]:.2f} before, {loads[1][0]:.2f} after (1 min)"
+        )
+        print(f"simulator at speedup {args.speedup:g}: {lag_warnings} fell-behind warnings over the runs")
+    for i, wall in enumerate(walls):
+        flag = "" if wall <= args.max_s else f"  OVER {args.max_s:.0f} s"
+        ok &= wall <= args.max_s
+        print(
+            f"run {i + 1}: {wall:.1f} s wall (the run's own duration_s {results[i]['duration_s']:.1f} s){flag}"
+        )
+    threshold = results[0]["live_control"].get("original_threshold")
+    print(f"\nlive threshold {threshold}; figures are output tok/s, ± half the 95 % interval, [interval]")
+    header = "  ".join(f"{'run ' + str(i + 1):>34}" for i in range(len(results)))
+    print(f"{'conc':>5} {'arm':>9}  {header}  max diff")
+    worst = 0.0
+    checked: list[str] = []
+    outside: list[str] = []
+    for li, row in enumerate(results[0]["levels"]):
+        c = row["concurrency"]
+        for arm in ARMS:
+            cells = [r["levels"][li].get(arm) or {"unavailable": "absent"} for r in results]
+            if any("unavailable" in cell for cell in cells):
+                continue
+            values = [cell["output_throughput"] for cell in cells]
+            mean = sum(values) / len(values)
+            diff = (max(values) - min(values)) / mean
+            worst = max(worst, diff)
+            mark = "" if diff <= args.max_diff else "  > bound"
+            ok &= diff <= args.max_diff
+            print(
+                f"{c:>5} {arm:>9}  "
+                + "  ".join(f"{figure(cell):>34}" for cell in cells)
+                + f"  {diff * 100:5.1f}%{mark}"
+            )
+        seen, missed = adaptive_checks(results, li)
+        checked += seen
+        outside += missed
+    print(f"\nlargest difference between runs: {worst * 100:.1f}% (bound {args.max_diff * 100:.0f}%)")
+    where = ", ".join(dict.fromkeys(checked)) or "no level"
+    if outside:
+        ok = False
+        print(f"adaptive's interval does not hold on's figure at: {', '.join(outside)} (checked: {where})")
+    else:
+        print(
+            f"adaptive's interval holds on's figure wherever adaptive speculates like on ({where}), every run"
+        )
+    for i, r in enumerate(results):
+        rec = r.get("recommendation") or {}
+        settle = r.get("settling") or {}
+        force = settle.get("in_force_s") or {}
+        print(
+            f"run {i + 1}: recommended threshold {r.get('recommended_threshold')} ({rec.get('confidence_label')}); "
+            f"switches {settle.get('switches')}, in force after {force.get('median', 0) * 1000:.0f} ms median, "
+            f"{force.get('max', 0) * 1000:.0f} ms at most"
+        )
+    print(f"result JSONs: {workdir}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
