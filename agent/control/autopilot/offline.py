@@ -11,19 +11,21 @@ it sees in ``agent serve``. Its commands go to the engine's controller, as the s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent.control.autopilot.pilot import Command, Effect, Notice, Pilot
 from agent.control.autopilot.sample import sample_of
 from agent.control.autopilot.settings import PilotSettings, settings_of
 from agent.profile.schema import Profile
 from agent.sglang.info_view import ServerInfo, parse_server_info
-from agent.sglang.live_control import RELEASE_PINNED_STEPS
 from agent.sglang.reading import read_page
 from agent.sim import metrics
+from agent.sim.config import sim_config
 from agent.sim.engine import Engine
 from agent.sim.info import ServerInfo as SimServerInfo
+from agent.sim.replay import ReplayResult, replay
+from agent.sim.workload import Workload
 from agent.telemetry import derive
 from agent.telemetry.derive import ProfileFacts, Windows
 from agent.telemetry.derive_spec import speculation
@@ -83,6 +85,8 @@ class Record:
     notices: list[tuple[float, Notice]] = field(default_factory=list)
     thresholds: list[tuple[float, int, int, int]] = field(default_factory=list)
     """(time, live threshold, pinned steps, running) at every tick."""
+    engine_changes: int = 0
+    """Times the engine's live setting really changed (counted at the engine, not by the pilot)."""
 
     def count(self, *kinds: str) -> int:
         return sum(1 for _, cmd, ok in self.commands if ok and cmd.kind in kinds)
@@ -137,19 +141,63 @@ class OfflineAutopilot:
         why = controller.check_threshold(target.threshold) or controller.check_steps(target.steps)
         if why is not None:
             return False, why
+        changed = (controller.threshold, controller.pinned_steps) != (target.threshold, target.steps)
         if controller.threshold != target.threshold:
             controller.set_threshold(target.threshold)
         if controller.pinned_steps != target.steps:
             controller.set_pinned_steps(target.steps)
+        self.record.engine_changes += 1 if changed else 0
         self.telemetry.refresh()
         return True, "applied"
 
 
-def summary(record: Record) -> dict[str, Any]:
-    return {
-        "moves": record.count("move"),
-        "probes": record.count("probe"),
-        "changes": record.moves,
-        "failed": sum(1 for _, _, ok in record.commands if not ok),
-        "release": RELEASE_PINNED_STEPS,
-    }
+@dataclass(frozen=True)
+class Run:
+    """One replay of a workload: what it delivered, and the autopilot's record when it ran one."""
+
+    label: str
+    threshold: int | None
+    result: ReplayResult
+    record: Record | None = None
+    settings: PilotSettings | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.result.output_tokens
+
+    def moves_bound(self) -> int:
+        """What ``max_moves_per_minute`` allows over the whole replay."""
+        if self.settings is None:
+            return 0
+        return int(self.settings.max_moves_per_minute * max(1, round(self.result.seconds / 60.0)))
+
+    def busiest_minute(self) -> int:
+        """The most changes it made in any 60 s (the bound holds in every minute, not on average)."""
+        times = [
+            at for at, cmd, ok in (self.record.commands if self.record else []) if ok and cmd.kind in MOVES
+        ]
+        return max((sum(1 for t in times if s <= t < s + 60.0) for s in times), default=0)
+
+
+MOVES = ("move", "probe", "probe_end")
+
+
+def run_fixed(profile: Profile, workload: Workload, threshold: int | None, *, seed: int = 0) -> Run:
+    """The workload with a fixed live threshold (None: the profile's) and SGLang's own step policy."""
+    config = sim_config(profile)
+    engine = Engine(config, seed=seed)
+    if threshold is not None and engine.controller is not None:
+        engine.controller.set_threshold(threshold)
+    used = engine.controller.threshold if engine.controller is not None else None
+    return Run(f"threshold {used}", used, replay(config, workload, engine=engine))
+
+
+def run_autopilot(
+    profile: Profile, workload: Workload, *, seed: int = 0, settings: PilotSettings | None = None
+) -> Run:
+    """The workload with the autopilot on from the start, on the profile's threshold."""
+    config = sim_config(profile)
+    engine = Engine(config, seed=seed)
+    pilot = OfflineAutopilot(engine, profile, settings)
+    result = replay(config, workload, engine=engine, on_tick=pilot)
+    return Run("autopilot", None, result, pilot.record, pilot.pilot.settings)
