@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.control.autopilot.offline import Run, run_autopilot, run_fixed
+from agent.control.autopilot.offline import run_autopilot, run_fixed
 from agent.profile.store import load_profile
 from agent.sim.workload import Phase, Workload, load_workload
 

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from .agent_proc import AgentProc, running_agent
+from .sshd import free_port
 
 OPERATOR_THRESHOLD = 140
 """local-sim's threshold: what the autopilot starts from and returns to."""
@@ -29,8 +30,10 @@ WAIT_S = 120.0
 
 @pytest.fixture
 def random_head_agent() -> Any:
-    with running_agent(extra_args=["--sim-draft-acceptance", "random", "--sim-speedup", "4"]) as agent:
-        yield agent
+    port = free_port()
+    args = ["--sim-draft-acceptance", "random", "--sim-speedup", "4", "--metrics-listen", f"127.0.0.1:{port}"]
+    with running_agent(extra_args=args) as agent:
+        yield agent, port
 
 
 @asynccontextmanager
@@ -96,9 +99,9 @@ def snapshots(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def test_on_it_moves_the_threshold_off_restores_the_operators_in_one_step(
-    random_head_agent: AgentProc,
+    random_head_agent: tuple[AgentProc, int],
 ) -> None:
-    agent = random_head_agent
+    agent, metrics_port = random_head_agent
     engine_url = agent.status()["engine_url"]
     async with agent.aclient() as c, load(engine_url, STREAMS):
         since = (await c.get("/v1/status")).json()["last_seq"]

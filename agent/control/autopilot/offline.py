@@ -11,7 +11,6 @@ it sees in ``agent serve``. Its commands go to the engine's controller, as the s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from agent.control.autopilot.pilot import Command, Effect, Notice, Pilot

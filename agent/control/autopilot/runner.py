@@ -34,13 +34,6 @@ from agent.wire.autopilot import AutopilotState
 log = logging.getLogger(__name__)
 
 WATCH_EVERY_S = 1.0
-EVENT_OF = {
-    "move": "autopilot.move",
-    "probe": "autopilot.probe",
-    "probe_end": "autopilot.probe_end",
-    "revert": "autopilot.reverted",
-    "restore": "autopilot.disabled",
-}
 
 Apply = Callable[[dict[str, int]], Awaitable[LiveOutcome]]
 Emit = Callable[[str, str, dict[str, Any]], None]
@@ -72,7 +65,7 @@ class AutopilotRunner:
     ) -> None:
         self.profile = profile
         self.pilot = Pilot(settings_of(profile))
-        self._apply, self._emit, self._audit, self._refresh, self._clock = apply, emit, audit, refresh, clock
+        self._apply, self.emit, self._audit, self._refresh, self._clock = apply, emit, audit, refresh, clock
         self._queue: asyncio.Queue[Command] = asyncio.Queue()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -179,8 +172,11 @@ class AutopilotRunner:
             self._count_revert(str(cmd.estimate.get("reason", "stale")))
         self._refresh()
         self._audit_line(cmd, outcome)
-        if outcome.ok and cmd.kind != "restore":
-            self._emit(EVENT_OF[cmd.kind], f"autopilot: {cmd.why}", self._data(cmd, outcome))
+        if outcome.ok and cmd.kind != "restore":  # a restore's event is the pilot's "autopilot.disabled"
+            name = {"move": "autopilot.move", "probe": "autopilot.probe", "probe_end": "autopilot.probe_end"}
+            self.emit(
+                name.get(cmd.kind, "autopilot.reverted"), f"autopilot: {cmd.why}", self._data(cmd, outcome)
+            )
         for effect in follow:
             if isinstance(effect, Notice):
                 self._notice(effect, self._data(cmd, outcome))
@@ -189,7 +185,7 @@ class AutopilotRunner:
     def _notice(self, notice: Notice, extra: dict[str, Any] | None = None) -> None:
         if notice.name == "autopilot.reverted":
             self._count_revert(str(notice.data.get("reason", "engine")))
-        self._emit(notice.name, notice.message, {**notice.data, **(extra or {})})
+        self.emit(notice.name, notice.message, {**notice.data, **(extra or {})})
 
     def _count_revert(self, reason: str) -> None:
         self.reverts[reason] = self.reverts.get(reason, 0) + 1
