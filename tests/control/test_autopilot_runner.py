@@ -48,40 +48,42 @@ async def test_it_moves_through_the_engine_and_stale_telemetry_brings_back_the_o
         return seen.setdefault(name, asyncio.Event())
 
     audit = AuditLog(tmp_path / "audit.jsonl")
-    async with run_sim(profile, port=0, speedup=20, seed=3, draft_acceptance="random") as sim:
-        async with httpx.AsyncClient(timeout=30.0) as http:
+    async with (
+        run_sim(profile, port=0, speedup=20, seed=3, draft_acceptance="random") as sim,
+        httpx.AsyncClient(timeout=30.0) as http,
+    ):
 
-            async def apply(args: dict[str, int]) -> LiveOutcome:
-                return await apply_live(http, sim.url, args, {})
+        async def apply(args: dict[str, int]) -> LiveOutcome:
+            return await apply_live(http, sim.url, args, {})
 
-            runner = AutopilotRunner(profile, apply=apply, emit=emit, audit=audit)
-            await runner.start()
-            assert happened("autopilot.enabled").is_set()
-            collector = Collector(sim.url, profile, NoGpuSampler(), http, sample_gpus_in_thread=False)
-            body = {"text": "tell me", "sampling_params": {"max_new_tokens": 20_000, "ignore_eos": True}}
-            load = [asyncio.create_task(http.post(sim.url + "/generate", json=body)) for _ in range(8)]
-            identity = Identity("local-sim", False, "sim")
-            try:
-                async with asyncio.timeout(60):
-                    seq = 0
-                    while not happened("autopilot.move").is_set():  # the telemetry tick's own cadence
-                        seq += 1
-                        observed = await collector.tick("ready", 4242)
-                        stamped = runner.stamp(observed.snapshot(seq, identity))
-                        assert stamped.autopilot is not None and stamped.autopilot.enabled
-                        await asyncio.sleep(TICK_S)
-                assert sim.engine.controller is not None
-                assert sim.engine.controller.threshold == 1  # the event comes after the engine's read-back
-                # Telemetry stops: no tick, no snapshot. The watchdog alone must notice.
-                await asyncio.wait_for(happened("autopilot.reverted").wait(), 15)
-                assert sim.engine.controller.threshold == operator
-                assert runner.state.mode == "holding"
-            finally:
-                for task in load:
-                    task.cancel()
-                await asyncio.gather(*load, return_exceptions=True)
-                await runner.close()
-                await collector.aclose()
+        runner = AutopilotRunner(profile, apply=apply, emit=emit, audit=audit)
+        await runner.start()
+        assert happened("autopilot.enabled").is_set()
+        collector = Collector(sim.url, profile, NoGpuSampler(), http, sample_gpus_in_thread=False)
+        body = {"text": "tell me", "sampling_params": {"max_new_tokens": 20_000, "ignore_eos": True}}
+        load = [asyncio.create_task(http.post(sim.url + "/generate", json=body)) for _ in range(8)]
+        identity = Identity("local-sim", False, "sim")
+        try:
+            async with asyncio.timeout(60):
+                seq = 0
+                while not happened("autopilot.move").is_set():  # the telemetry tick's own cadence
+                    seq += 1
+                    observed = await collector.tick("ready", 4242)
+                    stamped = runner.stamp(observed.snapshot(seq, identity))
+                    assert stamped.autopilot is not None and stamped.autopilot.enabled
+                    await asyncio.sleep(TICK_S)
+            assert sim.engine.controller is not None
+            assert sim.engine.controller.threshold == 1  # the event comes after the engine's read-back
+            # Telemetry stops: no tick, no snapshot. The watchdog alone must notice.
+            await asyncio.wait_for(happened("autopilot.reverted").wait(), 15)
+            assert sim.engine.controller.threshold == operator
+            assert runner.state.mode == "holding"
+        finally:
+            for task in load:
+                task.cancel()
+            await asyncio.gather(*load, return_exceptions=True)
+            await runner.close()
+            await collector.aclose()
 
     move = next(d for n, _, d in events if n == "autopilot.move")
     assert move["after"]["threshold"] == 1 and move["readback"]["threshold"] == 1

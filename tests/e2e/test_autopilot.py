@@ -156,3 +156,11 @@ async def test_on_it_moves_the_threshold_off_restores_the_operators_in_one_step(
         "adaptive_spec_threshold": OPERATOR_THRESHOLD,
         "adaptive_spec_steps": -1,
     }
+
+    # The agent's Prometheus page carries the autopilot's own series (registered where the daemon is wired).
+    page = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).text
+    assert "k25_autopilot_enabled 0.0" in page
+    assert 'k25_autopilot_commands_total{kind="restore"} 1.0' in page
+    assert (
+        'k25_autopilot_commands_total{kind="move"}' in page and 'k25_autopilot_mode{mode="off"} 1.0' in page
+    )
