@@ -63,6 +63,11 @@ class Phase(_Strict):
             raise ValueError(f"must be one of {', '.join(ACCEPTANCE_NAMES)}")
         return v
 
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _one_number(cls, v: object) -> object:
+        return [v] if isinstance(v, int) and not isinstance(v, bool) else v
+
     @field_validator("concurrency")
     @classmethod
     def _concurrency(cls, v: list[int]) -> list[int]:
