@@ -274,32 +274,37 @@ def run_workload(args: argparse.Namespace) -> int:
     if any(t < 0 for t in thresholds):
         print("agent sim-whatif: a threshold is 0 (none) or more", file=sys.stderr)
         return 2
-    runs: list[Run] = [run_fixed(profile, workload, t, seed=args.seed) for t in (thresholds or [None])]
+    fixed: list[int | None] = list(thresholds) if thresholds else [None]
+    runs: list[Run] = [run_fixed(profile, workload, t, seed=args.seed) for t in fixed]
     if args.autopilot:
         runs.append(run_autopilot(profile, workload, seed=args.seed))
-    rows = [
-        {
-            "setting": run.label,
-            "threshold": run.threshold,
-            "output_tokens": run.tokens,
-            "output_tok_s": round(run.result.output_tok_s, 1),
-            "phase_tok_s": [
-                round(t / p.seconds, 1) for t, p in zip(run.result.phase_tokens, workload.phase, strict=False)
-            ],
-            "changes": run.record.engine_changes if run.record else None,
-        }
-        for run in runs
-    ]
+
+    def phases(run: Run) -> list[float]:
+        return [
+            round(t / p.seconds, 1) for t, p in zip(run.result.phase_tokens, workload.phase, strict=False)
+        ]
+
     if args.json:
+        rows = [
+            {
+                "setting": run.label,
+                "threshold": run.threshold,
+                "output_tokens": run.tokens,
+                "output_tok_s": round(run.result.output_tok_s, 1),
+                "phase_tok_s": phases(run),
+                "changes": run.record.engine_changes if run.record else None,
+            }
+            for run in runs
+        ]
         print(json.dumps({"profile": profile.identity.name, "workload": workload.name, "runs": rows}))
         return 0
+    minutes = workload.seconds / 60
     print(
-        f"{profile.identity.name}: workload {workload.name}, {workload.seconds / 60:g} modelled minutes in {len(workload.phase)} phases"
+        f"{profile.identity.name}: workload {workload.name}, {minutes:g} modelled minutes in {len(workload.phase)} phases"
     )
     print(f"{'setting':>24} {'output tokens':>13} {'tok/s':>8}   tok/s per phase")
-    for row in rows:
-        label = "autopilot" if row["threshold"] is None and row["changes"] is not None else row["setting"]
-        phases = " ".join(f"{v:7.1f}" for v in row["phase_tok_s"])
-        changes = f"   ({row['changes']} changes of the live setting)" if row["changes"] is not None else ""
-        print(f"{label:>24} {row['output_tokens']:>13} {row['output_tok_s']:>8.1f}   {phases}{changes}")
+    for run in runs:
+        shown = " ".join(f"{v:7.1f}" for v in phases(run))
+        changes = f"   ({run.record.engine_changes} changes of the live setting)" if run.record else ""
+        print(f"{run.label:>24} {run.tokens:>13} {run.result.output_tok_s:>8.1f}   {shown}{changes}")
     return 0

@@ -13,6 +13,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from console.model import ConsoleModel
 from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
+from console.widgets.autopilot import AutopilotToggle
 from console.widgets.badge import badge_text
 from console.widgets.format import DASH, clock
 
@@ -45,6 +46,7 @@ class ControlsScreen(LiveScreen):
                 [("on", True), ("off", False)], value=True, allow_blank=False, id="in-adaptive", compact=True
             )
             yield Button("Apply", id="apply-adaptive", classes="apply", compact=True)
+        yield AutopilotToggle()
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
@@ -68,6 +70,7 @@ class ControlsScreen(LiveScreen):
         pinned = spec.pinned_steps
         text.append("adaptive policy" if pinned is None or pinned < 0 else str(pinned))
         self.query_one("#controls-now", Static).update(text)
+        self.query_one(AutopilotToggle).show(snap.autopilot)
         actions = [e for e in model.events if e.kind == "action"][-EVENT_LINES:]
         log = Text()
         for n, event in enumerate(actions):

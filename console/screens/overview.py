@@ -12,6 +12,7 @@ from textual.widgets import Static
 from agent.wire import Snapshot
 from console.model import ConsoleModel
 from console.screens.base import LiveScreen
+from console.widgets.autopilot import AutopilotLine
 from console.widgets.badge import badge_text
 from console.widgets.chart import ChartData, Series, TimeChart
 from console.widgets.format import ms, num
@@ -82,6 +83,7 @@ class OverviewScreen(LiveScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="badge", classes="value")
+        yield AutopilotLine(id="autopilot", classes="value")
         yield Static(id="figures", classes="value")
         with Horizontal(id="charts"):
             yield TimeChart(id="throughput-chart", classes="chart")
@@ -94,6 +96,7 @@ class OverviewScreen(LiveScreen):
             self.query_one("#badge", Static).update("waiting for the first snapshot from the agent…")
             return
         self.query_one("#badge", Static).update(badge_text(snap.speculation))
+        self.query_one(AutopilotLine).show(snap.autopilot)
         self.query_one("#figures", Static).update(figures_text(snap))
         self.query_one("#findings", Static).update(findings_text(snap))
         now = time.monotonic()
