@@ -72,7 +72,15 @@ def shifting(profile_path: Path, workload: Workload, grid: list[int], seed: int)
         f"({record.engine_changes} changes of the live setting, at most {auto.busiest_minute()} in any minute, "
         f"bound {auto.settings.max_moves_per_minute if auto.settings else 0}/min)"
     )
+    cost = sorted(record.pilot_s)
+    mean_us = sum(cost) / len(cost) * 1e6 if cost else 0.0
+    p99_us = cost[int(len(cost) * 0.99)] * 1e6 if cost else 0.0
+    print(
+        f"  pilot CPU per telemetry tick: mean {mean_us:.0f} µs, p99 {p99_us:.0f} µs, "
+        f"max {cost[-1] * 1e3 if cost else 0:.1f} ms (a decision every 5 s)"
+    )
     return {
+        "pilot_cpu_us": {"mean": round(mean_us), "p99": round(p99_us)},
         "best_fixed": {"threshold": best.threshold, "tokens": best.tokens},
         "shipped": {"threshold": shipped.threshold, "tokens": shipped.tokens},
         "autopilot": {

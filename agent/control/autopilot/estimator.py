@@ -164,8 +164,10 @@ class AcceptanceTracker:
 
     lengths: dict[int, tuple[float, float]] = field(default_factory=dict)
     """steps → (smoothed accept length, time of the last measurement)."""
+    _memo: dict[tuple[int, float], tuple[float, float] | None] = field(default_factory=dict)
 
     def observe(self, now: float, steps: int, accept: float) -> None:
+        self._memo.clear()
         found = self.lengths.get(steps)
         if found is None:
             self.lengths[steps] = (accept, now)
@@ -184,6 +186,14 @@ class AcceptanceTracker:
         """(accept length, its relative uncertainty) of ``steps`` now; None before any measurement."""
         if steps <= 0:
             return 1.0, 0.0
+        key = (steps, now)
+        if key not in self._memo:
+            if len(self._memo) > 256:
+                self._memo.clear()
+            self._memo[key] = self._length(steps, now)
+        return self._memo[key]
+
+    def _length(self, steps: int, now: float) -> tuple[float, float] | None:
         fresh = self.freshest()
         if fresh is None:
             return None
@@ -204,6 +214,7 @@ class AcceptanceTracker:
 
     def clear(self) -> None:
         self.lengths.clear()
+        self._memo.clear()
 
 
 @dataclass(frozen=True)
@@ -223,6 +234,15 @@ class Estimator:
         self.history: dict[int, float] = {}
         self._history_at = 0.0
         self._prefill_cost: dict[int, float] = {}
+        self._memo: dict[tuple[int, int, int], Estimate | None] = {}
+        self._memo_now: float | None = None
+        self._own_memo: dict[tuple[int, int, int, float], Estimate | None] = {}
+        self._arms_of: dict[int, set[int]] = {}
+        self._bins_of: dict[int, list[int]] = {}
+
+    def _forget_predictions(self) -> None:
+        self._memo.clear()
+        self._own_memo.clear()
 
     def reset(self) -> None:
         """A new engine process: nothing measured on the old one is known to hold."""
@@ -230,6 +250,9 @@ class Estimator:
         self.accept.clear()
         self.history.clear()
         self._prefill_cost.clear()
+        self._arms_of.clear()
+        self._bins_of.clear()
+        self._forget_predictions()
 
     def prefill_cost(self, ctx: int) -> float:
         """Seconds one prompt token takes to prefill at these contexts, pooled over the cells' slopes
@@ -281,11 +304,21 @@ class Estimator:
             cell = self.cells[key] = Cell(last=now)
         cell.add(now, seconds, tokens / seconds / batch / found[0], prefill / seconds)
         self._prefill_cost.pop(ctx, None)
+        self._arms_of.pop(ctx, None)
+        self._bins_of.pop(ctx, None)
+        self._forget_predictions()
         return True
 
     # ---- predicting -----------------------------------------------------------------------------
 
     def _own(self, ctx: int, arm: int, b: int, now: float) -> Estimate | None:
+        key = (ctx, arm, b, now)
+        if key in self._own_memo:
+            return self._own_memo[key]
+        found = self._own_memo[key] = self._own_cell(ctx, arm, b, now)
+        return found
+
+    def _own_cell(self, ctx: int, arm: int, b: int, now: float) -> Estimate | None:
         cell = self.cells.get((ctx, arm, b))
         if cell is None or cell.weight(now) < MIN_CELL_S:
             return None
@@ -297,7 +330,19 @@ class Estimator:
         return Estimate(cell.rounds(c) * accept[0] * bin_batch(b), se, True, now - cell.last)
 
     def predict(self, ctx: int, arm: int, b: int, now: float) -> Estimate | None:
-        """Tokens/s of ``arm`` at batch bin ``b`` in context bin ``ctx``: measured, else borrowed."""
+        """Tokens/s of ``arm`` at batch bin ``b`` in context bin ``ctx``: measured, else borrowed.
+
+        Remembered until the next measurement or another ``now``: one decision asks for the same
+        prediction many times."""
+        if now != self._memo_now:
+            self._forget_predictions()
+            self._memo_now = now
+        key = (ctx, arm, b)
+        if key not in self._memo:
+            self._memo[key] = self._predict(ctx, arm, b, now)
+        return self._memo[key]
+
+    def _predict(self, ctx: int, arm: int, b: int, now: float) -> Estimate | None:
         own = self._own(ctx, arm, b, now)
         if own is not None:
             return own
@@ -331,11 +376,17 @@ class Estimator:
         return self._arms(ctx)
 
     def _arms(self, ctx: int) -> set[int]:
-        return {arm for (c, arm, _) in self.cells if c == ctx}
+        found = self._arms_of.get(ctx)
+        if found is None:
+            found = self._arms_of[ctx] = {arm for (c, arm, _) in self.cells if c == ctx}
+        return found
 
     def bins(self, ctx: int) -> list[int]:
         """Batch bins with a measurement of any arm in this context bin."""
-        return sorted({b for (c, _, b) in self.cells if c == ctx})
+        found = self._bins_of.get(ctx)
+        if found is None:
+            found = self._bins_of[ctx] = sorted({b for (c, _, b) in self.cells if c == ctx})
+        return found
 
     def mass(self) -> dict[int, float]:
         """Recent time at each batch bin (the traffic a setting is judged on)."""

@@ -11,6 +11,7 @@ it sees in ``agent serve``. Its commands go to the engine's controller, as the s
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from agent.control.autopilot.pilot import Command, Effect, Notice, Pilot
@@ -86,6 +87,8 @@ class Record:
     """(time, live threshold, pinned steps, running) at every tick."""
     engine_changes: int = 0
     """Times the engine's live setting really changed (counted at the engine, not by the pilot)."""
+    pilot_s: list[float] = field(default_factory=list)
+    """CPU seconds the pilot took on each tick (what it adds to the agent's telemetry tick)."""
 
     def count(self, *kinds: str) -> int:
         return sum(1 for _, cmd, ok in self.commands if ok and cmd.kind in kinds)
@@ -113,7 +116,9 @@ class OfflineAutopilot:
             self._enabled = True
             self.pilot.now = now
             effects += self.pilot.configure(self.pilot.settings, True)
+        started = time.perf_counter()
         effects += self.pilot.observe(sample_of(snap))
+        self.record.pilot_s.append(time.perf_counter() - started)
         controller = engine.controller
         if controller is not None:
             self.record.thresholds.append(
