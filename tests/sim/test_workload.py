@@ -47,7 +47,10 @@ concurrency = 32
 def test_the_shipped_workload_loads_by_name() -> None:
     assert "shifting" in shipped_workloads()
     shifting = load_workload("shifting")
-    assert shifting.seconds == 1200 and [p.acceptance for p in shifting.phase] == ["calibrated"] * 2 + ["low"] * 2
+    assert (
+        shifting.seconds == 1200
+        and [p.acceptance for p in shifting.phase] == ["calibrated"] * 2 + ["low"] * 2
+    )
     assert {p.input_len for p in shifting.phase} == {512, 3072}
 
 
