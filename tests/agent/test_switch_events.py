@@ -49,7 +49,16 @@ async def test_moving_the_threshold_under_load_publishes_speculation_switched(ma
                     60,
                 )
                 await _set_threshold(c, 2)  # 4 running >= 2: the server stops drafting
-                off_items = await read_stream(c, since, lambda it: bool(_events(it, "speculation.off")), 60)
+                # The switch shows in the gauges, the threshold in /server_info's read-back, which the
+                # collector reads every few ticks: the two events may come a tick or two apart.
+                off_items = await read_stream(
+                    c,
+                    since,
+                    lambda it: (
+                        bool(_events(it, "speculation.off")) and bool(_events(it, "speculation.threshold"))
+                    ),
+                    60,
+                )
                 mark = off_items[-1][1]["seq"]
                 await _set_threshold(c, 0)  # no threshold: speculate at every batch size
                 on_items = await read_stream(c, mark, lambda it: bool(_events(it, "speculation.on")), 60)
