@@ -210,3 +210,15 @@ def test_a_batch_hovering_at_the_crossover_does_not_make_it_flap() -> None:
     assert len(moves) <= 3, moves
     # Never back and forth: once it has moved away from a threshold it does not return to it.
     assert len(set(moves)) == len(moves), moves
+
+
+def test_off_restores_a_setting_left_by_an_earlier_agent_and_stopping_restores_its_own() -> None:
+    pilot = Pilot(SETTINGS)
+    pilot.configure(SETTINGS, True)
+    left = sample(0.0, threshold=3)  # a reattached engine still runs what an earlier autopilot set
+    pilot.observe(left)
+    assert pilot.stopping() is not None and pilot.stopping().target == Setting(125, -1)  # type: ignore[union-attr]
+    (restore,) = pilot.configure(SETTINGS, False)
+    assert isinstance(restore, Command) and restore.kind == "restore" and restore.before == Setting(3, -1)
+    pilot.applied(restore, True, "applied", 1.0)
+    assert pilot.stopping() is None  # off: nothing of its own runs

@@ -115,3 +115,47 @@ async def test_it_moves_through_the_engine_and_stale_telemetry_brings_back_the_o
     for name, family in families.items():
         assert name.startswith("k25_autopilot_") and family.documentation
         assert (family.type == "counter") == name.endswith(("commands", "reverts")), name
+
+
+async def test_an_agent_stopping_takes_its_setting_back_first(tmp_path: Path) -> None:
+    profile = autopilot_on(load_profile(PROFILES / "local-sim.toml"))
+    operator = profile.speculation.threshold
+    moved = asyncio.Event()
+    names: list[str] = []
+
+    def emit(name: str, message: str, data: dict[str, Any]) -> None:
+        names.append(name)
+        if name == "autopilot.move":
+            moved.set()
+
+    async with (
+        run_sim(profile, port=0, speedup=20, seed=4, draft_acceptance="random") as sim,
+        httpx.AsyncClient(timeout=30.0) as http,
+    ):
+
+        async def apply(args: dict[str, int]) -> LiveOutcome:
+            return await apply_live(http, sim.url, args, {})
+
+        runner = AutopilotRunner(profile, apply=apply, emit=emit, audit=AuditLog(tmp_path / "audit.jsonl"))
+        await runner.start()
+        collector = Collector(sim.url, profile, NoGpuSampler(), http, sample_gpus_in_thread=False)
+        body = {"text": "tell me", "sampling_params": {"max_new_tokens": 20_000, "ignore_eos": True}}
+        load = [asyncio.create_task(http.post(sim.url + "/generate", json=body)) for _ in range(8)]
+        try:
+            async with asyncio.timeout(60):
+                seq = 0
+                while not moved.is_set():  # the telemetry tick's own cadence
+                    seq += 1
+                    runner.stamp(
+                        (await collector.tick("ready", 4242)).snapshot(seq, Identity("x", False, "sim"))
+                    )
+                    await asyncio.sleep(TICK_S)
+            assert sim.engine.controller is not None and sim.engine.controller.threshold == 1
+            await runner.close()
+            assert sim.engine.controller.threshold == operator
+        finally:
+            for task in load:
+                task.cancel()
+            await asyncio.gather(*load, return_exceptions=True)
+            await collector.aclose()
+    assert names[-1] == "autopilot.reverted" and runner.reverts == {"stopping": 1}

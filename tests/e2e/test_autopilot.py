@@ -131,9 +131,12 @@ async def test_on_it_moves_the_threshold_off_restores_the_operators_in_one_step(
         items = await follow(
             c,
             since,
-            lambda got: any(
-                not s["autopilot"]["enabled"] and s["speculation"]["threshold"] == OPERATOR_THRESHOLD
-                for s in snapshots(got)
+            lambda got: (
+                bool(named(got, "autopilot.disabled"))
+                and any(
+                    not s["autopilot"]["enabled"] and s["speculation"]["threshold"] == OPERATOR_THRESHOLD
+                    for s in snapshots(got)
+                )
             ),
         )
         (disabled,) = named(items, "autopilot.disabled")

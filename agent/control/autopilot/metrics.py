@@ -104,10 +104,10 @@ class AutopilotMetrics:
         yield commands
         back = CounterMetricFamily(
             PREFIX + "reverts",
-            "Returns to the operator's setting for safety, by reason (stale telemetry, engine restart).",
+            "Returns to the operator's setting for safety, by reason (stale telemetry, engine restart, agent stopping).",
             labels=["reason"],
         )
-        for reason in ("stale", "engine"):
+        for reason in ("stale", "engine", "stopping"):
             back.add_metric([reason], reverts.get(reason, 0))
         yield back
 

@@ -107,8 +107,11 @@ class Pilot:
             self.next_decide = self.now + DECIDE_EVERY_S
             return [Notice("autopilot.enabled", words.enabled(settings, self.operator), self._data())]
         self.mode, self.probe_arm, self.probe_ends = "off", None, None
-        if self.in_force is not None and self.in_force != self.operator:
-            return [Command("restore", self.operator, self.in_force, words.restore(self.operator))]
+        # What runs: what it set, else what the engine reads back (a setting an earlier agent's
+        # autopilot left on a reattached engine is not the operator's either).
+        running = self.current()
+        if running != self.operator:
+            return [Command("restore", self.operator, running, words.restore(self.operator))]
         self.in_force = None
         return [Notice("autopilot.disabled", words.disabled(self.operator), self._data())]
 
@@ -151,6 +154,14 @@ class Pilot:
             self.next_decide = now + DECIDE_EVERY_S
             effects.extend(self._decide())
         return effects
+
+    def stopping(self) -> Command | None:
+        """The agent stops: nobody will watch what the autopilot set, so the operator's setting goes back."""
+        running = self.current()
+        if not self.enabled or running == self.operator:
+            return None
+        why = words.revert("the agent is stopping", self.operator)
+        return Command("revert", self.operator, running, why, {**self._data(), "reason": "stopping"})
 
     def check_stale(self, now: float) -> list[Effect]:
         """Telemetry older than ``stale_after_s`` while enabled: back to the operator's setting at once."""

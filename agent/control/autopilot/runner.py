@@ -81,12 +81,19 @@ class AutopilotRunner:
         if self.profile.speculation.autopilot.enabled:
             await self.configure(self.profile)
 
-    async def close(self) -> None:
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Stop; an autopilot setting in force goes back to the operator's first (the engine outlives
+        the agent, and nobody would watch it)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        cmd = self.pilot.stopping()
+        if cmd is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout_s), self._lock:
+                    await self._execute(cmd)
 
     # ---- the operator -----------------------------------------------------------------------------
 
