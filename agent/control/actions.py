@@ -285,7 +285,7 @@ class ActionBook:
         if maybe is not None:
             said = await maybe
             if said:  # what the agent's own parts did about it (the autopilot restoring a threshold)
-                message = f"{message}; {said}"
+                message = said if not draft.live_args else f"{message}; {said}"
         return self._finish(entry, "applied", message)
 
     def _start_restart(self, entry: _Entry) -> ActionResult:
