@@ -65,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--crash-loop-limit", type=int, default=5, metavar="N", help="consecutive failures before giving up"
     )
     p.add_argument("--sim-speedup", type=float, help="passed to `agent sim --speedup`")
+    p.add_argument(
+        "--sim-draft-acceptance",
+        choices=("calibrated", "oracle", "random"),
+        help="passed to `agent sim --draft-acceptance`: the simulated drafter (oracle: every draft kept, "
+        "random: none)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(handler=run)
 
@@ -150,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         gpus=args.gpus,
         gpu_fixture=args.gpu_fixture,
         sim_speedup=args.sim_speedup,
+        sim_draft_acceptance=args.sim_draft_acceptance,
     )
     try:
         return asyncio.run(serve(config, token, sock, socket_path, metrics.exporter if metrics else None))

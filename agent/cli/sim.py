@@ -52,7 +52,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     whatif.add_argument("--profile", required=True, help="profile TOML file")
-    whatif.add_argument("--concurrency", required=True, help="comma-separated levels, e.g. 1,8,64")
+    what = whatif.add_mutually_exclusive_group(required=True)
+    what.add_argument("--concurrency", help="comma-separated levels, e.g. 1,8,64")
+    what.add_argument(
+        "--workload",
+        help="replay traffic that changes over time instead: a shipped workload's name (shifting) or a TOML "
+        "file of phases (prompt and output length, acceptance, clients); see agent/sim/workload.py",
+    )
     whatif.add_argument(
         "--threshold",
         type=int,
@@ -60,6 +66,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "live threshold to apply (0 = none; adaptive profiles only); default: the profile's "
             "speculation.threshold. The output says which one was used"
         ),
+    )
+    whatif.add_argument(
+        "--thresholds",
+        help="with --workload: several fixed thresholds side by side, e.g. 0,16,64,125 (0 = none)",
+    )
+    whatif.add_argument(
+        "--autopilot",
+        action="store_true",
+        help="with --workload: also replay it with the speculation autopilot on (the profile's "
+        "[speculation.autopilot] bounds), fed by the agent's own telemetry code",
     )
     whatif.add_argument("--input-len", type=int, default=1024)
     whatif.add_argument("--output-len", type=int, default=256)
@@ -133,6 +149,9 @@ def run(args: argparse.Namespace) -> int:
 def run_whatif(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
+
+    if args.workload is not None:
+        return run_workload(args)
 
     from agent.sim.config import sim_config
     from agent.sim.engine import Engine
@@ -219,3 +238,73 @@ def threshold_words(threshold: int | None, source: str, mode: str) -> str:
             return "threshold 0 (the profile sets none: speculate at every batch size)"
         return f"threshold 0 ({origin}: speculate at every batch size)"
     return f"threshold {threshold} ({origin}: no speculation at {threshold} running requests or more)"
+
+
+def run_workload(args: argparse.Namespace) -> int:
+    """``sim-whatif --workload``: fixed thresholds (and the autopilot) side by side on the same traffic."""
+    import json
+
+    from agent.control.autopilot.offline import Run, run_autopilot, run_fixed
+    from agent.sim.config import sim_config
+    from agent.sim.workload import WorkloadError, load_workload
+
+    try:
+        workload = load_workload(args.workload)
+        profile = load_profile(args.profile)
+    except (WorkloadError, ProfileError) as exc:
+        print(f"agent sim-whatif: {exc}", file=sys.stderr)
+        return 2
+    try:
+        thresholds = [int(v) for v in (args.thresholds or "").split(",") if v.strip()]
+    except ValueError:
+        print(
+            f"agent sim-whatif: --thresholds must list whole numbers, got {args.thresholds!r}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.threshold is not None:
+        thresholds.insert(0, args.threshold)
+    adaptive = sim_config(profile).mode == "adaptive"
+    if (thresholds or args.autopilot) and not adaptive:
+        print(
+            "agent sim-whatif: thresholds and the autopilot need a profile with adaptive speculation",
+            file=sys.stderr,
+        )
+        return 2
+    if any(t < 0 for t in thresholds):
+        print("agent sim-whatif: a threshold is 0 (none) or more", file=sys.stderr)
+        return 2
+    fixed: list[int | None] = list(thresholds) if thresholds else [None]
+    runs: list[Run] = [run_fixed(profile, workload, t, seed=args.seed) for t in fixed]
+    if args.autopilot:
+        runs.append(run_autopilot(profile, workload, seed=args.seed))
+
+    def phases(run: Run) -> list[float]:
+        return [
+            round(t / p.seconds, 1) for t, p in zip(run.result.phase_tokens, workload.phase, strict=False)
+        ]
+
+    if args.json:
+        rows = [
+            {
+                "setting": run.label,
+                "threshold": run.threshold,
+                "output_tokens": run.tokens,
+                "output_tok_s": round(run.result.output_tok_s, 1),
+                "phase_tok_s": phases(run),
+                "changes": run.record.engine_changes if run.record else None,
+            }
+            for run in runs
+        ]
+        print(json.dumps({"profile": profile.identity.name, "workload": workload.name, "runs": rows}))
+        return 0
+    minutes = workload.seconds / 60
+    print(
+        f"{profile.identity.name}: workload {workload.name}, {minutes:g} modelled minutes in {len(workload.phase)} phases"
+    )
+    print(f"{'setting':>24} {'output tokens':>13} {'tok/s':>8}   tok/s per phase")
+    for run in runs:
+        shown = " ".join(f"{v:7.1f}" for v in phases(run))
+        changes = f"   ({run.record.engine_changes} changes of the live setting)" if run.record else ""
+        print(f"{run.label:>24} {run.tokens:>13} {run.result.output_tok_s:>8.1f}   {shown}{changes}")
+    return 0

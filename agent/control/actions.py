@@ -46,6 +46,7 @@ EVENT_OF: dict[ActionStatus, str] = {
     "expired": "action.expired",
 }
 _KIND_WORDS = {"apply_profile": "load profile"}
+"""How an action kind reads in a message ("autopilot on", "threshold 64")."""
 _MODE_WORDS = {
     "live": "applied live, the server keeps serving",
     "restart": "needs an engine restart",
@@ -118,7 +119,7 @@ class ActionBook:
         engine_headers: Callable[[], dict[str, str]],
         audit: AuditLog,
         emit: Callable[[str, str, dict[str, Any]], None],
-        on_profile_applied: Callable[[Profile], Awaitable[None] | None] = lambda p: None,
+        on_profile_applied: Callable[[Profile], Awaitable[str | None] | None] = lambda p: None,
         drain_timeout_s: float = 60.0,
     ) -> None:
         self.engine = engine
@@ -282,7 +283,9 @@ class ActionBook:
         self.engine.update_running_profile(draft.new_profile)
         maybe = self.on_profile_applied(draft.new_profile)
         if maybe is not None:
-            await maybe
+            said = await maybe
+            if said:  # what the agent's own parts did about it (the autopilot restoring a threshold)
+                message = said if not draft.live_args else f"{message}; {said}"
         return self._finish(entry, "applied", message)
 
     def _start_restart(self, entry: _Entry) -> ActionResult:

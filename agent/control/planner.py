@@ -17,7 +17,7 @@ from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
 from agent.profile.words import value_words
-from agent.sglang import live_control, rules
+from agent.sglang import adaptive, live_control, rules
 from agent.wire import ActionRequest, Change, PlanMode
 
 
@@ -87,6 +87,8 @@ def _candidate(
     """The profile the request asks for, plus consequences the operator must read."""
     notes: list[str] = []
     spec = running.speculation
+    if req.kind == "autopilot":
+        return _autopilot(req, running)
     if req.kind == "threshold":
         value = _int_value(req, "speculation.threshold")
         if isinstance(value, Draft):
@@ -140,7 +142,45 @@ def _candidate(
             return _reject(first.key or first.file, "; ".join(str(i) for i in exc.issues))
     if isinstance(new, Draft):
         return new
+    if req.kind in ("threshold", "steps") and spec.autopilot.enabled:
+        # The operator takes the wheel: the autopilot goes off, the value asked for stays.
+        off = _with_speculation(new, autopilot={**spec.autopilot.model_dump(mode="json"), "enabled": False})
+        if isinstance(off, Draft):
+            return off
+        new = off
+        notes.append(f"the autopilot is on: a {req.kind} set by hand turns it off, and this value stays")
     return new, notes
+
+
+def _autopilot(req: ActionRequest, running: Profile) -> tuple[Profile, list[str]] | Draft:
+    """Turning the speculation autopilot on or off (``agent.control.autopilot``)."""
+    key = "speculation.autopilot.enabled"
+    if not isinstance(req.value, bool):
+        return _reject(key, f"{key}: must be true or false (got {req.value!r})")
+    spec = running.speculation
+    if req.value:
+        unavailable = rules.threshold_unavailable_reason(running)
+        if unavailable is not None:
+            return _reject(key, f"{key}: the autopilot moves the live threshold, and {unavailable}")
+    new = _with_speculation(
+        running, autopilot={**spec.autopilot.model_dump(mode="json"), "enabled": req.value}
+    )
+    if isinstance(new, Draft):
+        return new
+    auto = spec.autopilot
+    back = f"threshold {spec.threshold}" if spec.threshold is not None else "no threshold"
+    if req.value:
+        top = "no threshold" if auto.threshold_max is None else str(auto.threshold_max)
+        steps = auto.steps or adaptive.live_step_choices(spec)
+        note = (
+            f"the autopilot will move the live threshold between {auto.threshold_min} and {top} and pin steps "
+            f"among {value_words(steps)}, at most {auto.max_moves_per_minute} changes a minute, probing at most "
+            f"{auto.probe_share * 100:g} % of the time in {auto.probe_seconds:g} s probes; turning it off returns "
+            f"to {back} in one step"
+        )
+    else:
+        note = f"the engine returns to the operator's setting ({back}) in one step"
+    return new, [note]
 
 
 def plan_request(req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]) -> Draft:

@@ -177,6 +177,61 @@ class Server(_Section):
 SpecAlgorithm = Literal["EAGLE3", "none"]
 
 
+class Autopilot(_Section):
+    """``[speculation.autopilot]``: the agent keeps the live threshold, and the step count below it,
+    where it measures the crossover (``agent.control.autopilot``). Off unless enabled here or by an
+    operator action; turning it off returns to the operator's threshold in one step."""
+
+    enabled: bool = False
+    threshold_min: int = Field(
+        1, ge=1, le=4096, description="Lowest live threshold it may set (1 = never speculate)"
+    )
+    threshold_max: int | None = Field(
+        None,
+        ge=2,
+        le=4096,
+        description="Highest live threshold it may set; unset: it may remove the threshold (speculate at "
+        "every batch size) when speculation wins at every batch it sees",
+    )
+    steps: list[int] = Field(
+        default_factory=list,
+        description="Step counts it may pin below the threshold, among speculation.live_steps; empty: all",
+    )
+    max_moves_per_minute: int = Field(
+        4, ge=1, le=30, description="Most changes it makes to the engine in any 60 s, probes included"
+    )
+    probe_seconds: float = Field(
+        10.0, ge=2.0, le=120.0, description="How long one probe of the side it lacks data for lasts"
+    )
+    probe_share: float = Field(
+        0.05, ge=0.0, le=0.25, description="Most of any 10 minutes it may spend probing (0 = never probe)"
+    )
+    min_gain: float = Field(
+        0.01, ge=0.0, le=0.5, description="Predicted throughput gain a move must bring (hysteresis)"
+    )
+    stale_after_s: float = Field(
+        10.0, ge=1.0, le=600.0, description="No fresh telemetry this long: back to the operator's setting"
+    )
+
+    @field_validator("steps")
+    @classmethod
+    def _steps(cls, v: list[int]) -> list[int]:
+        if any(s < 1 or s > 16 for s in v):
+            raise ValueError("every step count must be between 1 and 16")
+        if len(set(v)) != len(v):
+            raise ValueError("step counts must not repeat")
+        return sorted(v)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autopilot:
+        if self.threshold_max is not None and self.threshold_max < self.threshold_min:
+            raise KeyedValueError(
+                "threshold_max",
+                f"must be at least threshold_min ({self.threshold_min}), got {self.threshold_max}",
+            )
+        return self
+
+
 class Speculation(_Section):
     algorithm: SpecAlgorithm = "EAGLE3"
     num_steps: int | None = Field(None, ge=1, le=16)
@@ -197,6 +252,7 @@ class Speculation(_Section):
         description="At 0 steps, skip the draft model's extend pass (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND): "
         "a cheaper 'off', but the draft starts cold when the server steps back up",
     )
+    autopilot: Autopilot = Autopilot()
 
     @field_validator("live_steps")
     @classmethod
@@ -210,6 +266,10 @@ class Speculation(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> Speculation:
         if self.algorithm == "none":
+            if self.autopilot.enabled:
+                raise KeyedValueError(
+                    "autopilot.enabled", "the autopilot needs speculation (algorithm EAGLE3)"
+                )
             return self
         # SGLang 0.5.23 asserts when topk or draft tokens come without steps, and leaves topk unset
         # when steps come alone; a profile therefore states all three.
@@ -218,6 +278,20 @@ class Speculation(_Section):
                 raise KeyedValueError(
                     key, f"EAGLE3 needs {key}; set num_steps, eagle_topk and num_draft_tokens"
                 )
+        choices = self.live_steps or ([self.num_steps] if self.num_steps is not None else [])
+        outside = [s for s in self.autopilot.steps if s not in choices]
+        if outside:
+            raise KeyedValueError(
+                "autopilot.steps",
+                f"{', '.join(map(str, outside))} not among the live step choices "
+                f"({', '.join(map(str, choices))}: speculation.live_steps)",
+            )
+        if self.autopilot.enabled and (not self.adaptive or self.threshold is None):
+            raise KeyedValueError(
+                "autopilot.enabled",
+                "the autopilot moves the live threshold: it needs adaptive = true and a threshold (so that "
+                "SGLang builds its 0-step state at start-up)",
+            )
         return self
 
 
@@ -306,4 +380,10 @@ class Profile(_Section):
                     f"must be at least 3 telemetry ticks (3 × telemetry.tick_interval_s = {3 * tick:g} s), "
                     f"got {value:g}",
                 )
+        stale = self.speculation.autopilot.stale_after_s
+        if stale < 2 * tick:
+            raise KeyedValueError(
+                "speculation.autopilot.stale_after_s",
+                f"must be at least 2 telemetry ticks (2 × telemetry.tick_interval_s = {2 * tick:g} s), got {stale:g}",
+            )
         return self

@@ -24,7 +24,9 @@ import httpx
 import agent
 from agent.control.actions import ActionBook
 from agent.control.audit import AuditLog
+from agent.control.autopilot.runner import AutopilotRunner
 from agent.control.library import ProfileLibrary
+from agent.control.live import LiveOutcome, apply_live
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.engine.probe import requests_in_flight
@@ -63,6 +65,7 @@ class ServeConfig:
     gpus: str = "auto"
     gpu_fixture: Path | None = None
     sim_speedup: float | None = None
+    sim_draft_acceptance: str | None = None
 
 
 def stack_manifest_hash(profile: Profile) -> str | None:
@@ -118,6 +121,13 @@ class Daemon:
             on_profile_applied=self._profile_applied,
             drain_timeout_s=config.drain_timeout_s,
         )
+        self.autopilot = AutopilotRunner(
+            config.profile,
+            apply=self._apply_live,
+            emit=lambda name, msg, data: self.emit("autopilot", name, msg, data),
+            audit=self.actions.audit,
+            refresh=lambda: self.collector.refresh_server_info() if self.collector is not None else None,
+        )
         self._telemetry_task: asyncio.Task[None] | None = None
         self._last_snapshot: Snapshot | None = None
         self.collector: Any = None
@@ -151,7 +161,12 @@ class Daemon:
 
     def _spec_for(self, profile: Profile) -> EngineSpec:
         if self.supervisor.kind == "sim":
-            return sim_spec(profile, self.paths.engine_dir, speedup=self.config.sim_speedup)
+            return sim_spec(
+                profile,
+                self.paths.engine_dir,
+                speedup=self.config.sim_speedup,
+                draft_acceptance=self.config.sim_draft_acceptance,
+            )
         return sglang_spec(profile, self.paths.engine_dir)
 
     @property
@@ -177,10 +192,18 @@ class Daemon:
         url = self.supervisor.url
         return None if url is None else await requests_in_flight(self.http, url)
 
-    async def _profile_applied(self, profile: Profile) -> None:
+    async def _profile_applied(self, profile: Profile) -> str | None:
         self.set_tick_interval(profile.telemetry.tick_interval_s)
         if self.collector is not None:
             self.collector.refresh_server_info()  # show the read-back on the next tick
+        return await self.autopilot.configure(profile)
+
+    async def _apply_live(self, args: dict[str, int]) -> LiveOutcome:
+        """The autopilot's changes go the way an operator's live action goes (``control.live``)."""
+        url = self.supervisor.url
+        if url is None or self.supervisor.state != "ready":
+            return LiveOutcome(False, f"the engine is not ready (state {self.supervisor.state})")
+        return await apply_live(self.http, url, args, self.engine_headers())
 
     def set_tick_interval(self, seconds: float) -> None:
         if not MIN_TICK_S <= seconds <= MAX_TICK_S:
@@ -201,6 +224,7 @@ class Daemon:
         await self.supervisor.begin(self.config.profile)
         self._telemetry_task = asyncio.create_task(self._telemetry_loop(), name="telemetry")
         self.bench = self._make_bench()
+        await self.autopilot.start()
 
     def _make_gpu_sampler(self) -> Any:
         if self.config.gpus == "sim":
@@ -236,6 +260,7 @@ class Daemon:
                 await self._telemetry_task
         if self.bench is not None:
             await self.bench.close()
+        await self.autopilot.close()
         await self.actions.close()
         if self.stop_engine_on_exit:
             await self.supervisor.stop(drain_timeout_s=self.config.drain_timeout_s)
@@ -302,7 +327,9 @@ class Daemon:
             production=profile.identity.production,
             engine_kind=self.supervisor.kind,
         )
-        snap = self.hub.publish_snapshot(lambda seq: judge(observed.snapshot(seq, identity)))
+        snap = self.hub.publish_snapshot(
+            lambda seq: self.autopilot.stamp(judge(observed.snapshot(seq, identity)))
+        )
         for change in telemetry_events(self._last_snapshot, snap):
             log.info("%s: %s", change.name, change.message)
             self.hub.publish_event(change.kind, change.name, change.message, change.data, at=snap.time)

@@ -14,6 +14,7 @@ import uvicorn
 
 from agent.api.app import create_app
 from agent.api.transport import remove_socket, socket_identity
+from agent.control.autopilot.metrics import AutopilotMetrics
 from agent.serve.daemon import Daemon, ServeConfig
 
 if TYPE_CHECKING:
@@ -32,9 +33,10 @@ async def serve(
     identity = socket_identity(socket_path) if socket_path is not None else None
     daemon = Daemon(config, token)
     if exporter is not None:
-        # Before start(), so the exporter counts from the first event. The autopilot (issue 16)
-        # registers its k25_autopilot_* series here: exporter.add_source(<its MetricsSource>).
+        # Before start(), so the exporter counts from the first event; the autopilot's own
+        # k25_autopilot_* series come from its source.
         exporter.attach(daemon)
+        exporter.add_source(AutopilotMetrics(daemon.autopilot))
     await daemon.start()
     app = create_app(daemon)
     server = uvicorn.Server(

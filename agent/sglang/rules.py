@@ -305,7 +305,7 @@ class ChangePlan:
     reasons: list[str] = field(default_factory=list)
 
 
-NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.", "health.")
+NO_SERVER_EFFECT_PREFIXES = ("identity.", "telemetry.", "bench.", "health.", "speculation.autopilot.")
 """Keys the agent and console apply themselves; SGLang never sees them."""
 
 _RESTART_WHY: tuple[tuple[str, str], ...] = (

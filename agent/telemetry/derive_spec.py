@@ -98,6 +98,7 @@ def speculation(
         accept_window_s=accept_span,
         accept_source=source,
         accept_rate=r.gauge("spec_accept_rate"),
+        accept_length_recent=r.gauge("spec_accept_length") if r.source == "metrics" else None,
         off_reason=reason,
         off_detail=detail,
     )

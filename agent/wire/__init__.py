@@ -2,6 +2,7 @@
 besides the profile schema. Pure pydantic models; no I/O.
 """
 
+from agent.wire.autopilot import AutopilotMove, AutopilotState
 from agent.wire.events import (
     ActionKind,
     ActionRequest,
@@ -37,6 +38,8 @@ __all__ = [
     "ActionRequest",
     "ActionResult",
     "ActionStatus",
+    "AutopilotMove",
+    "AutopilotState",
     "Change",
     "Event",
     "EventName",

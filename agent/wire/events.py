@@ -18,6 +18,7 @@ EventKind = Literal[
     "bench",  # benchmark started, progress, finished, failed
     "agent",  # agent started, stopping
     "finding",  # a health finding appeared or cleared
+    "autopilot",  # the speculation autopilot moved, probed, reverted, was turned on or off
 ]
 
 
@@ -61,6 +62,16 @@ EventName = Literal[
     "bench.finished",
     "bench.failed",
     "bench.cancelled",
+    # autopilot (agent.control.autopilot)
+    "autopilot.enabled",
+    "autopilot.disabled",
+    "autopilot.unavailable",
+    "autopilot.move",
+    "autopilot.probe",
+    "autopilot.probe_end",
+    "autopilot.reverted",
+    "autopilot.resumed",
+    "autopilot.failed",
     # agent
     "agent.started",
     "agent.stopping",
@@ -83,7 +94,7 @@ class Event(_Wire):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile"]
+ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile", "autopilot"]
 PlanMode = Literal["live", "restart", "rejected", "noop"]
 
 
@@ -95,7 +106,7 @@ class ActionRequest(_Wire):
     request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: ActionKind
     value: int | bool | str | None = Field(
-        None, description="threshold/steps/topk: int; adaptive: bool; apply_profile: profile name"
+        None, description="threshold/steps/topk: int; adaptive, autopilot: bool; apply_profile: profile name"
     )
     operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
 

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.wire.autopilot import AutopilotState
+
 WIRE_VERSION = 1
 """Bumped on any incompatible change to the wire models; the console checks it on connect."""
 
@@ -110,6 +112,11 @@ class Speculation(_Wire):
     )
     accept_source: AcceptSource | None = Field(None, description="Where accept_length comes from")
     accept_rate: float | None = None
+    accept_length_recent: float | None = Field(
+        None,
+        description="SGLang's spec_accept_length gauge: tokens per verify over its last decode-log window "
+        "(--decode-log-interval batches, 0-step rounds counted as 1); the autopilot's per-step-count reading",
+    )
     off_reason: SpecOffReason | None = None
     off_detail: str | None = Field(None, description="The reason in an operator's words")
 
@@ -220,3 +227,6 @@ class Snapshot(_Wire):
     kv: KvView = KvView()
     gpus: Gpus = Gpus()
     findings: list[Finding] = Field(default_factory=list)
+    autopilot: AutopilotState | None = Field(
+        None, description="The speculation autopilot's state; None from an agent without one"
+    )

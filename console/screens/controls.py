@@ -21,6 +21,7 @@ from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
 from console.screens.action_flow import Pending, action_line, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
+from console.widgets.autopilot import AutopilotToggle
 from console.widgets.badge import badge_text
 from console.widgets.format import DASH, human
 
@@ -80,6 +81,7 @@ class ControlsScreen(LiveScreen):
             yield Select([("on", True), ("off", False)], prompt="unknown", id="in-adaptive", compact=True)
             yield Button("Apply", id="apply-adaptive", classes="apply", compact=True)
             yield Static(id="live-adaptive", classes="live-hint")
+        yield AutopilotToggle()
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
@@ -132,6 +134,7 @@ class ControlsScreen(LiveScreen):
         text.append(f"\nbuilt step states: {prebuilt}   live steps: ", style="dim")
         text.append("adaptive policy" if live.steps is None else str(live.steps))
         self.query_one("#controls-now", Static).update(text)
+        self.query_one(AutopilotToggle).show(snap.autopilot)
         actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
         log = Text()
         for n, event in enumerate(actions):

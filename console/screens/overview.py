@@ -19,6 +19,7 @@ from console.model.bench import BenchRun
 from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.widgets.autopilot import AutopilotLine
 from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, window_legend
@@ -104,6 +105,7 @@ class OverviewScreen(LiveScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="badge", classes="value")
+        yield AutopilotLine(id="autopilot", classes="value")
         yield Static(id="figures", classes="value")
         yield Static(id="tokens-note")
         yield Static(id="charts-legend")
@@ -119,6 +121,7 @@ class OverviewScreen(LiveScreen):
             return
         raw = self.console.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load))
+        self.query_one(AutopilotLine).show(snap.autopilot)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
         self.query_one("#figures", Static).update(figures)
         note = bench_note(model.bench.latest, snap.throughput.output_counter)

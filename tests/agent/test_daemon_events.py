@@ -19,8 +19,8 @@ from agent.wire.events import EVENT_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE_PATH = REPO / "profiles" / "local-sim.toml"
-EMITTERS = {"emit", "publish_event", "BenchEvent", "EventDraft"}
-EVENT_SHAPED = ("engine.", "action.", "bench.", "agent.", "finding.", "speculation.")
+EMITTERS = {"emit", "publish_event", "BenchEvent", "EventDraft", "Notice"}
+EVENT_SHAPED = ("engine.", "action.", "bench.", "agent.", "finding.", "speculation.", "autopilot.")
 
 
 def observed(time: float, *, on: bool, running: int, findings: list[Finding] | None = None) -> Observation:
@@ -122,3 +122,4 @@ def test_every_event_name_the_agent_emits_is_in_the_literal() -> None:
     assert len(emitted) >= 30  # the scan found the supervisor's, the action book's, the bench's...
     assert sorted(emitted - EVENT_NAMES) == []
     assert {"speculation.on", "speculation.off", "finding.raised", "finding.cleared"} <= emitted
+    assert {"autopilot.enabled", "autopilot.move", "autopilot.probe", "autopilot.reverted"} <= emitted

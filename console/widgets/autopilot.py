@@ -1,0 +1,170 @@
+"""The speculation autopilot in the console: its state on Overview, its toggle on Controls.
+
+The agent decides everything (``Snapshot.autopilot``, ``agent.wire.AutopilotState``); these widgets
+only draw it, and the toggle asks for the same plan → confirm → apply as every other control.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Label, Static
+
+from agent.wire import AutopilotMove, AutopilotState
+from console.screens.action_flow import plan_confirm_apply
+from console.widgets.format import DASH, clock
+
+if TYPE_CHECKING:
+    from console.app import ConsoleApp
+
+_MODE_STYLE = {
+    "tracking": "bold black on green",
+    "learning": "bold black on cyan",
+    "probing": "bold black on yellow",
+    "waiting": "bold black on cyan",
+    "holding": "bold white on red",
+    "unavailable": "bold white on red",
+}
+
+
+def threshold_words(threshold: int | None) -> str:
+    if threshold is None:
+        return DASH
+    return "none" if threshold == 0 else str(threshold)
+
+
+def steps_words(steps: int | None) -> str:
+    if steps is None:
+        return DASH
+    return "SGLang's policy" if steps < 0 else str(steps)
+
+
+def crossover_words(state: AutopilotState) -> str:
+    if state.crossover is not None:
+        span = ""
+        if state.crossover_low is not None and state.crossover_high is not None:
+            span = f" ({state.crossover_low:.0f}–{state.crossover_high:.0f})"
+        return f"≈ {state.crossover:.0f}{span}"
+    return state.crossover_note or "not measured yet"
+
+
+def move_words(move: AutopilotMove) -> str:
+    what = {"move": "moved", "probe": "probe", "probe_end": "probe ended", "revert": "reverted",
+            "restore": "restored"}.get(move.kind, move.kind)  # fmt: skip
+    change = f"threshold {threshold_words(move.threshold_from)} → {threshold_words(move.threshold_to)}"
+    if move.steps_from != move.steps_to:
+        change += f", steps {steps_words(move.steps_from)} → {steps_words(move.steps_to)}"
+    failed = "" if move.ok else " (failed)"
+    return f"{clock(move.time)} {what}{failed}: {change}"
+
+
+def autopilot_text(state: AutopilotState | None) -> Text:
+    """Overview's lines: on/off, what it holds, the crossover with its uncertainty, the last move and why."""
+    text = Text()
+    if state is None:
+        return text  # an agent without one: nothing to say
+    if not state.enabled:
+        text.append(" AUTOPILOT OFF ", style="bold white on grey37")
+        text.append(
+            f" the operator's setting runs: threshold {threshold_words(state.operator_threshold)}, "
+            f"steps {steps_words(state.operator_steps)}",
+            style="dim",
+        )
+    else:
+        text.append(f" AUTOPILOT {state.mode.upper()} ", style=_MODE_STYLE.get(state.mode, "bold"))
+        text.append(f" threshold {threshold_words(state.threshold)} · steps {steps_words(state.steps)}")
+        text.append(" · crossover ", style="dim")
+        text.append(crossover_words(state), style="bold")
+        if state.expected_gain is not None:
+            text.append(
+                f" · est. {state.expected_gain * 100:+.1f} % over the operator's "
+                f"{threshold_words(state.operator_threshold)}",
+                style="dim",
+            )
+        if state.detail and state.mode in ("holding", "unavailable", "waiting"):
+            text.append(f"\n{state.detail}", style="yellow")
+    move = state.last_move
+    if move is not None:
+        text.append("\nlast: ", style="dim")
+        text.append(move_words(move), style="" if move.ok else "red")
+        text.append(f" — {move.why}", style="dim")
+    return text
+
+
+class AutopilotLine(Static):
+    """Overview's autopilot lines; hidden for an agent that reports no autopilot (an older one)."""
+
+    def on_mount(self) -> None:
+        self.display = False
+
+    def show(self, state: AutopilotState | None) -> None:
+        self.display = state is not None
+        if state is not None:
+            self.update(autopilot_text(state))
+
+
+class AutopilotToggle(Horizontal):
+    """Controls' toggle: plans "autopilot on" or "off" with the agent, confirms, applies."""
+
+    DEFAULT_CSS = """
+    AutopilotToggle { height: auto; }
+    AutopilotToggle #autopilot-now { width: 1fr; height: auto; margin-left: 1; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(classes="form-row", id="autopilot-row")
+        self.enabled: bool | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("autopilot", classes="field")
+        yield Button("Turn on", id="apply-autopilot", classes="apply", compact=True)
+        yield Static("", id="autopilot-now")
+
+    @property
+    def console(self) -> ConsoleApp:
+        return cast("ConsoleApp", self.app)
+
+    def on_mount(self) -> None:
+        self.display = False
+
+    def show(self, state: AutopilotState | None) -> None:
+        """Hidden for an agent that reports no autopilot (an older one)."""
+        self.display = state is not None
+        self.enabled = None if state is None else state.enabled
+        if state is None:
+            return
+        button = self.query_one("#apply-autopilot", Button)
+        now = self.query_one("#autopilot-now", Static)
+        button.label = "Turn off" if state.enabled else "Turn on"
+        shown = Text(f"{'on' if state.enabled else 'off'}", style="bold")
+        if state.enabled:
+            shown.append(f" ({state.mode}): threshold {threshold_words(state.threshold)}, ")
+            shown.append(f"steps {steps_words(state.steps)}; crossover {crossover_words(state)}")
+        else:
+            shown.append(f": the operator's threshold {threshold_words(state.operator_threshold)} runs")
+        shown.append(f"   at most {state.max_moves_per_minute or DASH} changes a minute", style="dim")
+        now.update(shown)
+
+    @on(Button.Pressed, "#apply-autopilot")
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()  # the screen's own Apply handler is for its fields
+        self.toggle()
+
+    @work(exclusive=True, group="control")
+    async def toggle(self) -> None:
+        """Plan the opposite of what the agent reports, confirm it, apply it; never without the confirm."""
+        screen = self.screen
+        result = screen.query_one("#control-result", Static)
+        if self.console.readonly:
+            result.update(Text("Read-only: controls are disabled.", style="cyan"))
+            return
+        if self.enabled is None:
+            result.update(Text("This agent reports no autopilot.", style="yellow"))
+            return
+        await plan_confirm_apply(
+            screen, self.console.client, "autopilot", not self.enabled, self.console.operator, result.update
+        )
