@@ -165,6 +165,4 @@ class AutopilotToggle(Horizontal):
         if self.enabled is None:
             result.update(Text("This agent reports no autopilot.", style="yellow"))
             return
-        await plan_confirm_apply(
-            screen, self.console.client, "autopilot", not self.enabled, self.console.operator, result.update
-        )
+        await plan_confirm_apply(screen, "autopilot", not self.enabled, result.update)
