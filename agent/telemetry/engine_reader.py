@@ -69,6 +69,8 @@ class EngineReader:
         self._info_due = True
         self._metrics_off_since: int | None = None
         self._parser = MetricsParser()
+        self._drafting: bool | None = None
+        """Whether the last /metrics page said the server drafts: a change is a switch."""
 
     def point_at(self, url: str | None, api_key: str | None, server_info_every_ticks: int) -> None:
         """A (re)started engine or a new profile: nothing of the old one is kept."""
@@ -158,6 +160,21 @@ class EngineReader:
                     self._metrics_off_since = tick
             else:
                 error = error or f"GET {METRICS}: HTTP {status}"
+        if reading is not None and reading.source == "metrics":
+            drafting = _drafting(reading)
+            switched = drafting is not None and self._drafting is not None and drafting != self._drafting
+            if drafting is not None:
+                self._drafting = drafting
+            if switched and info[0] is None:
+                # A switch is when the operator reads why: the threshold that caused it must be the one
+                # in force, not a read-back up to server_info_every_ticks old (on the real engine a
+                # threshold moved outside the agent read as "the adaptive policy chose 0" for 4 ticks).
+                info = await self._get(SERVER_INFO)
+                if info[0] is not None:
+                    failure = self._take_server_info(*info[0])
+                    error = error or failure
+                else:
+                    error = error or info[1]
         if reading is None and self._metrics_off_since is not None and info_ok and self._info is not None:
             reading = reading_from_server_info(self._info)
         return EngineRead(reading, self._info, error)
@@ -176,3 +193,9 @@ class EngineReader:
         self._redacted = redact_mapping(raw, [self._api_key] if self._api_key else [])
         self._info_due = False
         return None
+
+
+def _drafting(reading: MetricsReading) -> bool | None:
+    """Whether this page's step gauge says the server drafts (more than 0 steps); None without it."""
+    steps = reading.gauge_int("spec_num_steps")
+    return None if steps is None else steps > 0

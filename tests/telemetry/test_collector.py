@@ -302,6 +302,30 @@ async def test_server_info_every_few_ticks_and_on_request(
     assert scripted_sglang.hits["/metrics"] == 11
 
 
+async def test_a_switch_reads_the_threshold_in_force_at_once(
+    scripted_sglang: ScriptedSglang, http: httpx.AsyncClient
+) -> None:
+    """Seen on the real engine: the threshold moved outside the agent (a benchmark on the engine's own
+    API), the server stopped drafting, and for up to server_info_every_ticks ticks the agent said the
+    adaptive policy chose 0 steps, from a threshold read-back ticks old. A switch in /metrics reads
+    /server_info in the same tick, so the reason is the threshold in force."""
+    c = collector(scripted_sglang, http, Clock())
+    scripted_sglang.server_info = server_info(threshold=64, active=3)
+    scripted_sglang.metrics = page(running=8, steps=3)
+    await c.tick("ready", 1)
+    await c.tick("ready", 1)
+    before = scripted_sglang.hits["/server_info"]
+    scripted_sglang.server_info = server_info(threshold=2, active=0)  # moved on the engine directly
+    scripted_sglang.metrics = page(running=8, steps=0)
+    snap = await c.tick("ready", 1)
+    assert scripted_sglang.hits["/server_info"] == before + 1
+    assert snap.speculation.on is False and snap.speculation.threshold == 2
+    assert snap.speculation.off_reason == "above_threshold"
+    # no switch, no extra read: the next tick is an ordinary one
+    await c.tick("ready", 1)
+    assert scripted_sglang.hits["/server_info"] == before + 1
+
+
 async def test_api_key_is_sent_and_never_kept(
     scripted_sglang: ScriptedSglang, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
