@@ -35,6 +35,21 @@ from agent.bench.window import delivered
 from agent.telemetry.window import CounterWindow
 
 MISMATCH = 0.02
+OTHER_TRAFFIC = 0.5
+"""Above this gap the engine served someone else too (the demo's traffic, a production client): its
+counters are the server's, not this run's, and a percentage of them reads as nonsense ("1094.9 %")."""
+
+
+def stream_gap_words(gap: float) -> str:
+    """The engine's count against our streams', in an operator's words."""
+    if gap > OTHER_TRAFFIC:
+        return (
+            f"the engine generated {1 + gap:.1f}× the tokens our streams received: another client used "
+            "the server during the run, so its counters are not this run's (the figures are our streams')"
+        )
+    return f"the engine's counts and our streams' by up to {abs(gap) * 100:.1f} %"
+
+
 RACE_MARGIN_S = 0.005
 """A request that finished this close to a reading's round trip counts as possibly in it or not."""
 ACCEPT_FROM_COUNTERS = "metrics: Δgeneration_tokens_total / Δspec_verify_calls_total over the window"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.bench.counters import stream_gap_words
 from agent.bench.recommend import LevelPair, recommend
 
 
@@ -39,7 +40,7 @@ def noise_seen(levels: list[dict[str, Any]]) -> dict[str, Any]:
             if len(repeats) > 1 and arm["output_throughput"]:
                 spreads.append(((max(repeats) - min(repeats)) / float(arm["output_throughput"]), name, c))
             if arm.get("engine_stream_diff") is not None:
-                diffs.append(abs(float(arm["engine_stream_diff"])))
+                diffs.append(float(arm["engine_stream_diff"]))
     noise: dict[str, Any] = {}
     if widths:
         wide, narrow = max(widths), min(widths)
@@ -52,7 +53,7 @@ def noise_seen(levels: list[dict[str, Any]]) -> dict[str, Any]:
         top = max(spreads)
         noise |= {"repeat_spread_max": top[0], "repeat_spread_at": {"arm": top[1], "concurrency": top[2]}}
     if diffs:
-        noise["engine_stream_diff_max"] = max(diffs)
+        noise["engine_stream_diff_max"] = max(diffs, key=abs)  # signed: more, or fewer than ours
     return noise
 
 
@@ -73,9 +74,7 @@ def noise_words(noise: dict[str, Any], repeats: int) -> str:
     elif repeats == 1:
         parts.append("one repeat per arm: the intervals hold only each window's own noise")
     if "engine_stream_diff_max" in noise:
-        parts.append(
-            f"the engine's counts and our streams' by up to {noise['engine_stream_diff_max'] * 100:.1f} %"
-        )
+        parts.append(stream_gap_words(float(noise["engine_stream_diff_max"])))
     return ("Noise seen: " + "; ".join(parts) + ".") if parts else ""
 
 

@@ -68,3 +68,17 @@ def test_the_noise_summary_finds_the_widest_and_the_largest_spread() -> None:
     noise = noise_seen([level(1, arm(100, 0.02, (95, 105)), arm(50, 0.005))])
     assert noise["ci_rel_max"] == 0.02 and noise["widest"] == {"arm": "on", "concurrency": 1}
     assert noise["repeat_spread_max"] == 0.1 and noise["ci_rel_min"] == 0.005
+
+
+def test_another_client_on_the_server_is_named_not_given_as_a_percentage() -> None:
+    """The demo's traffic overlapped a bench window: the engine generated 11.9x what our streams got.
+    "by up to 1094.9 %" said nothing; the reason says what it means."""
+    levels = [
+        level(1, arm(132, 0.18, diff=10.949), arm(91, 0.001)),
+        level(64, arm(886, 0.03), arm(703, 0.004)),
+    ]
+    reason = recommendation_from_levels(levels, repeats=2)["recommendation"]["reason"]
+    assert (
+        "the engine generated 11.9× the tokens our streams received: another client used the server" in reason
+    )
+    assert "1094.9 %" not in reason
