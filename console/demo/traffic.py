@@ -6,7 +6,7 @@ the console's event loop; it exits by itself when the console that started it is
 It follows the agent, not a fixed address: a restarted engine (a topk change, a profile load)
 listens on a new port, and the agent says so on its event stream (``engine.ready`` carries the URL),
 so the traffic moves there as soon as the engine is ready. While the agent runs a benchmark the
-traffic pauses: the benchmark measures the engine alone, and the Overview shows the benchmark's load,
+traffic pauses and cuts off its requests in flight: the benchmark measures the engine alone, and the Overview shows the benchmark's load,
 not the sum of both.
 
 The requests have the shape of the demo profile's "crossover" benchmark preset (256 prompt tokens,
@@ -24,7 +24,7 @@ import math
 import os
 import random
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import httpx
@@ -88,6 +88,11 @@ class EngineAddress:
             await self._changed.wait()
         assert self.url is not None
         return self.url
+
+    async def wait_benchmark(self) -> None:
+        """Until a benchmark runs: the requests in flight then end, so that it measures the engine alone."""
+        while not self.benchmark:
+            await self._changed.wait()
 
     async def wait_change(self, timeout_s: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -154,6 +159,23 @@ async def _one_request(client: httpx.AsyncClient, url: str, prompt: str) -> None
             pass
 
 
+async def _unless_benchmark(address: EngineAddress, request: Coroutine[Any, Any, None]) -> None:
+    """Run one request, or cut it off when a benchmark starts (closing the stream aborts it in the
+    engine). Pausing only new requests left up to 250 long ones running into the benchmark's first
+    window, where the engine generated 12x what the benchmark's own streams received."""
+    sending = asyncio.ensure_future(request)
+    benchmark = asyncio.ensure_future(address.wait_benchmark())
+    try:
+        await asyncio.wait({sending, benchmark}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sending, benchmark):
+            task.cancel()
+        await asyncio.gather(sending, benchmark, return_exceptions=True)
+    failure = None if sending.cancelled() else sending.exception()
+    if failure is not None:
+        raise failure
+
+
 async def run(socket_path: str, token_path: str, peak: int, period_s: float, parent: int) -> None:
     with open(token_path, encoding="utf-8") as handle:
         token = handle.read().strip()
@@ -173,7 +195,7 @@ async def run(socket_path: str, token_path: str, peak: int, period_s: float, par
                     await address.wait_change(0.25)  # the ramp's resolution, or the address changed
                     continue
                 try:
-                    await _one_request(client, url, prompts[index % len(prompts)])
+                    await _unless_benchmark(address, _one_request(client, url, prompts[index % len(prompts)]))
                 except httpx.HTTPError:
                     # The engine went away (a restart): the agent's next engine.ready moves us on.
                     await address.wait_change(1.0)
