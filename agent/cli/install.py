@@ -8,8 +8,11 @@ Offline (an air-gapped GPU host): ``--wheelhouse DIR`` installs from a directory
 then hold every wheel the pin needs. With ``--system-site-packages`` the venv also sees the packages of
 the interpreter that builds it (a GPU image's own torch, cuBLAS, cuDNN, ... ; when that interpreter
 is itself a venv, its site-packages are added by a .pth file); every wheel of DIR is then installed
-with ``--no-deps`` (the wheelhouse plus the image is the stack), requirements that stay unmet are
-listed as warnings, and the verify step (importing what the server imports at start-up) decides.
+with ``--no-deps`` (the wheelhouse plus the image is the stack); the stack's own python then checks
+the installed packages' requirements against everything on its sys.path (its site-packages, the
+parent venv's, the system site), only those really unmet (missing, or a version the requirement
+excludes) are listed as warnings, and the verify step (importing what the server imports at
+start-up) decides.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def register(subparsers: Any) -> None:
         "--system-site-packages",
         action="store_true",
         help="the venv also sees the packages of the interpreter that builds it (a GPU image's CUDA libraries); "
-        "with --wheelhouse: every wheel installed --no-deps, unmet requirements listed as warnings",
+        "with --wheelhouse: every wheel installed --no-deps, requirements unmet on the stack's sys.path "
+        "listed as warnings",
     )
     parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto")
     parser.add_argument(

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from agent.install import stack
+from agent.install import requirements, stack
 from agent.install.manifest import PatchRecord, StackManifest, manifest_path, read_manifest, write_manifest
 from agent.install.patching import (
     PatchError,
@@ -255,7 +255,10 @@ def _rebuild(plan: InstallPlan, say: Say) -> Outcome:
         raise
     _prune(plan, say)
     if notes.unmet:
-        say(f"warning: {len(notes.unmet)} requirement(s) of the installed packages are not met (pip check);")
+        say(
+            f"warning: {len(notes.unmet)} requirement(s) of the installed packages are not met by what the "
+            "stack's python sees (its own site-packages, the parent venv's, the system site);"
+        )
         say("  the stack verified with them as they are (recorded in the manifest):")
         for line in notes.unmet:
             say(f"  warning: {line}")
@@ -300,17 +303,23 @@ def _build(plan: InstallPlan, build: Path, steps: _Steps, say: Say) -> _BuildNot
     count = len(plan.install_requirements())
     steps.run("install packages", lambda: (stack.run(install), f"{count} requirement(s) or wheel(s)")[1])
     if plan.no_deps:
-        check = stack.check_argv(plan.installer, build, plan.uv, runner=plan.pip_runner, pip_wheel=pip_wheel)
 
         def check_requirements() -> str:
-            try:
-                notes.unmet = stack.unmet_requirements(check)
-            except stack.CommandFailed as exc:  # a report, not a gate: the verify step decides
-                notes.unmet = [f"pip check could not run: {str(exc).splitlines()[0]}"]
+            try:  # a report, not a gate: the verify step decides
+                report = requirements.check_requirements(build)
+            except stack.CommandFailed as exc:
+                said = str(exc).splitlines()  # the command, then the tail of its output: one line
+                notes.unmet = [f"the requirements could not be checked: {' '.join(said[:1] + said[1:][-1:])}"]
+                return "could not check (warning below; the verify step decides)"
+            notes.unmet = [item.describe() for item in report.unmet]
             return (
-                f"{len(notes.unmet)} unmet (warnings below; the verify step decides)"
-                if notes.unmet
-                else "all met"
+                f"{report.checked} installed packages checked against the {report.visible} on the stack's "
+                f"sys.path ({report.packaging}): "
+                + (
+                    f"{len(notes.unmet)} unmet (warnings below; the verify step decides)"
+                    if notes.unmet
+                    else "all met"
+                )
             )
 
         steps.run("check requirements", check_requirements)

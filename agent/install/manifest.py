@@ -49,7 +49,8 @@ class StackManifest(BaseModel):
     parent_site: list[str] = []
     """A parent venv's site-packages the stack also sees (``--system-site-packages`` from a venv python)."""
     unmet_requirements: list[str] = []
-    """``pip check`` lines after a ``--no-deps`` install: what the stack runs without (the verify step decides)."""
+    """After a ``--no-deps`` install, the requirements nothing on the stack python's ``sys.path`` meets
+    (``agent.install.requirements``): what the stack runs without (the verify step decides)."""
     byte_compile_failures: int | None = None
 
 

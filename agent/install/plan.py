@@ -126,7 +126,8 @@ class InstallPlan:
             row(
                 "packages",
                 f"every wheel of {self.wheelhouse.describe()}, --no-deps: the wheelhouse plus the "
-                "interpreter's own packages is the stack; unmet requirements are listed as warnings",
+                "interpreter's own packages is the stack; requirements unmet on the stack's sys.path are "
+                "listed as warnings",
             )
         elif self.wheelhouse is not None:
             row(

@@ -272,32 +272,6 @@ def install_argv(
     ]
 
 
-def check_argv(
-    installer: Installer,
-    venv: Path,
-    uv: str | None = None,
-    *,
-    runner: PipRunner = "venv",
-    pip_wheel: Path | None = None,
-) -> list[str]:
-    """``pip check``: every installed distribution's requirements, met or not (exit 1 when not)."""
-    if installer == "uv":
-        return [uv or "uv", "--offline", "pip", "check", "--python", str(venv_python(venv))]
-    return [*pip_prefix(runner, venv, pip_wheel), "check"]
-
-
-def unmet_requirements(argv: Sequence[str]) -> list[str]:
-    """The lines of a ``pip check`` that name an unmet requirement (empty when all are met)."""
-    try:
-        out = run(argv, timeout=600)
-    except CommandFailed as exc:
-        if exc.returncode != 1:
-            raise
-        out = exc.output
-    keep = ("requires", "has requirement", "which is not installed", "is not supported", "incompatible")
-    return [line.strip() for line in out.splitlines() if any(k in line for k in keep)]
-
-
 PARENT_SITE_PTH = "zz-k25-parent-site.pth"
 """Processed after the venv's own .pth files (alphabetical), so its folders come after them too."""
 

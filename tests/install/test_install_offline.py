@@ -90,6 +90,18 @@ def parent_venv(tmp_path: Path) -> Path:
     return parent
 
 
+def _give_packaging(parent: Path, tmp_path: Path) -> str:
+    """Put a wheel of the agent's own ``packaging`` into the parent venv (as the image has it); its version."""
+    import packaging
+
+    source = Path(packaging.__file__).parent
+    files = {f"packaging/{p.relative_to(source)}": p.read_bytes() for p in source.rglob("*.py")}
+    wheel = build_wheel(tmp_path / "image-wheels", "packaging", packaging.__version__, files)
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(_site(parent))
+    return packaging.__version__
+
+
 def _builder_on_path(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, python: Path, *, ensurepip: bool
 ) -> Path:
@@ -221,7 +233,11 @@ def test_an_incomplete_wheelhouse_alone_names_what_is_missing(
 # --------------------------------------------------------------- the GPU image: a parent venv's packages
 
 
-@pytest.mark.parametrize("ensurepip", [True, False], ids=["ensurepip", "no-ensurepip"])
+@pytest.mark.parametrize(
+    ("installer", "ensurepip"),
+    [("pip", True), ("pip", False), ("uv", True)],
+    ids=["ensurepip", "no-ensurepip", "uv"],  # uv: the H200 run (uv pip check saw the venv's own only)
+)
 def test_system_site_packages_from_a_parent_venv_with_an_incomplete_wheelhouse(
     profile: Path,
     tmp_path: Path,
@@ -229,41 +245,63 @@ def test_system_site_packages_from_a_parent_venv_with_an_incomplete_wheelhouse(
     parent_venv: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    installer: str,
     ensurepip: bool,
 ) -> None:
     house = tmp_path / "house"
     start_up_stub_wheels(house)
-    # The pin asks for k25-fake-dep 1.0; the wheelhouse has none, the image has 0.9 (it serves anyway).
-    # One module of the stack does not compile (as test data in real wheels): tolerated and counted.
-    _sglang_wheel(
-        house,
-        pristine_tree,
-        ("k25-fake-dep==1.0", *STUB_REQUIRES),
-        {"sglang/test/bad_syntax.py": b"def (:\n"},
+    # Only in the image: a dependency the pin accepts (met, no warning) and k25-fake-dep 0.9 where the
+    # pin asks for 1.0 (it serves anyway: a warning). k25-nowhere is nowhere (a warning); the last two
+    # do not apply here (a marker false on this python, an extra nobody asked for) as pip check skips them.
+    build_wheel(tmp_path / "image-wheels", "k25_Image.Only", "2.1", {"k25_image_only/__init__.py": b""})
+    with zipfile.ZipFile(tmp_path / "image-wheels" / "k25_Image_Only-2.1-py3-none-any.whl") as wheel:
+        wheel.extractall(_site(parent_venv))
+    # The image's python has packaging: the check uses it (without, the system site's or the agent's).
+    whose = (
+        f"packaging {_give_packaging(parent_venv, tmp_path)}, the stack's own" if ensurepip else "packaging"
     )
+    requires = (
+        "k25-fake-dep==1.0",
+        "k25-image-only>=2.0",
+        "k25-nowhere>=1.5",
+        "k25-elsewhere; sys_platform == 'no-such-platform'",
+        "k25-dev-tool; extra == 'dev'",
+        *STUB_REQUIRES,
+    )
+    # One module of the stack does not compile (as test data in real wheels): tolerated and counted.
+    _sglang_wheel(house, pristine_tree, requires, {"sglang/test/bad_syntax.py": b"def (:\n"})
     _builder_on_path(monkeypatch, tmp_path, parent_venv / "bin" / "python", ensurepip=ensurepip)
     venv = tmp_path / "stack"
 
-    assert _install(profile, venv, house, "--system-site-packages") == 0
+    assert _install(profile, venv, house, "--system-site-packages", installer=installer) == 0
     out = capsys.readouterr().out
     parent_site = str(_site(parent_venv))
     assert "every wheel of 4 wheels in" in out and "--no-deps" in out
     assert f"    {parent_site} (that interpreter is a venv" in out
     assert ("has no ensurepip: venv --without-pip, pip from the agent's own pip" in out) is not ensurepip
-    assert "check requirements: done in" in out and "1 unmet" in out
-    assert "warning: sglang 0.5.23 has requirement k25-fake-dep==1.0, but you have k25-fake-dep 0.9" in out
+    checked = next(line for line in out.splitlines() if "check requirements: done in" in line)
+    assert "2 unmet (warnings below; the verify step decides)" in checked
+    assert f"on the stack's sys.path ({whose}" in checked
+    unmet = [
+        f"sglang 0.5.23 requires k25-fake-dep==1.0, but found k25-fake-dep 0.9 in {parent_site}",
+        "sglang 0.5.23 requires k25-nowhere>=1.5, but it is not installed anywhere on the stack's sys.path",
+    ]
+    warned = [line.removeprefix("  warning: ") for line in out.splitlines() if line.startswith("  warning: ")]
+    assert warned == unmet
+    assert (
+        "warning: 2 requirement(s) of the installed packages are not met by what the stack's python sees"
+        in out
+    )
     assert "1 file(s) did not compile (tolerated)" in out
 
     manifest = read_manifest(venv)
     assert manifest is not None
     assert manifest.system_site_packages and manifest.parent_site == [parent_site]
-    assert manifest.unmet_requirements == [
-        "sglang 0.5.23 has requirement k25-fake-dep==1.0, but you have k25-fake-dep 0.9."
-    ]
+    assert manifest.unmet_requirements == unmet
     assert manifest.byte_compile_failures == 1
     site = _site(venv)
     assert (site / PARENT_SITE_PTH).read_text() == f"import site; site.addsitedir({parent_site!r})\n"
-    assert (venv / "bin" / "pip").exists() is ensurepip
+    assert (venv / "bin" / "pip").exists() is (ensurepip and installer == "pip")
     # The image's packages and its own .pth files are visible, after the stack's own packages.
     probe = "import k25_fake_dep, k25_image_mod, cutlass, sys; print(k25_fake_dep.VALUE, k25_image_mod.WHERE, sys.path.index(%r) < sys.path.index(%r))"
     done = _run([str(venv / "bin" / "python"), "-c", probe % (str(site), parent_site)])
@@ -318,4 +356,7 @@ def test_without_ensurepip_or_agent_pip_pip_runs_from_the_wheelhouse(
     assert _install(profile, venv, house, "--system-site-packages") == 0
     out = capsys.readouterr().out
     assert f"pip from the pip wheel in the wheelhouse ({bundled[-1].name})" in out
-    assert read_manifest(venv) is not None
+    assert "check requirements: done in" in out and "on the stack's sys.path (packaging " in out
+    assert ": all met" in out and "  warning: " not in out
+    manifest = read_manifest(venv)
+    assert manifest is not None and manifest.unmet_requirements == []
