@@ -201,7 +201,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     @api.get("/profiles/{name}/diff", response_model=ProfileDiff)
     async def diff_profile(name: str) -> dict[str, Any]:
         try:
-            return daemon.library.diff(name, daemon.profile)
+            return daemon.library.diff(name, daemon.profile, daemon.launched_profile)
         except UnknownProfile:
             raise HTTPException(404, f"no profile {name!r} in {daemon.library.directory}") from None
         except ProfileError as exc:
@@ -216,7 +216,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         from agent.sglang.kv import kv_whatif as whatif
 
         try:
-            return whatif(daemon.profile, running, context, pool).to_dict()
+            return whatif(daemon.launched_profile, running, context, pool).to_dict()
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
 

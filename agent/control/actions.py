@@ -3,8 +3,9 @@
 A console may resend a request after a timeout, or send a confirm twice; both must be harmless. A
 request id maps to exactly one plan (resending it returns that plan), and an action moves out of
 "planned" exactly once, under a lock, so a second confirm returns the first one's result. A plan is
-made against the profile that runs; if that changes before the confirm, the plan expires rather than
-apply a change computed against something else.
+made against the profile that runs (live values included) and the one its server was launched with;
+if the running one changes before the confirm, the plan expires rather than apply a change computed
+against something else.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class EngineControl(Protocol):
     @property
     def profile(self) -> Profile | None: ...
     @property
+    def launched(self) -> Profile | None: ...
+    @property
     def url(self) -> str | None: ...
     @property
     def state(self) -> EngineState: ...
@@ -88,7 +91,9 @@ class EngineControl(Protocol):
     @property
     def kind(self) -> str: ...
     def update_running_profile(self, profile: Profile) -> None: ...
-    async def restart(self, profile: Profile | None, *, drain_timeout_s: float) -> None: ...
+    async def restart(
+        self, profile: Profile | None, *, drain_timeout_s: float, launch: Profile | None = None
+    ) -> None: ...
     async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool: ...
 
 
@@ -156,7 +161,7 @@ class ActionBook:
             draft = Draft(mode="rejected", reason="no profile is running yet", rejected_field="engine")
             running_base: Profile | None = None
         else:
-            draft = plan_request(request, running, self.load_named)
+            draft = plan_request(request, running, self.load_named, self.engine.launched)
             running_base = running
         action_id = "act-" + secrets.token_hex(8)
         plan = Plan(
@@ -310,7 +315,9 @@ class ActionBook:
         draft = entry.draft
         assert draft.new_profile is not None
         try:
-            await self.engine.restart(draft.new_profile, drain_timeout_s=self.drain_timeout_s)
+            await self.engine.restart(
+                draft.new_profile, drain_timeout_s=self.drain_timeout_s, launch=draft.launch
+            )
             maybe = self.on_profile_applied(draft.new_profile)
             if maybe is not None:
                 await maybe

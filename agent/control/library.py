@@ -108,12 +108,14 @@ class ProfileLibrary:
         self.directory.mkdir(parents=True, exist_ok=True)
         return save_profile(profile, path)
 
-    def diff(self, name: str, running: Profile) -> dict[str, Any]:
+    def diff(self, name: str, running: Profile, launched: Profile | None = None) -> dict[str, Any]:
+        """What loading ``name`` changes against ``running`` (live values included), and whether the
+        server, launched with ``launched``, takes it live."""
         path = self.path_of(name)
         if not path.is_file():
             raise UnknownProfile(name)
         other = load_profile(path)
-        plan = rules.classify_change(running, other)
+        plan = rules.classify_change(running, other, launched)
         return {
             "changes": [{"key": c.key, "old": c.old, "new": c.new} for c in diff_profiles(running, other)],
             "plan": {"mode": plan.mode, "reasons": plan.reasons},

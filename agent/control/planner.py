@@ -5,6 +5,11 @@ the profile schema and SGLang 0.5.23's rules (``agent.sglang.rules``), and the S
 live versus restart. A refusal names the profile field and says why in the rules' own words, and
 nothing changes. Some requests carry consequences the operator must see before confirming (topk > 1
 turns SGLang's adaptive mode off, so the threshold and live steps go too); the plan lists them.
+
+Two profiles are in play: the running one, with the live values applied since the start (what the
+operator changes and sees), and the one the server was launched with (``built``), which alone says
+what the server has: a live threshold of 0 does not take away the 0-step state a launch with a
+threshold built (``agent.sglang.live_state``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
 from agent.profile.words import value_words
-from agent.sglang import adaptive, live_control, rules
+from agent.sglang import adaptive, live_control, live_state, rules
 from agent.wire import ActionRequest, Change, PlanMode
 
 
@@ -31,6 +36,9 @@ class Draft:
     new_profile: Profile | None = None
     live_args: dict[str, int] = field(default_factory=dict)
     rejected_field: str | None = None
+    launch: Profile | None = None
+    """For a restart: the profile to launch (``new_profile`` with a launchable threshold); its live
+    values are put back once the server is ready."""
 
 
 def _given(value: object) -> str:
@@ -82,13 +90,13 @@ def _and_skip(spec: Speculation) -> str:
 
 
 def _candidate(
-    req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]
+    req: ActionRequest, running: Profile, built: Profile, load_named: Callable[[str], Profile]
 ) -> tuple[Profile, list[str]] | Draft:
     """The profile the request asks for, plus consequences the operator must read."""
     notes: list[str] = []
     spec = running.speculation
     if req.kind == "autopilot":
-        return _autopilot(req, running)
+        return _autopilot(req, running, built)
     if req.kind == "threshold":
         value = _int_value(req, "speculation.threshold")
         if isinstance(value, Draft):
@@ -152,14 +160,14 @@ def _candidate(
     return new, notes
 
 
-def _autopilot(req: ActionRequest, running: Profile) -> tuple[Profile, list[str]] | Draft:
+def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Profile, list[str]] | Draft:
     """Turning the speculation autopilot on or off (``agent.control.autopilot``)."""
     key = "speculation.autopilot.enabled"
     if not isinstance(req.value, bool):
         return _reject(key, f"{key}: must be true or false (got {req.value!r})")
     spec = running.speculation
     if req.value:
-        unavailable = rules.threshold_unavailable_reason(running)
+        unavailable = rules.threshold_unavailable_reason(built)
         if unavailable is not None:
             return _reject(key, f"{key}: the autopilot moves the live threshold, and {unavailable}")
     new = _with_speculation(
@@ -183,28 +191,39 @@ def _autopilot(req: ActionRequest, running: Profile) -> tuple[Profile, list[str]
     return new, [note]
 
 
-def plan_request(req: ActionRequest, running: Profile, load_named: Callable[[str], Profile]) -> Draft:
-    made = _candidate(req, running, load_named)
+def plan_request(
+    req: ActionRequest,
+    running: Profile,
+    load_named: Callable[[str], Profile],
+    built: Profile | None = None,
+) -> Draft:
+    """Plan ``req`` against the server running ``running`` (live values included), launched with
+    ``built`` (``running`` when none is given)."""
+    built = built or running
+    made = _candidate(req, running, built, load_named)
     if isinstance(made, Draft):
         return made
     new, notes = made
-    errors = rules.errors_of(rules.check_profile(new, "<request>"))
+    # A profile file is launched as it is; a change made from the running profile keeps the states
+    # its server was built with (a live threshold of 0 or 1 is checked as the launch threshold).
+    launch = new if req.kind == "apply_profile" else live_state.launch_profile(new, built)
+    errors = rules.errors_of(rules.check_profile(launch, "<request>"))
     if errors:
         return _reject(errors[0].key, "; ".join(f"{i.key}: {i.rule}" for i in errors))
     changes = [Change(key=c.key, old=c.old, new=c.new) for c in diff_profiles(running, new)]
-    change_plan = rules.classify_change(running, new)
+    change_plan = rules.classify_change(running, new, built)
     reasons = notes + change_plan.reasons
     if change_plan.mode == "live":
         live_args: dict[str, int] = {}
         for c in changes:
             if c.key == "speculation.threshold":
                 value = live_control.NO_THRESHOLD if c.new is None else int(c.new)
-                why = rules.validate_live_value(running, live_control.LIVE_THRESHOLD_KEY, value)
+                why = rules.validate_live_value(built, live_control.LIVE_THRESHOLD_KEY, value)
                 if why is not None:
                     return _reject("speculation.threshold", why)
                 live_args[live_control.LIVE_THRESHOLD_KEY] = value
             elif c.key == "speculation.num_steps":
-                why = rules.validate_live_value(running, live_control.LIVE_STEPS_KEY, c.new)
+                why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, c.new)
                 if why is not None:
                     return _reject("speculation.num_steps", why)
                 live_args[live_control.LIVE_STEPS_KEY] = int(c.new)
@@ -214,4 +233,4 @@ def plan_request(req: ActionRequest, running: Profile, load_named: Callable[[str
     if change_plan.mode == "noop":
         # Only keys the agent applies itself (telemetry, identity, bench): no server call needed.
         return Draft("live", "; ".join(reasons), changes, new, {})
-    return Draft("restart", "; ".join(reasons), changes, new)
+    return Draft("restart", "; ".join(reasons), changes, new, launch=launch)

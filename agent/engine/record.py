@@ -2,7 +2,8 @@
 
 Written atomically (temp file, fsync, rename) with mode 0600 in the agent's state directory. It
 holds the profile the engine was launched with, so a restarted agent knows what really runs even
-when its ``--profile`` file has been edited since.
+when its ``--profile`` file has been edited since, and, once live values were applied (threshold,
+pinned steps), the running profile with them, so that they survive an agent restart too.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ class EngineRecord(BaseModel):
     launched_at: float
     profile_name: str
     profile_toml: str
+    """The profile the engine was launched with: what its process was built with."""
     log_path: str
+    live_profile_toml: str | None = None
+    """The running profile with the live values applied since the launch; None when there were none."""
 
     @property
     def url(self) -> str:

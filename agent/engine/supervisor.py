@@ -8,6 +8,11 @@ start time or command line no longer match (pid reuse).
 
 Liveness is polled (every ``poll_s``) rather than waited for, because an adopted engine is not our
 child and cannot be waited on; a child we forked is reaped through ``Popen.poll``.
+
+Two profiles are kept: ``launched``, what the engine process was started with (what it has built),
+and ``profile``, the same with the live values applied since. A crash restart launches ``launched``
+again, so the new process has the same states, and ``restore_live`` puts the live values back before
+the engine is announced ready.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 import httpx
 
 from agent.engine import proc
+from agent.engine.adopt import adopt_recorded
 from agent.engine.failure import PortHolder, port_holder, port_in_use, read_log_since, startup_error
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
@@ -32,13 +38,22 @@ from agent.engine.probe import is_ready
 from agent.engine.record import EngineKind, EngineRecord, clear_record, read_record, write_record
 from agent.engine.running import RunningEngine, drain, terminate, unknown_running_requests
 from agent.engine.spec import EngineSpec
-from agent.profile import Profile, ProfileError, dump_profile, parse_profile
+from agent.profile import Profile, dump_profile
 from agent.wire.snapshot import EngineState
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[str, str, dict[str, Any]], None]
 """``emit(name, message, data)``: publish an engine event (kind "engine") on the agent's stream."""
+
+RestoreLive = Callable[[str, Profile, Profile], Awaitable[Profile]]
+"""``restore_live(url, launched, running)``: put ``running``'s live values on the engine at ``url``,
+launched with ``launched``, once it answers; returns the running profile in force afterwards."""
+
+
+async def _nothing_to_restore(url: str, launched: Profile, running: Profile) -> Profile:
+    return running
+
 
 TERM_GRACE_S: dict[EngineKind, float] = {"sim": 10.0, "sglang": 30.0}
 """SIGTERM to SIGKILL; SGLang may be mid CUDA-graph capture and needs longer."""
@@ -72,6 +87,7 @@ class Supervisor:
         drain_hooks: list[Callable[[], Awaitable[None]]] | None = None,
         poll_s: float = 0.2,
         redact: Callable[[list[str]], list[str]] | None = None,
+        restore_live: RestoreLive = _nothing_to_restore,
     ) -> None:
         self.kind: EngineKind = kind
         self.record_path = record_path
@@ -85,6 +101,10 @@ class Supervisor:
         self.poll_s = poll_s
         self.state: EngineState = "stopped"
         self.profile: Profile | None = None
+        """What runs, live values included (what the operator sees and changes)."""
+        self.launched: Profile | None = None
+        """What the engine process was launched with: what it has built."""
+        self.restore_live = restore_live
         self.engine: RunningEngine | None = None
         self.failures = 0
         self.last_startup_s: float | None = None
@@ -112,25 +132,25 @@ class Supervisor:
     async def begin(self, profile: Profile) -> None:
         """Adopt the engine a previous agent left running, or start one for ``profile``."""
         async with self._lock:
-            adopted = self._adopt()
+            adopted = adopt_recorded(self.record_path, self.emit)
             if adopted is not None:
-                engine, running_profile = adopted
-                self.engine = engine
-                self.profile = running_profile
+                engine, launched = adopted.engine, adopted.launched
+                self.kind, self.engine = engine.kind, engine
+                self.profile, self.launched = adopted.running, launched
                 self.emit(
                     "engine.reattached",
                     f"Reattached to the running {engine.kind} engine (pid {engine.pid}); it was not restarted",
                     {"pid": engine.pid, "url": engine.url},
                 )
-                if dump_profile(running_profile) != dump_profile(profile):
+                if dump_profile(launched) != dump_profile(profile):
                     self.emit(
                         "engine.profile_differs",
                         "The running engine was launched with a different profile than --profile; "
                         "apply the profile to restart it with the new settings",
-                        {"running": running_profile.identity.name, "given": profile.identity.name},
+                        {"running": launched.identity.name, "given": profile.identity.name},
                     )
             else:
-                self.profile = profile
+                self.profile = self.launched = profile
             self.failures = 0
             self._task = asyncio.create_task(self._lifecycle(self.engine), name="engine-lifecycle")
 
@@ -144,12 +164,18 @@ class Supervisor:
             self._task = asyncio.create_task(self._lifecycle(None), name="engine-lifecycle")
             return True
 
-    async def restart(self, profile: Profile | None, *, drain_timeout_s: float) -> None:
-        """Drain and stop the engine, then start it with ``profile`` (or the same one)."""
+    async def restart(
+        self, profile: Profile | None, *, drain_timeout_s: float, launch: Profile | None = None
+    ) -> None:
+        """Drain and stop the engine, then start it with ``profile`` (or the same one).
+
+        ``launch`` is what to launch when it differs from ``profile`` (a live value that cannot be
+        launched as such); ``profile``'s live values are then put back once the engine is ready.
+        """
         async with self._lock:
             await self._stop_locked(drain_timeout_s)
             if profile is not None:
-                self.profile = profile
+                self.profile, self.launched = profile, launch or profile
             self.failures = 0
             self.restarts += 1
             self._set_state("starting")
@@ -165,11 +191,14 @@ class Supervisor:
         await self._cancel_lifecycle()
 
     def update_running_profile(self, profile: Profile) -> None:
-        """A live change was applied: record it so a crash restart and a reattach keep it."""
+        """A live change was applied: record it so a crash restart and a reattach keep it (the launch
+        profile, what the process has built, stays as it was)."""
         self.profile = profile
         record = read_record(self.record_path)
         if record is not None and self.engine is not None and record.pid == self.engine.pid:
-            write_record(self.record_path, record.model_copy(update={"profile_toml": dump_profile(profile)}))
+            live = dump_profile(profile)
+            update = {"live_profile_toml": None if live == record.profile_toml else live}
+            write_record(self.record_path, record.model_copy(update=update))
 
     # ---- internals --------------------------------------------------------------------------------
 
@@ -193,36 +222,6 @@ class Supervisor:
             except TimeoutError:
                 return False
         return True
-
-    def _adopt(self) -> tuple[RunningEngine, Profile] | None:
-        record = read_record(self.record_path)
-        if record is None:
-            return None
-        alive = proc.is_same_process(record.pid, record.start_ticks)
-        cmdline = proc.read_cmdline(record.pid) if alive else None
-        if not alive or cmdline is None or proc.argv_hash(cmdline) != record.argv_hash:
-            clear_record(self.record_path)
-            self.emit(
-                "engine.record_stale",
-                f"The recorded engine (pid {record.pid}) is gone or its pid now belongs to another process; "
-                "starting a new engine",
-                {"pid": record.pid},
-            )
-            return None
-        try:
-            profile = parse_profile(record.profile_toml, str(self.record_path))
-        except ProfileError:
-            return None
-        self.kind = record.kind
-        engine = RunningEngine(
-            pid=record.pid,
-            pgid=record.pgid,
-            start_ticks=record.start_ticks,
-            url=record.url,
-            kind=record.kind,
-            launched_at=record.launched_at,
-        )
-        return engine, profile
 
     def _launch(self, profile: Profile) -> tuple[RunningEngine, EngineSpec]:
         spec = self.spec_for(profile)
@@ -309,12 +308,12 @@ class Supervisor:
     async def _supervise(self, adopted: RunningEngine | None) -> None:
         engine = adopted
         while True:
-            assert self.profile is not None
+            assert self.profile is not None and self.launched is not None
             ready = False
             if engine is None:
                 self._set_state("starting" if self.failures == 0 else "restarting")
                 try:
-                    engine, spec = self._launch(self.profile)
+                    engine, spec = self._launch(self.launched)
                 except PortHeld as held:
                     self._port_held(held.holder)
                     return
@@ -357,6 +356,7 @@ class Supervisor:
                     await self._terminate(engine)
             if engine is not None and ready:
                 self.last_error = None
+                self.update_running_profile(await self.restore_live(engine.url, self.launched, self.profile))
                 self._set_state("ready")
                 self.emit(
                     "engine.ready",

@@ -36,6 +36,7 @@ from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
 from agent.serve.paths import StatePaths
 from agent.serve.stream import StreamHub
+from agent.sglang.live_state import live_args_to_restore
 from agent.sglang.redact import redact_lines
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
 from agent.wire.events import EVENT_NAMES, EventKind, EventName
@@ -110,6 +111,7 @@ class Daemon:
             policy=config.policy,
             running_requests=self._running_requests,
             redact=lambda lines: redact_lines(lines, self.secrets()),
+            restore_live=self._restore_live,
         )
         self.actions = ActionBook(
             engine=self.supervisor,
@@ -171,7 +173,13 @@ class Daemon:
 
     @property
     def profile(self) -> Profile:
+        """What runs, live values included: what the operator sees and changes."""
         return self.supervisor.profile or self.config.profile
+
+    @property
+    def launched_profile(self) -> Profile:
+        """What the engine was launched with: what it has built (its KV shapes, its step states)."""
+        return self.supervisor.launched or self.config.profile
 
     def secrets(self) -> list[str]:
         """Values that must never leave the agent: its token and the engine's keys."""
@@ -204,6 +212,25 @@ class Daemon:
         if url is None or self.supervisor.state != "ready":
             return LiveOutcome(False, f"the engine is not ready (state {self.supervisor.state})")
         return await apply_live(self.http, url, args, self.engine_headers())
+
+    async def _restore_live(self, url: str, launched: Profile, running: Profile) -> Profile:
+        """An engine (re)started or reattached answers: the operator's live values go back on it."""
+        args = live_args_to_restore(launched, running)
+        if not args:
+            return running
+        outcome = await apply_live(self.http, url, args, self.engine_headers())
+        if outcome.ok:
+            said = f"The operator's live settings are in force on the engine: {outcome.message}"
+            self.emit("engine", "engine.live_restored", said, args)
+            return running
+        self.emit(
+            "engine",
+            "engine.live_restore_failed",
+            f"The live settings could not be put back ({outcome.message}); the engine runs its launch "
+            "settings, set them again",
+            args,
+        )
+        return launched
 
     def set_tick_interval(self, seconds: float) -> None:
         if not MIN_TICK_S <= seconds <= MAX_TICK_S:
@@ -284,16 +311,17 @@ class Daemon:
         from agent.telemetry.nvml import NoGpuSampler
 
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
-        collector = Collector(None, self.profile, gpus, self.http)
+        # The collector derives build facts (KV shapes, the 0-step state) from the launch profile.
+        collector = Collector(None, self.launched_profile, gpus, self.http)
         self.collector = collector
         health = HealthWatch()
         pointed_at: tuple[str | None, Profile] | None = None
         while True:
             started = time.monotonic()
             profile = self.profile
-            target = (self.supervisor.url, profile)
+            target = (self.supervisor.url, self.launched_profile)
             if target != pointed_at:
-                collector.set_engine(self.supervisor.url, profile)
+                collector.set_engine(*target)
                 pointed_at = target
             try:
                 observed = await collector.tick(self.supervisor.state, self.supervisor.pid)

@@ -16,6 +16,7 @@ tests under ``tests/contract`` show what moved.
 * ``redact``: secrets out of ``/server_info``, launch commands and log lines, by key name.
 * ``cli_flags`` (+ ``cli_flags.json``) / ``extra_flags``: the launcher's flags, for checking extra flags.
 * ``live_control``: the two keys k25console's patch adds to ``/set_internal_state``.
+* ``live_state``: what a server was built with apart from its live values (relaunch, restore).
 """
 
 SGLANG_VERSION = "0.5.23"

@@ -340,29 +340,28 @@ def _restart_reason(key: str) -> str:
     return "it is read when SGLang starts"
 
 
-def _fmt(value: object) -> str:
-    return value_words(value)
-
-
-def classify_change(old: Profile, new: Profile) -> ChangePlan:
+def classify_change(old: Profile, new: Profile, built_with: Profile | None = None) -> ChangePlan:
     """Live (threshold; steps among the states built at start-up), restart (everything else), or noop.
 
-    ``old`` is the profile the server runs; reasons are written for the operator.
+    ``old`` is the profile the server runs, live values included; ``built_with`` the one it was
+    launched with (``old`` when none is given), which alone says what states it has. Reasons are
+    written for the operator.
     """
     changes = diff_profiles(old, new)
     if not changes:
         return ChangePlan("noop", ["nothing changed"])
-    built = [s for s in prebuilt_steps(old) if s > 0]
-    zero_built = 0 in prebuilt_steps(old)
+    launch = built_with or old
+    built = [s for s in prebuilt_steps(launch) if s > 0]
+    zero_built = 0 in prebuilt_steps(launch)
     live: list[str] = []
     restart: list[str] = []
     quiet: list[str] = []
     for change in changes:
-        what = f"{change.key} {_fmt(change.old)} → {_fmt(change.new)}"
+        what = f"{change.key} {value_words(change.old)} → {value_words(change.new)}"
         if change.key.startswith(NO_SERVER_EFFECT_PREFIXES):
             quiet.append(f"{what}: applied by k25console, SGLang is not touched")
         elif change.key == "speculation.threshold":
-            unavailable = threshold_unavailable_reason(old)
+            unavailable = threshold_unavailable_reason(launch)
             if unavailable is not None:
                 restart.append(
                     f"{what}: needs a restart, the running server has no live threshold ({unavailable})"

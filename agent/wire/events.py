@@ -40,6 +40,8 @@ EventName = Literal[
     "engine.killed",
     "engine.supervisor_error",
     "engine.port_held",
+    "engine.live_restored",
+    "engine.live_restore_failed",
     # action (plan -> confirm -> apply)
     "action.planned",
     "action.rejected",
