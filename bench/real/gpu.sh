@@ -40,7 +40,7 @@ wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine i
         for n in "$@"; do [ "$(state_of "$n")" = ready ] || pending="$pending $n"; done
         [ -z "$pending" ] && { say "ready: $*"; return 0; }
         [ $SECONDS -ge $until ] && { say "not ready after ${limit}s:$pending"; for n in $pending; do
-            echo "  $n: $(state_of "$n")"; tail -n 3 "/tmp/st-$n/engine/engine.log" 2>/dev/null | cut -c1-300; done
+            echo "  $n: $(state_of "$n")"; tail -n 3 "/tmp/st-$n/logs/engine.log" 2>/dev/null | cut -c1-300; done
             return 1; }
         sleep 5
     done
@@ -172,7 +172,7 @@ collect() {
     say "collect"
     for n in $STATES; do
         mkdir -p "$R/logs/$n"
-        cp "/tmp/st-$n"/engine/engine.log* "$R/logs/$n/" 2>/dev/null
+        cp "/tmp/st-$n"/logs/engine.log* "$R/logs/$n/" 2>/dev/null
         cp "$R/serve-$n.log" "$R/logs/$n/" 2>/dev/null
         $A status --state-dir "/tmp/st-$n" --json > "$R/logs/$n/status.json" 2>&1
     done
