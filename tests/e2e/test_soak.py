@@ -79,5 +79,16 @@ async def test_switching_screens_keeps_the_number_of_live_widgets_flat(shared_ag
         app.action_show("overview")
         await pilot.pause()
         after = _live_widgets()
-    grown = {name: after[name] - before[name] for name in after if after[name] - before[name] > 5}
+        # The last switch's footer recompose removes the old keys some message loops later (on a loaded
+        # machine the old and the new FooterKeys were both alive once: +12). A leak stays; that does not.
+        for _ in range(50):
+            if not _grown(before, after):
+                break
+            await pilot.pause()
+            after = _live_widgets()
+    grown = _grown(before, after)
     assert not grown, f"widgets piling up after 35 screen switches: {grown}"
+
+
+def _grown(before: Counter[str], after: Counter[str]) -> dict[str, int]:
+    return {name: after[name] - before[name] for name in after if after[name] - before[name] > 5}
