@@ -94,7 +94,14 @@ async def test_a_compare_interleaves_the_arms_and_says_which_levels_it_cannot_te
     assert result["settling"]["switches"] == 12 and result["settling"]["in_force_not_seen"] == 0
     one, _ = result["levels"]
     assert one["on"]["output_throughput"] > 2 * one["off"]["output_throughput"]
-    assert one["adaptive"]["output_throughput_ci"][0] <= one["on"]["output_throughput"]
+    # adaptive at c=1 is "on" (threshold 4): their intervals overlap. (The adaptive interval holding
+    # on's mean failed once on a loaded machine: this engine steps on the wall clock.)
+    a_lo, a_hi = one["adaptive"]["output_throughput_ci"]
+    on_lo, on_hi = one["on"]["output_throughput_ci"]
+    assert a_lo <= on_hi and on_lo <= a_hi, (
+        one["adaptive"]["output_throughput_ci"],
+        one["on"]["output_throughput_ci"],
+    )
     for arm in ("on", "off", "adaptive"):
         assert one[arm]["repeats"] == 2 and len(one[arm]["runs"]) == 2
         assert one[arm]["output_throughput_ci"] is not None
