@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.window import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
+from agent.profile.words import given_words
 
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
 
@@ -88,7 +89,7 @@ def parse_concurrency(text: str) -> tuple[int, ...]:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise BenchOptionError(
-            "concurrency", f"{text!r} is not a comma-separated list of integers, e.g. 1,2,4,8"
+            "concurrency", f"{given_words(text)} is not a comma-separated list of integers, e.g. 1,2,4,8"
         ) from None
     return validate_concurrency(values)
 
@@ -108,14 +109,14 @@ def _int_in(data: Mapping[str, Any], key: str, low: int, high: int, default: int
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise BenchOptionError(key, f"{value!r}: must be an integer from {low} to {high}")
+        raise BenchOptionError(key, f"{given_words(value)}: must be an integer from {low} to {high}")
     return value
 
 
 def _seconds_in(data: Mapping[str, Any], key: str, default: float) -> float:
     value = data.get(key, default)
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 3600:
-        raise BenchOptionError(key, f"{value!r}: must be a number of seconds from 0 to 3600")
+        raise BenchOptionError(key, f"{given_words(value)}: must be a number of seconds from 0 to 3600")
     return float(value)
 
 
@@ -154,7 +155,7 @@ def _options(body: Mapping[str, Any]) -> BenchOptions:
         raise BenchOptionError("concurrency", "must be a list of integers, e.g. [1, 2, 4, 8]")
     chat = body.get("chat", False)
     if not isinstance(chat, bool):
-        raise BenchOptionError("chat", f"{chat!r}: must be true or false")
+        raise BenchOptionError("chat", f"{given_words(chat)}: must be true or false")
     return BenchOptions(
         concurrency=validate_concurrency(concurrency),
         min_window_s=_seconds_in(body, "min_window_s", DEFAULT_MIN_WINDOW_S),

@@ -27,6 +27,7 @@ from agent.bench.options import BenchOptionError, BenchOptions, options_from_map
 from agent.bench.progress import BenchProgress
 from agent.bench.store import SUMMARY_KEYS, BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.profile.words import given_words
 from agent.sglang.info_view import ServerInfo
 from agent.wire.events import EventName
 
@@ -63,7 +64,7 @@ def production_refusal(body: Mapping[str, Any], profile_name: str, production: b
         else None
     )
     load = f"up to {peak} concurrent requests" if peak else "concurrent requests"
-    got = "" if given is None else f" (got {given!r})"
+    got = "" if given is None else f" (got {given_words(given)})"
     return BenchRefused(
         "confirm_production",
         f"{profile_name} is a production profile: a benchmark sends {load} to the server that serves its "

@@ -21,7 +21,7 @@ from typing import Any
 from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
-from agent.profile.words import value_words
+from agent.profile.words import given_words, value_words
 from agent.sglang import adaptive, live_control, live_state, rules
 from agent.wire import ActionRequest, Change, PlanMode
 
@@ -42,15 +42,8 @@ class Draft:
 
 
 def _given(value: object) -> str:
-    """What the operator sent, in words for a refusal: no value, true/false as a profile writes them,
-    text in quotes; never a Python repr."""
-    if value is None:
-        return "no value"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f"“{value}”" if value else "an empty name"
-    return value_words(value)
+    """What the operator sent, in words for a refusal (``agent.profile.words.given_words``)."""
+    return given_words(value)
 
 
 def _reject(field_name: str, why: str) -> Draft:
@@ -164,7 +157,7 @@ def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Pr
     """Turning the speculation autopilot on or off (``agent.control.autopilot``)."""
     key = "speculation.autopilot.enabled"
     if not isinstance(req.value, bool):
-        return _reject(key, f"{key}: must be true or false (got {req.value!r})")
+        return _reject(key, f"{key}: must be true or false (got {_given(req.value)})")
     spec = running.speculation
     if req.value:
         unavailable = rules.threshold_unavailable_reason(built)

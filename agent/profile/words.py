@@ -28,6 +28,20 @@ def value_words(value: object) -> str:
     return str(value)
 
 
+def given_words(value: object) -> str:
+    """What a client sent, in words for a refusal: no value, true/false as JSON and TOML write them,
+    text in quotes, a list as ``[1, 2]``; never a Python repr (``None``, ``True``, ``'x'``)."""
+    if value is None:
+        return "no value"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"“{value}”" if value else "an empty text"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(given_words(v) for v in value) + "]"
+    return value_words(value)
+
+
 def threshold_words(value: int | None) -> str:
     """A speculation threshold: ``None`` → "unset", 0 → "none (speculate at every batch size)"."""
     if value is None:

@@ -54,7 +54,7 @@ async def test_a_production_bench_needs_the_profiles_name_typed(make_agent: Any)
     detail = bare.json()["detail"]
     assert detail.startswith("confirm_production: sim-prod is a production profile")
     assert "up to 250 concurrent requests" in detail
-    assert wrong.status_code == 422 and "(got 'sim-pro')" in wrong.json()["detail"]
+    assert wrong.status_code == 422 and "(got “sim-pro”)" in wrong.json()["detail"]
     started = [d for k, d in items if k == "event" and d["name"] == "bench.started"]
     assert [d["data"]["bench_id"] for d in started] == [bench_id]  # only the confirmed one ran
     assert runs[0]["bench_id"] == bench_id and runs[0]["profile"] == "sim-prod"

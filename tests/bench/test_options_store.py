@@ -79,3 +79,16 @@ def test_unreadable_result_is_listed_as_failed(tmp_path: Path) -> None:
     [summary] = store.list()
     assert summary["state"] == "failed" and "unreadable" in summary["error"]
     json.dumps(summary)
+
+
+def test_a_refused_value_is_quoted_in_json_words_never_as_a_python_repr() -> None:
+    for body, words in (
+        ({"chat": None}, "chat: no value: must be true or false"),
+        ({"input_len": True}, "input_len: true: must be an integer from"),
+        ({"min_window_s": [1]}, "min_window_s: [1]: must be a number of seconds"),
+        ({"requests_per_level": "ten"}, "requests_per_level: “ten”: must be an integer from"),
+    ):
+        with pytest.raises(BenchOptionError) as info:
+            options_from_mapping(body)
+        assert str(info.value).startswith(words), str(info.value)
+        assert not any(r in str(info.value) for r in ("None", "True", "'"))
