@@ -42,8 +42,9 @@ class Draft:
 
 
 def _given(value: object) -> str:
-    """What the operator sent, in words for a refusal (``agent.profile.words.given_words``)."""
-    return given_words(value)
+    """What the operator sent, in words for a refusal (``agent.profile.words.given_words``); an empty
+    text is an empty profile name here."""
+    return "an empty name" if value == "" else given_words(value)
 
 
 def _reject(field_name: str, why: str) -> Draft:
