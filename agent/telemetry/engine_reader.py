@@ -144,12 +144,8 @@ class EngineReader:
         elif want_info:
             info = await self._get(SERVER_INFO)
         error = info[1] or metrics[1]
-        info_ok = False
-        if info[0] is not None:
-            failure = self._take_server_info(*info[0])
-            info_ok = failure is None
-            error = error or failure
         reading: MetricsReading | None = None
+        metrics_error: str | None = None
         if metrics[0] is not None:
             status, body = metrics[0]
             if status == 200:
@@ -159,25 +155,33 @@ class EngineReader:
                 if self._metrics_off_since is None:
                     self._metrics_off_since = tick
             else:
-                error = error or f"GET {METRICS}: HTTP {status}"
-        if reading is not None and reading.source == "metrics":
-            drafting = _drafting(reading)
-            switched = drafting is not None and self._drafting is not None and drafting != self._drafting
-            if drafting is not None:
-                self._drafting = drafting
-            if switched and info[0] is None:
-                # A switch is when the operator reads why: the threshold that caused it must be the one
-                # in force, not a read-back up to server_info_every_ticks old (on the real engine a
-                # threshold moved outside the agent read as "the adaptive policy chose 0" for 4 ticks).
-                info = await self._get(SERVER_INFO)
-                if info[0] is not None:
-                    failure = self._take_server_info(*info[0])
-                    error = error or failure
-                else:
-                    error = error or info[1]
+                metrics_error = f"GET {METRICS}: HTTP {status}"
+        if self._switched(reading) and info[0] is None:
+            # A switch is when the operator reads why: the threshold that caused it must be the one
+            # in force, not a read-back up to server_info_every_ticks old (on the real engine a
+            # threshold moved outside the agent read as "the adaptive policy chose 0" for 4 ticks).
+            info = await self._get(SERVER_INFO)
+            error = error or info[1]
+        info_ok = False
+        if info[0] is not None:
+            failure = self._take_server_info(*info[0])
+            info_ok = failure is None
+            error = error or failure
+        error = error or metrics_error
         if reading is None and self._metrics_off_since is not None and info_ok and self._info is not None:
             reading = reading_from_server_info(self._info)
         return EngineRead(reading, self._info, error)
+
+    def _switched(self, reading: MetricsReading | None) -> bool:
+        """Whether this /metrics page shows the server started or stopped drafting since the last one."""
+        if reading is None or reading.source != "metrics":
+            return False
+        drafting = _drafting(reading)
+        if drafting is None:
+            return False
+        switched = self._drafting is not None and drafting != self._drafting
+        self._drafting = drafting
+        return switched
 
     def _take_server_info(self, status: int, body: bytes) -> str | None:
         digest = hashlib.blake2b(body, digest_size=16).digest()
