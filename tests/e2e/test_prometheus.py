@@ -185,7 +185,12 @@ async def scenario(agent: AgentProc, engine_url: str, prom: Prometheus) -> None:
             timeout_s=WAIT_S,
             what="the queueing finding as a series",
         )
-        assert prom.value('sum(sglang:num_queue_reqs{job="sglang"})') == LOAD_STREAMS - MAX_RUNNING
+        # The engine's own page is scraped on its own schedule: the queue shows up there by the next scrape.
+        await until(
+            lambda: prom.value('sum(sglang:num_queue_reqs{job="sglang"})') == LOAD_STREAMS - MAX_RUNNING,
+            timeout_s=WAIT_S,
+            what="the engine's queue in Prometheus",
+        )
         assert prom.value("k25_speculation_on") == 1
         await until(
             lambda: prom.value("k25_speculation_accept_length_tokens") is not None,
