@@ -80,11 +80,12 @@ async def test_switching_screens_keeps_the_number_of_live_widgets_flat(shared_ag
         await pilot.pause()
         after = _live_widgets()
         # The last switch's footer recompose removes the old keys some message loops later (on a loaded
-        # machine the old and the new FooterKeys were both alive once: +12). A leak stays; that does not.
-        for _ in range(50):
+        # machine the old and the new FooterKeys were both alive, +12, even after 50 message loops): poll
+        # for up to 10 s of the app's own time. A leak stays however long we wait; that does not.
+        for _ in range(200):
             if not _grown(before, after):
                 break
-            await pilot.pause()
+            await pilot.pause(0.05)
             after = _live_widgets()
     grown = _grown(before, after)
     assert not grown, f"widgets piling up after 35 screen switches: {grown}"
