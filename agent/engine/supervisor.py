@@ -210,7 +210,13 @@ class Supervisor:
         changed.set()
 
     async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool:
-        """Wait until the engine is in one of ``states``; False on timeout."""
+        """Wait until the engine is in one of ``states``; False on timeout.
+
+        ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11, ``wait_for`` returns the
+        result when a cancel arrives after the awaited event was set but before it resumed, so the
+        cancel is lost. A SIGTERM sent as the engine turned ready was lost this way and `agent smoke`
+        ran its checks on instead of stopping (fixed in 3.12; we support 3.11).
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while self.state not in states:
             changed = self._state_changed
@@ -218,7 +224,8 @@ class Supervisor:
             if remaining is not None and remaining <= 0:
                 return False
             try:
-                await asyncio.wait_for(changed.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await changed.wait()
             except TimeoutError:
                 return False
         return True

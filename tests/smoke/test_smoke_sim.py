@@ -149,6 +149,24 @@ async def test_cancelling_the_smoke_stops_its_engines(tmp_path: Path) -> None:
     assert sum("engine stopped in" in line for line in lines) >= 1
 
 
+async def test_a_cancel_as_the_first_engine_turns_ready_stops_the_smoke_at_once(tmp_path: Path) -> None:
+    """The CI hang: SIGTERM sent on the "engine.ready" line reached the smoke in the very tick the
+    supervisor's state turned ready. The cancel is delivered here at exactly that point (inside the
+    event that prints the line); no check may run after it, and the engines are stopped."""
+    report = Report()
+    holder: list[asyncio.Task[Report]] = []
+
+    def say(line: str) -> None:
+        if "engine.ready" in line and holder[0].cancelling() == 0:
+            holder[0].cancel()  # what the CLI's SIGTERM handler does, at the riskiest moment
+
+    holder.append(asyncio.create_task(run_smoke(_options(tmp_path), say, report)))
+    with pytest.raises(asyncio.CancelledError):
+        await holder[0]
+    assert [(r.engine, r.check) for r in report.rows] == []
+    assert _engine_pids(tmp_path) == []
+
+
 async def test_a_profile_without_speculation_is_refused(tmp_path: Path) -> None:
     options = _options(tmp_path, REPO / "profiles" / "kimi-k25-baseline.toml")
     with pytest.raises(SmokeError, match="without speculation"):
