@@ -21,28 +21,21 @@ import argparse
 import asyncio
 import contextlib
 import json
-import secrets
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from agent_api import agent_client, plan_and_confirm
 
 TIMEOUT_S = 60.0
 
 
 async def act(c: httpx.AsyncClient, value: bool) -> dict[str, Any]:
-    body = {
-        "request_id": f"bench-{secrets.token_hex(6)}",
-        "kind": "autopilot",
-        "value": value,
-        "operator": "bench",
-    }
-    plan = (await c.post("/v1/actions", json=body)).json()
-    if plan.get("mode") != "live":
+    plan, done = await plan_and_confirm(c, "autopilot", value)
+    if done is None:
         raise SystemExit(f"autopilot_live: the agent refused: {plan.get('reason')}")
-    done: dict[str, Any] = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
     print(f"{'on' if value else 'off'}: {done.get('status')}: {done.get('message')}", flush=True)
     return done
 
@@ -80,12 +73,7 @@ async def traffic(url: str, streams: int, max_new: int, headers: dict[str, str])
 
 
 async def run(args: argparse.Namespace) -> int:
-    sock, token = args.state_dir / "run" / "agent.sock", (args.state_dir / "token").read_text().strip()
-    transport = httpx.AsyncHTTPTransport(uds=str(sock))
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://agent", headers=headers, timeout=TIMEOUT_S
-    ) as c:
+    async with agent_client(args.state_dir, TIMEOUT_S) as c:
         status = (await c.get("/v1/status")).json()
         if status.get("engine_state") != "ready":
             raise SystemExit(f"autopilot_live: the engine is {status.get('engine_state')}, not ready")

@@ -27,39 +27,15 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from sim_process import AGENT, ROOT, running_sim
 
-ROOT = Path(__file__).resolve().parents[1]
-AGENT = [sys.executable, "-m", "agent.cli.main"]
 ARMS = ("on", "off", "adaptive")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"agent sim exited with {proc.returncode} before it answered")
-        try:
-            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{url}/health did not answer within {timeout_s:.0f} s")
 
 
 def run_compare(url: str, out: Path, extra: list[str]) -> float:
@@ -99,29 +75,16 @@ def main() -> int:
         walls = [float(r["duration_s"]) for r in results]
         return report(results, walls, args, None, None, args.sources[0].parent)
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
     workdir.mkdir(parents=True, exist_ok=True)
     sim_log = workdir / "sim.log"
     load_before = os.getloadavg()
-    with sim_log.open("wb") as log:
-        sim = subprocess.Popen(
-            [*AGENT, "sim", "--profile", args.profile, "--speedup", str(args.speedup), "--port", str(port)],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_healthy(url, sim)
-            results, walls = [], []
-            for i in range(args.runs):
-                out = workdir / f"compare-{i + 1}.json"
-                walls.append(run_compare(url, out, shlex.split(args.bench_args)))
-                results.append(json.loads(out.read_text()))
-        finally:
-            sim.terminate()
-            sim.wait(timeout=30)
+    with running_sim(args.profile, args.speedup, sim_log) as url:
+        results, walls = [], []
+        for i in range(args.runs):
+            out = workdir / f"compare-{i + 1}.json"
+            walls.append(run_compare(url, out, shlex.split(args.bench_args)))
+            results.append(json.loads(out.read_text()))
     load_after = os.getloadavg()
     lag_warnings = sim_log.read_text(errors="replace").count("fell behind the wall clock")
     return report(results, walls, args, (load_before, load_after), lag_warnings, workdir)

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_repeat import AGENT, free_port, wait_healthy  # noqa: E402
+from sim_process import AGENT, running_sim  # noqa: E402
 
 FIRST_SEED = 1_001_000_000
 """The bench's first prompt seed at its first level with seed 1: the same prompts, in order."""
@@ -154,31 +154,14 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--bound", type=float, default=0.05)
     args = parser.parse_args()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     workdir = Path(tempfile.mkdtemp(prefix="independent-load-"))
     load_before = os.getloadavg()[0]
-    with (workdir / "sim.log").open("wb") as log:
-        sim = subprocess.Popen(
-            [*AGENT, "sim", "--profile", args.profile, "--speedup", str(args.speedup), "--port", str(port)],
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+    with running_sim(args.profile, args.speedup, workdir / "sim.log") as url:
+        before = bench_sweep(url, args.concurrency, workdir / "before.json", args.input_len, args.output_len)
+        start, arrivals, cpu = asyncio.run(
+            load(url, args.concurrency, args.seconds, args.input_len, args.output_len)
         )
-        try:
-            wait_healthy(url, sim)
-            before = bench_sweep(
-                url, args.concurrency, workdir / "before.json", args.input_len, args.output_len
-            )
-            start, arrivals, cpu = asyncio.run(
-                load(url, args.concurrency, args.seconds, args.input_len, args.output_len)
-            )
-            after = bench_sweep(
-                url, args.concurrency, workdir / "after.json", args.input_len, args.output_len
-            )
-        finally:
-            sim.terminate()
-            sim.wait(timeout=30)
+        after = bench_sweep(url, args.concurrency, workdir / "after.json", args.input_len, args.output_len)
     slope, plain = steady_figures(start, arrivals, args.seconds, args.skip)
     lags = (workdir / "sim.log").read_text(errors="replace").count("fell behind the wall clock")
     print(

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
@@ -114,8 +115,7 @@ def assemble_levels(
         mismatched = [n for n in arms if isinstance(row[n], dict) and row[n].get("engine_stream_mismatch")]
         if mismatched:
             row["flags"] = [
-                f"{n}: the engine counted {row[n]['engine_stream_diff']:+.1%} against our streams"
-                for n in mismatched
+                f"{n}: {stream_mismatch_words(float(row[n]['engine_stream_diff']))}" for n in mismatched
             ]
         levels.append(row)
     return levels

@@ -41,13 +41,35 @@ counters are the server's, not this run's, and a percentage of them reads as non
 
 
 def stream_gap_words(gap: float) -> str:
-    """The engine's count against our streams', in an operator's words."""
+    """The largest gap of a run's arms (the recommendation's noise), in an operator's words."""
+    if gap > OTHER_TRAFFIC:
+        return stream_mismatch_words(gap)
+    return f"the engine's counts and our streams' by up to {abs(gap) * 100:.1f} %"
+
+
+def stream_mismatch_words(gap: float, figures: str = "") -> str:
+    """A gap flagged ``engine_stream_mismatch``, in the words the recommendation uses for it.
+
+    The text report's ``!`` line and the compare result's per-level flag both say it this way, so an
+    operator reads one explanation wherever the gap shows: far more than ours is another client's
+    traffic (not a percentage of this run), more is another client or a miscounted stream, and fewer
+    can only be our count. ``figures`` (the two rates, say) stand in brackets after the measure.
+    """
+    shown = f" ({figures})" if figures else ""
     if gap > OTHER_TRAFFIC:
         return (
-            f"the engine generated {1 + gap:.1f}× the tokens our streams received: another client used "
-            "the server during the run, so its counters are not this run's (the figures are our streams')"
+            f"the engine generated {1 + gap:.1f}× the tokens our streams received{shown}: another client "
+            "used the server during the run, so its counters are not this run's (the figures are our streams')"
         )
-    return f"the engine's counts and our streams' by up to {abs(gap) * 100:.1f} %"
+    if gap > 0:
+        return (
+            f"the engine counted {gap * 100:.1f} % more tokens than our streams received{shown}: "
+            "another client on the server, or a stream miscounted"
+        )
+    return (
+        f"the engine counted {-gap * 100:.1f} % fewer tokens than our streams received{shown}: "
+        "a stream miscounted"
+    )
 
 
 RACE_MARGIN_S = 0.005

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.bench.counters import stream_mismatch_words
+
 ARMS = ("on", "off", "adaptive", "baseline")
 
 
@@ -77,14 +79,15 @@ def _legend(arm: dict[str, Any]) -> str:
 
 
 def _mismatch_lines(arms: list[tuple[int, str, dict[str, Any]]]) -> list[str]:
-    lines = [
-        f"! c={c} {name}: the engine counted {arm['engine_stream_diff']:+.1%} against our streams "
-        f"({_num(arm.get('engine_output_throughput'))} vs {_num(arm.get('output_throughput'))} tok/s): "
-        "another client on the server, or a stream miscounted"
+    return [
+        f"! c={c} {name}: "
+        + stream_mismatch_words(
+            float(arm["engine_stream_diff"]),
+            f"{_num(arm.get('engine_output_throughput'))} vs {_num(arm.get('output_throughput'))} tok/s",
+        )
         for c, name, arm in arms
         if arm.get("engine_stream_mismatch")
     ]
-    return lines
 
 
 def _arms_of(result: dict[str, Any]) -> list[str]:

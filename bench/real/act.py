@@ -9,32 +9,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
+import sys
 from pathlib import Path
 
-import httpx
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agent_api import agent_client, plan_and_confirm
 
 
 async def act(state_dir: Path, kind: str, value: int) -> int:
-    sock, token = state_dir / "run" / "agent.sock", (state_dir / "token").read_text().strip()
-    transport = httpx.AsyncHTTPTransport(uds=str(sock))
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://agent", headers=headers, timeout=60
-    ) as c:
-        body = {
-            "request_id": f"bench-{secrets.token_hex(6)}",
-            "kind": kind,
-            "value": value,
-            "operator": "bench",
-        }
-        plan = (await c.post("/v1/actions", json=body)).json()
-        if plan.get("mode") != "live":
-            print(f"act: the agent did not plan a live change: {plan.get('reason') or plan}")
-            return 1
-        done = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
-        print(f"act: {kind} -> {value}: {done.get('status')}: {done.get('message')}")
-        return 0 if done.get("status") == "applied" else 1
+    async with agent_client(state_dir, timeout_s=60) as c:
+        plan, done = await plan_and_confirm(c, kind, value)
+    if done is None:
+        print(f"act: the agent did not plan a live change: {plan.get('reason') or plan}")
+        return 1
+    print(f"act: {kind} -> {value}: {done.get('status')}: {done.get('message')}")
+    return 0 if done.get("status") == "applied" else 1
 
 
 def main() -> int:
