@@ -16,13 +16,16 @@ from typing import Any
 
 import httpx
 import pytest
-from daemon_harness import ENGINE_KEY, Agent, read_stream
+from daemon_harness import ENGINE_KEY, PROFILES, Agent, read_stream
 
+from agent.profile import load_profile
 from agent.sglang import live_control
 
 pytestmark = pytest.mark.slow
 
-LAUNCH_THRESHOLD = 140
+_LAUNCHED = load_profile(PROFILES / "local-sim.toml").speculation.threshold
+assert _LAUNCHED is not None
+LAUNCH_THRESHOLD: int = _LAUNCHED
 """profiles/local-sim.toml's threshold, the one every agent of this file launches with."""
 
 

@@ -15,6 +15,7 @@ from agent.wire import ActionRequest
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 SIM = (PROFILES / "local-sim.toml").read_text()
+SIM_THRESHOLD = load_profile(PROFILES / "local-sim.toml").speculation.threshold
 
 
 def with_autopilot(lines: str, text: str = SIM) -> str:
@@ -79,7 +80,7 @@ def test_bad_values_are_refused_with_their_key(lines: str, key: str, words: str)
 
 
 def test_it_needs_a_threshold_that_was_built() -> None:
-    text = with_autopilot("enabled = true").replace("threshold = 140\n", "")
+    text = with_autopilot("enabled = true").replace(f"threshold = {SIM_THRESHOLD}\n", "")
     with pytest.raises(ProfileError) as err:
         parse_profile(text, "p.toml")
     assert err.value.issues[0].key == "speculation.autopilot.enabled"
@@ -91,7 +92,7 @@ def test_turning_it_on_is_a_live_plan_that_says_what_it_will_do(sim: Profile) ->
     assert draft.mode == "live" and draft.live_args == {}
     assert [(c.key, c.old, c.new) for c in draft.changes] == [("speculation.autopilot.enabled", False, True)]
     assert "between 1 and no threshold" in draft.reason and "1, 2, 3" in draft.reason
-    assert "returns to threshold 140 in one step" in draft.reason
+    assert f"returns to threshold {SIM_THRESHOLD} in one step" in draft.reason
     assert "[" not in draft.reason and "None" not in draft.reason
     assert draft.new_profile is not None and draft.new_profile.speculation.autopilot.enabled
 
@@ -100,7 +101,7 @@ def test_turning_it_off_is_planned_with_the_threshold_it_returns_to(sim: Profile
     on = plan_request(req("autopilot", True), sim, no_named).new_profile
     assert on is not None
     draft = plan_request(req("autopilot", False), on, no_named)
-    assert draft.mode == "live" and "threshold 140" in draft.reason
+    assert draft.mode == "live" and f"threshold {SIM_THRESHOLD}" in draft.reason
     assert draft.new_profile is not None and not draft.new_profile.speculation.autopilot.enabled
 
 

@@ -19,10 +19,14 @@ from typing import Any
 import httpx
 import pytest
 
-from .agent_proc import AgentProc, running_agent
+from agent.profile import load_profile
+
+from .agent_proc import REPO, AgentProc, running_agent
 from .sshd import free_port
 
-OPERATOR_THRESHOLD = 140
+_PROFILED = load_profile(REPO / "profiles" / "local-sim.toml").speculation.threshold
+assert _PROFILED is not None
+OPERATOR_THRESHOLD: int = _PROFILED
 """local-sim's threshold: what the autopilot starts from and returns to."""
 STREAMS = 8
 WAIT_S = 120.0
