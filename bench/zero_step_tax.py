@@ -1,18 +1,23 @@
-"""The simulated engine's zero-step tax: what the model gives, and the tax that fits a real-engine comparison.
+"""The simulated engine's zero-step costs: what the model gives, and the costs that fit a real-engine comparison.
 
-Without ``--from``: prints the engine model's off ÷ baseline (0 steps inside the speculative server
-against no drafter, ``agent.sim.zerostep``) at c = 1 … 128 next to ``ZERO_STEP_RECORD``, and the
-tax that fits the record (it should equal the one in the calibration).
+A 0-step round inside a speculative server costs a plain decode step plus the 0-step path
+(``ZeroStepCosts``: so many ms a round and so many a request) plus the draft-extend pass unless the
+profile skips it. Each deployment the model knows has its records (``ZeroStepRecord``): Kimi K2.5's
+estimate (``agent.sim.calibration``) and the two real-engine runs on one H200
+(``agent.sim.calibration_h200``).
+
+Without ``--from``: prints, for every record of the deployment, the model's off ÷ baseline next to
+the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record).
 
 With ``--from RESULT.json`` (an ``agent bench compare --baseline-url ... --json RESULT.json`` run on
 a real engine): reads off ÷ baseline per level from its ``off`` and ``baseline`` arms, fits the
-tax to them and prints the ``ZERO_STEP_RECORD`` to paste into ``agent/sim/calibration.py``; then
-``tests/sim/test_calibration.py`` checks the model against it (within 2 points at every level).
-``--levels`` restricts the record to some levels (say, those at and above the threshold, where 0-step
-rounds run) when one number cannot follow the measured shape everywhere.
+costs with the deployment's calibration and prints the ``ZeroStepRecord`` to paste; then
+``tests/sim/test_zero_step.py`` checks the model against it. ``--levels`` keeps some levels only
+(say, where both arms ran the asked concurrency).
 
-    .venv/bin/python bench/zero_step_tax.py
-    .venv/bin/python bench/zero_step_tax.py --from bench/results/issue18-compare.json [--skip] [--levels 16,32,64,128]
+    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy] [--fit]
+    .venv/bin/python bench/zero_step_tax.py --deployment h200-heavy --from RESULT.json --skip \\
+        --spec-profile bench/real/profiles/heavy-skip.toml --baseline-profile bench/real/profiles/heavy-base.toml
 """
 
 from __future__ import annotations
@@ -24,17 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from agent.profile.store import load_profile
-from agent.sim.calibration import (
-    CALIBRATION,
-    ZERO_STEP_PROFILE_BASELINE,
-    ZERO_STEP_PROFILE_SPEC,
-    ZERO_STEP_RECORD,
-    ZeroStepRecord,
-)
-from agent.sim.zerostep import fit_zero_step_tax, off_over_baseline, with_tax
+from agent.sim.calibration import CALIBRATION, ZERO_STEP_RECORD, Calibration, ZeroStepRecord
+from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS
+from agent.sim.zerostep import fit_zero_step, off_over_baseline, record_model, with_zero_step
 
 ROOT = Path(__file__).resolve().parents[1]
-LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
+KIMI_LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
+DEPLOYMENTS: dict[str, tuple[Calibration, dict[str, ZeroStepRecord]]] = {
+    "kimi": (CALIBRATION, {"estimate": ZERO_STEP_RECORD}),
+    "h200-heavy": (H200_HEAVY, H200_RECORDS),
+}
 
 
 def measured_ratios(result: dict[str, Any]) -> list[tuple[int, float]]:
@@ -55,12 +59,15 @@ def measured_ratios(result: dict[str, Any]) -> list[tuple[int, float]]:
 
 def record_literal(record: ZeroStepRecord) -> str:
     pairs = ", ".join(f"({c}, {r:.3f})" for c, r in record.off_over_baseline)
+    costs = record.zero_step
     return (
-        "ZERO_STEP_RECORD = ZeroStepRecord(\n"
-        f"    zero_step_tax={record.zero_step_tax},\n"
+        "ZeroStepRecord(\n"
+        f"    zero_step=ZeroStepCosts(round_s={costs.round_s}, request_s={costs.request_s}),\n"
         f"    off_over_baseline=({pairs}),\n"
         f"    measured={record.measured},\n"
         f"    source={record.source!r},\n"
+        f"    spec_profile={record.spec_profile!r},\n"
+        f"    baseline_profile={record.baseline_profile!r},\n"
         f"    skip_zero_step_draft_extend={record.skip_zero_step_draft_extend},\n"
         f"    input_len={record.input_len},\n"
         f"    output_len={record.output_len},\n"
@@ -68,33 +75,47 @@ def record_literal(record: ZeroStepRecord) -> str:
     )
 
 
+def show(name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool) -> None:
+    spec, base = load_profile(ROOT / record.spec_profile), load_profile(ROOT / record.baseline_profile)
+    costs = record.zero_step
+    print(f"{name}: {'measured' if record.measured else 'not measured'}; {record.source}")
+    print(f"  costs: {costs.round_s * 1e3:.3f} ms a round + {costs.request_s * 1e3:.3f} ms a request"
+          f"{' (draft-extend skipped)' if record.skip_zero_step_draft_extend else ' + the draft-extend pass'}")  # fmt: skip
+    model = record_model(record, spec, base, calibration)
+    print(f"  {'c':>5} {'model off/baseline':>20} {'recorded':>10} {'difference':>11}")
+    for c, ratio in record.off_over_baseline:
+        print(f"  {c:>5} {model[c]:>20.3f} {ratio:>10.3f} {model[c] - ratio:>+11.3f}")
+    if fit:
+        print(f"  costs that fit the record: {fit_zero_step(record, spec, base, calibration)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--deployment", choices=sorted(DEPLOYMENTS), default="kimi")
+    parser.add_argument("--fit", action="store_true", help="fit the costs to every record again")
     parser.add_argument("--from", dest="source", type=Path, help="an agent bench compare --json result")
     parser.add_argument(
         "--skip", action="store_true", help="the off arm ran with skip_zero_step_draft_extend"
     )
     parser.add_argument("--levels", help="comma-separated levels to keep in the record")
+    parser.add_argument("--spec-profile", help="the speculative server's profile (repository path)")
+    parser.add_argument("--baseline-profile", help="the baseline server's profile (repository path)")
     args = parser.parse_args()
-    spec = load_profile(ROOT / ZERO_STEP_PROFILE_SPEC)
-    base = load_profile(ROOT / ZERO_STEP_PROFILE_BASELINE)
+    calibration, records = DEPLOYMENTS[args.deployment]
 
     if args.source is None:
-        model = off_over_baseline(spec, base, LEVELS, ZERO_STEP_RECORD.input_len, ZERO_STEP_RECORD.output_len)
-        recorded = dict(ZERO_STEP_RECORD.off_over_baseline)
-        print(f"zero_step_tax in the calibration: {CALIBRATION.spec.zero_step_tax}")
-        print(f"{'c':>5} {'model off/baseline':>20} {'recorded':>10}")
-        for c, ratio in model.items():
-            shown = f"{recorded[c]:.3f}" if c in recorded else ""
-            print(f"{c:>5} {ratio:>20.3f} {shown:>10}")
-        print(f"tax that fits the record: {fit_zero_step_tax(ZERO_STEP_RECORD, spec, base)}")
-        print(
-            f"record ({'measured' if ZERO_STEP_RECORD.measured else 'not measured'}): {ZERO_STEP_RECORD.source}"
-        )
+        for name, record in records.items():
+            show(name, record, calibration, args.fit)
+        if args.deployment == "kimi":
+            spec = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
+            base = load_profile(ROOT / ZERO_STEP_RECORD.baseline_profile)
+            model = off_over_baseline(spec, base, KIMI_LEVELS, calibration=calibration)
+            print("  model at every level: " + ", ".join(f"c={c} {r:.3f}" for c, r in model.items()))
         return
 
+    first = next(iter(records.values()))
     result = json.loads(args.source.read_text())
     ratios = measured_ratios(result)
     if args.levels:
@@ -102,8 +123,8 @@ def main() -> None:
         ratios = [(c, r) for c, r in ratios if c in keep]
     options = result.get("options") or {}
     server = result.get("server") or {}
-    draft = ZeroStepRecord(
-        zero_step_tax=0.0,
+    draft = dataclasses.replace(
+        first,
         off_over_baseline=tuple(ratios),
         measured=True,
         source=(
@@ -111,19 +132,20 @@ def main() -> None:
             f"(server {server.get('model_path') or server.get('served_model_name') or '?'}, "
             f"started {result.get('started_at')})"
         ),
+        spec_profile=args.spec_profile or first.spec_profile,
+        baseline_profile=args.baseline_profile or first.baseline_profile,
         skip_zero_step_draft_extend=args.skip,
         input_len=int(options.get("input_len") or 1024),
         output_len=int(options.get("output_len") or 256),
     )
-    tax = fit_zero_step_tax(draft, spec, base)
-    record = dataclasses.replace(draft, zero_step_tax=tax)
+    spec, base = load_profile(ROOT / draft.spec_profile), load_profile(ROOT / draft.baseline_profile)
+    record = dataclasses.replace(draft, zero_step=fit_zero_step(draft, spec, base, calibration))
     levels = [c for c, _ in ratios]
-    model = off_over_baseline(
-        spec, base, levels, record.input_len, record.output_len, calibration=with_tax(CALIBRATION, tax)
-    )
-    print(f"{'c':>5} {'measured off/baseline':>22} {'model at the fitted tax':>24} {'difference':>11}")
+    cal = with_zero_step(calibration, record.zero_step)
+    model = off_over_baseline(spec, base, levels, record.input_len, record.output_len, cal)
+    print(f"{'c':>5} {'measured off/baseline':>22} {'model at the fitted costs':>26} {'difference':>11}")
     for c, ratio in ratios:
-        print(f"{c:>5} {ratio:>22.3f} {model[c]:>24.3f} {model[c] - ratio:>+11.3f}")
+        print(f"{c:>5} {ratio:>22.3f} {model[c]:>26.3f} {model[c] - ratio:>+11.3f}")
     print()
     print(record_literal(record))
 

@@ -35,12 +35,15 @@ Why the model has the shape it has (each parameter below says what it stands for
   step; the draft-extend pass after each verify runs over every verified token, and over every
   prefilled token.
 * A speculative round also pays a fixed overhead (tree building, verification sampling, the
-  GPU→CPU sync). A round at 0 steps inside a speculative server is a plain decode step plus the
-  zero-step tax (``SpecCosts.zero_step_tax``, one number: the draft-extend pass SGLang still runs
-  and what the verify path adds), whose value and origin are recorded once, in ``ZERO_STEP_RECORD``;
-  ``tests/sim/test_calibration.py`` checks that the engine model's off ÷ baseline, measured the way
-  the GPU benchmark measures it, equals the recorded ratio within ``ZERO_STEP_TOLERANCE``. Public
-  reports put the tax at +2 % … +22 % (vLLM: +1.9 % after its fix, +0.6 % when it skips K = 0).
+  GPU→CPU sync). A round at 0 steps inside a speculative server is a plain decode step
+  plus what the 0-step path adds, in milliseconds per round (``ZeroStepCosts``: the one-node verify
+  and its bookkeeping, a fixed part and a part per request, plus the draft-extend pass over the
+  batch unless the profile skips it), whose values and origin are recorded once, in
+  ``ZERO_STEP_RECORD``; ``tests/sim/test_calibration.py`` checks that the engine model's off ÷
+  baseline, measured the way the GPU benchmark measures it, equals the recorded ratio within
+  ``ZERO_STEP_TOLERANCE``, for Kimi (an estimate) and for the deployment where it was measured
+  (``agent.sim.calibration_h200``: the real engine on one H200). Public reports put the tax at
+  +2 % … +22 % (vLLM: +1.9 % after its fix, +0.6 % when it skips K = 0).
 * Speculation costs KV capacity: the draft's weights come out of the same memory budget, the draft
   adds its share to every KV cell (``agent.sglang.kv.mla_cell_bytes``), and every running request
   keeps the widest candidate's reserve (``agent.sglang.kv.reserve_per_decode``).
@@ -94,6 +97,9 @@ class TargetCosts:
     """Slow-down of a decode pass whose batch is above the largest captured CUDA graph."""
     routed_experts: int = 384
     active_experts: int = 8
+    prefill_fixed_s: float | None = None
+    """Per prefill pass whatever its size, where it differs from ``fixed_s`` (a prefill runs without CUDA
+    graphs: on a small model its launches cost more than a graphed decode step's); None: ``fixed_s``."""
 
 
 @dataclass(frozen=True)
@@ -105,38 +111,62 @@ class DraftCosts:
 
 
 @dataclass(frozen=True)
+class ZeroStepCosts:
+    """What a round at 0 steps inside a speculative server costs beyond a plain decode step of the
+    same batch in a server without a drafter, in seconds per round: the form the real engine showed.
+
+    On one H200 (``bench/results/real-h200-2026-12-01``) "off" cost a fixed number of milliseconds
+    more than a plain step, growing a little with the batch, whatever the step itself took; a ratio
+    of the plain step cannot carry that from a 2 ms step to Kimi K2.5's 60-150 ms one. At 0 steps
+    SGLang 0.5.23 builds a one-node verify and runs it through the TARGET_VERIFY graph for one draft
+    token, does the verify's accept and KV bookkeeping, and runs the draft-extend pass over the batch
+    (``eagle_worker_v2.py``; the last unless ``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``). The
+    draft-extend pass is ``DraftCosts`` over the batch's tokens (``costmodel.zero_step_s``); the rest
+    is these two numbers.
+    """
+
+    round_s: float
+    """Per 0-step round: the verify path instead of the decode path, sampling, the GPU→CPU sync."""
+    request_s: float
+    """Per running request of the round: the accept and KV bookkeeping the verify path does per request."""
+
+
+@dataclass(frozen=True)
 class SpecCosts:
     round_overhead_s: float
     """Per speculative round (steps > 0): tree mask, verification sampling, GPU→CPU sync."""
-    zero_step_tax: float
-    """"0 steps is not free": a round at 0 steps inside a speculative server takes ``1 + zero_step_tax``
-    times the plain decode step of the same batch in a server without a drafter (the draft-extend pass
-    SGLang still runs, the verify path's sampling and bookkeeping). Its value comes from
-    ``ZERO_STEP_RECORD``, which says where it came from. The draft's pass over prefilled tokens is
-    not part of it (``Calibration.prefill_draft_factor``), nor is the KV the drafter holds."""
+    zero_step: ZeroStepCosts
+    """"0 steps is not free": what a 0-step round adds to a plain decode step (``ZeroStepCosts``). Its
+    values come from a ``ZeroStepRecord``, which says where they came from. The draft's pass over
+    prefilled tokens is not part of it (``Calibration.prefill_draft_factor``), nor is the KV the
+    drafter holds."""
 
 
 @dataclass(frozen=True)
 class ZeroStepRecord:
-    """Where the zero-step tax comes from: off ÷ baseline output throughput, per concurrency level.
+    """Off ÷ baseline output throughput per concurrency level, and the zero-step costs that reproduce it.
 
     "Off" is the speculative server forced to 0 steps at every batch size (live threshold 1, the
     ``off`` arm of ``agent bench compare``); "baseline" is the same target launched without a
-    drafter (its ``--baseline-url`` arm). ``zero_step_tax`` is the value that makes the engine model
-    reproduce these ratios (``agent.sim.zerostep.fit_zero_step_tax``; ``bench/zero_step_tax.py``
-    prints the fit and the record to paste here after a GPU run).
+    drafter (its ``--baseline-url`` arm). ``zero_step`` are the costs with which the engine model,
+    run with the record's calibration and profiles (``agent.sim.zerostep``), reproduces these ratios
+    within ``ZERO_STEP_TOLERANCE`` (``tests/sim/test_calibration.py``; ``bench/zero_step_tax.py``
+    prints the model against every record and fits the costs to a new result file).
     """
 
-    zero_step_tax: float
+    zero_step: ZeroStepCosts
     off_over_baseline: tuple[tuple[int, float], ...]
-    """(concurrency, off ÷ baseline) at each level the tax must reproduce."""
+    """(concurrency, off ÷ baseline) at each level the costs must reproduce."""
     measured: bool
     """False while the ratios are an estimate, not a measurement on a real engine."""
     source: str
     """Where the ratios came from: the run, the hardware, the models, the command and result file."""
+    spec_profile: str
+    baseline_profile: str
+    """The profiles (repository paths) the comparison ran, and the engine model runs, with."""
     skip_zero_step_draft_extend: bool = False
-    """The setting the off arm ran with (``speculation.skip_zero_step_draft_extend``); the test wants the
-    profile the comparison models (``ZERO_STEP_PROFILE_SPEC``) to ship the same setting."""
+    """The setting the off arm ran with (``speculation.skip_zero_step_draft_extend``); the test wants
+    ``spec_profile`` to carry the same setting."""
     input_len: int = 1024
     output_len: int = 256
 
@@ -188,22 +218,29 @@ class Calibration:
     """A speculative server also runs the draft over every prefilled token (draft extend)."""
 
 
+ZERO_STEP_PROFILE_SPEC = "profiles/kimi-k25-eagle3.toml"
+ZERO_STEP_PROFILE_BASELINE = "profiles/kimi-k25-baseline.toml"
+"""The profiles the Kimi K2.5 off ÷ baseline comparison runs the engine model with (adaptive 3/1/4, and no drafter)."""
+
 ZERO_STEP_RECORD = ZeroStepRecord(
-    zero_step_tax=0.0376,
+    zero_step=ZeroStepCosts(round_s=0.0004, request_s=0.0),
     off_over_baseline=((64, 0.950), (128, 0.947)),
     measured=False,
     source=(
-        "OLD ESTIMATE, never measured on a GPU. Before issue 18 the model costed a 0-step round as a "
-        "plain decode step plus one draft pass over the batch and 0.4 ms: +10 % at batch 1 falling to "
-        "+3.7 % at batch 125, from the +2 … +22 % of public reports. Through the model (roomy KV, 1024/256) "
-        "that gave off ÷ baseline 0.911 / 0.917 / 0.927 / 0.937 / 0.945 / 0.950 / 0.950 / 0.947 at "
-        "c = 1 / 2 / 4 / 8 / 16 / 32 / 64 / 128. The one-number tax keeps the value where 0-step rounds "
-        "run, under load (c = 64 and 128) and at the shipped threshold (the crossover stays at 125); "
-        "below that the server speculates. Replace with the real-engine comparison "
-        "(agent bench compare --baseline-url, issue 18) and its result file."
+        "ESTIMATE for Kimi K2.5: never measured on its host. A 0-step round costs a plain decode step, "
+        "the draft's extend pass over the batch and 0.4 ms, from the +2 … +22 % of public reports: "
+        "+10 % at batch 1 falling to +3.7 % at batch 125, where it keeps the crossover (125). Through "
+        "the model (roomy KV, 1024/256) off ÷ baseline is about 0.95 at c = 64 and 128. The real engine "
+        "(one H200, tiny models, agent.sim.calibration_h200) measured the 0-step path at about 1.5 ms a "
+        "round plus 0.03 ms a request on a host whose CPUs were shared by seven engines; carried over "
+        "as they are, Kimi's off ÷ baseline would be 0.92 at c = 64 and 128 and its crossover would move "
+        "from 125 to 145 (136 with the skip). Replace "
+        "with agent bench compare --baseline-url on the Kimi host and bench/zero_step_tax.py --from."
     ),
+    spec_profile=ZERO_STEP_PROFILE_SPEC,
+    baseline_profile=ZERO_STEP_PROFILE_BASELINE,
 )
-"""The one place the zero-step tax's value comes from, and where that value came from."""
+"""Where Kimi K2.5's zero-step costs come from (an estimate until measured on its host)."""
 ZERO_STEP_TOLERANCE = 0.02
 """The engine model's off ÷ baseline must equal the recorded ratio within 2 points at every recorded level."""
 
@@ -220,7 +257,7 @@ CALIBRATION = Calibration(
         eager_factor=1.25,
     ),
     draft=DraftCosts(fixed_s=0.00060, token_s=0.000012),
-    spec=SpecCosts(round_overhead_s=0.0015, zero_step_tax=ZERO_STEP_RECORD.zero_step_tax),
+    spec=SpecCosts(round_overhead_s=0.0015, zero_step=ZERO_STEP_RECORD.zero_step),
     acceptance=Acceptance(first_accept_min=0.65, first_accept_max=0.92, depth_decay=0.92, topk_miss=0.7),
     memory=Memory(draft_weight_bytes_per_rank=DRAFT_WEIGHT_BYTES_PER_RANK),
     prefill_draft_factor=1.0,
@@ -267,10 +304,6 @@ ANCHOR_TOLERANCE = 0.05
 ANCHOR_PROFILE_SPEC = "profiles/kimi-k25-eagle3-tree.toml"
 ANCHOR_PROFILE_BASELINE = "profiles/kimi-k25-baseline.toml"
 """The profiles the anchors were measured with (the tree config and the same server without speculation)."""
-
-ZERO_STEP_PROFILE_SPEC = "profiles/kimi-k25-eagle3.toml"
-ZERO_STEP_PROFILE_BASELINE = "profiles/kimi-k25-baseline.toml"
-"""The profiles the off ÷ baseline comparison runs the engine model with (adaptive 3/1/4, and no drafter)."""
 
 CROSSOVER_CONTEXT = 1024 + 256 // 2
 """Mean context of a request of the anchor workload over its decode: where the crossover is read.

@@ -63,6 +63,8 @@ class SimConfig:
     cuda_graph_bs: list[int]
     decode_log_interval: int
     served_model_name: str
+    skip_zero_step_draft_extend: bool = False
+    """``speculation.skip_zero_step_draft_extend``: a 0-step round runs no draft-extend pass."""
     api_key: str | None = None
     admin_api_key: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -145,6 +147,7 @@ def sim_config(
         cuda_graph_bs=graph_bs,
         decode_log_interval=_int_flag(profile, "--decode-log-interval") or DEFAULT_DECODE_LOG_INTERVAL,
         served_model_name=profile.model.served_name or profile.model.path,
+        skip_zero_step_draft_extend=mode != "none" and spec.skip_zero_step_draft_extend,
         api_key=api_key,
         admin_api_key=admin_api_key,
         notes=notes,

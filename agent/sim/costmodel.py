@@ -36,6 +36,17 @@ def decode_step_s(cal: Calibration, batch: int, kv_tokens: int, eager: bool = Fa
     return target_pass_s(cal, batch, kv_tokens, eager)
 
 
+def zero_step_s(
+    cal: Calibration, batch: int, kv_tokens: int, eager: bool = False, skip_draft_extend: bool = False
+) -> float:
+    """A round at 0 steps inside a speculative server: a plain decode step of the batch, plus the 0-step
+    path (``ZeroStepCosts``: the one-node verify and its bookkeeping), plus the draft-extend pass over
+    the batch's tokens unless the profile skips it (``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``)."""
+    zero = cal.spec.zero_step
+    seconds = decode_step_s(cal, batch, kv_tokens, eager) + zero.round_s + zero.request_s * batch
+    return seconds if skip_draft_extend else seconds + draft_pass_s(cal, batch)
+
+
 def spec_step_s(
     cal: Calibration,
     batch: int,
@@ -44,15 +55,12 @@ def spec_step_s(
     topk: int,
     draft_tokens: int,
     eager: bool = False,
+    skip_draft_extend: bool = False,
 ) -> float:
-    """One EAGLE-3 round (spec v2): ``steps`` draft passes, one verify, one draft-extend pass.
-
-    At ``steps == 0`` the verify is one token per request (a plain decode) but the draft-extend
-    pass and part of the verify path remain: the cost of "not speculating" inside a speculative
-    server, ``SpecCosts.zero_step_tax`` times a plain decode step.
-    """
+    """One EAGLE-3 round (spec v2): ``steps`` draft passes, one verify, one draft-extend pass; at
+    ``steps == 0`` a 0-step round (``zero_step_s``, where ``skip_draft_extend`` applies)."""
     if steps <= 0:
-        return decode_step_s(cal, batch, kv_tokens, eager) * (1.0 + cal.spec.zero_step_tax)
+        return zero_step_s(cal, batch, kv_tokens, eager, skip_draft_extend)
     verify_tokens = batch * draft_tokens
     verify_kv = kv_tokens * (1.0 + cal.target.verify_kv_factor * (draft_tokens - 1))
     drafting = sum(draft_pass_s(cal, batch * (1 if i == 0 else topk)) for i in range(steps))
@@ -68,14 +76,21 @@ def prefill_step_s(cal: Calibration, new_tokens: int, attention_pairs: int, spec
     """A prefill (extend) pass over ``new_tokens`` tokens; ``attention_pairs`` = Σ new × visible keys."""
     t = cal.target
     moe = max(t.experts_read_s * experts_touched(t, new_tokens), t.prefill_token_s * new_tokens)
-    seconds = t.fixed_s + moe + t.prefill_pair_s * attention_pairs
+    fixed = t.fixed_s if t.prefill_fixed_s is None else t.prefill_fixed_s
+    seconds = fixed + moe + t.prefill_pair_s * attention_pairs
     if speculative:
         seconds += cal.prefill_draft_factor * draft_pass_s(cal, new_tokens)
     return seconds
 
 
 def crossover_batch(
-    cal: Calibration, steps: int, topk: int, draft_tokens: int, context: int, max_batch: int = 4096
+    cal: Calibration,
+    steps: int,
+    topk: int,
+    draft_tokens: int,
+    context: int,
+    max_batch: int = 4096,
+    skip_draft_extend: bool = False,
 ) -> int | None:
     """The smallest running batch at which a speculative round delivers fewer tokens per second than a
     0-step round of the same server, at ``context`` tokens per request; None if it never does.
@@ -89,7 +104,7 @@ def crossover_batch(
     for batch in range(1, max_batch + 1):
         kv_tokens = batch * context
         speculating = batch * accept / spec_step_s(cal, batch, kv_tokens, steps, topk, draft_tokens)
-        plain = batch / spec_step_s(cal, batch, kv_tokens, 0, 1, 1)
+        plain = batch / zero_step_s(cal, batch, kv_tokens, skip_draft_extend=skip_draft_extend)
         if speculating < plain:
             return batch
     return None

@@ -350,7 +350,8 @@ class Engine:
             duration = costmodel.decode_step_s(self.cal, size, kv_tokens, eager)
             tokens = [1] * size
         else:
-            duration = costmodel.spec_step_s(self.cal, size, kv_tokens, steps, topk, draft_tokens, eager)
+            shape = (steps, topk, draft_tokens, eager, cfg.skip_zero_step_draft_extend)
+            duration = costmodel.spec_step_s(self.cal, size, kv_tokens, *shape)
             depth = min(steps, draft_tokens - 1)
             for req in batch:
                 if depth <= 0:

@@ -1,4 +1,4 @@
-"""The engine model's off ÷ baseline, measured the way the GPU benchmark measures it, and the tax fitted to a record.
+"""The engine model's off ÷ baseline, measured the way the GPU benchmark measures it, and the zero-step costs fitted to a record.
 
 "Off" is the speculative profile's engine with the live threshold at 1, so every batch decodes at 0
 steps (the ``off`` arm of ``agent bench compare``); "baseline" is the profile without a drafter (its
@@ -9,7 +9,7 @@ Both run with fp8 KV, which doubles the model's pool: the real-engine comparison
 target on an H200 that never runs out of KV, so the ratio it gives is the cost of the 0-step
 *round*. What the drafter costs in KV capacity (its share of each cell, its weights, the widest
 candidate's reserve) the model takes from SGLang's own formulas (``agent.sglang.kv``), not from
-this tax, and ``agent kv`` shows it.
+the zero-step costs, and ``agent kv`` shows it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from agent.profile.schema import Profile
 from agent.sglang.live_control import NO_THRESHOLD
-from agent.sim.calibration import CALIBRATION, Calibration, ZeroStepRecord
+from agent.sim.calibration import CALIBRATION, Calibration, ZeroStepCosts, ZeroStepRecord
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine
 from agent.sim.loadmodel import run_closed_loop
@@ -27,8 +27,14 @@ from agent.sim.loadmodel import run_closed_loop
 NEVER_SPECULATE = 1
 """The live threshold of the off arm: every batch of one request or more decodes at 0 steps."""
 ROOMY_KV_DTYPE = "fp8_e4m3"
-TAX_SEARCH = (-0.05, 1.0)
-"""The range the fit searches (a tax below 0 would make 0 steps cheaper than no drafter at all)."""
+ROUND_SEARCH_S = (0.0, 0.05)
+"""The range the fit searches for ``ZeroStepCosts.round_s`` (below 0, a 0-step round would be cheaper
+than a plain decode step of a server without a drafter)."""
+REQUESTS_PER_CLIENT = 16
+"""Each closed loop runs this many requests per client, so that ramp and tail are a small part of the
+run: the real benchmark measures a steady-state window (``agent.bench.window``), not the whole run."""
+REQUEST_GRID_S = tuple(i * 0.000005 for i in range(13))
+"""The ``ZeroStepCosts.request_s`` values the fit tries (0 to 0.06 ms a request)."""
 
 
 def roomy(profile: Profile) -> Profile:
@@ -37,8 +43,8 @@ def roomy(profile: Profile) -> Profile:
     return profile.model_copy(update={"server": server})
 
 
-def with_tax(calibration: Calibration, tax: float) -> Calibration:
-    return dataclasses.replace(calibration, spec=dataclasses.replace(calibration.spec, zero_step_tax=tax))
+def with_zero_step(calibration: Calibration, costs: ZeroStepCosts) -> Calibration:
+    return dataclasses.replace(calibration, spec=dataclasses.replace(calibration.spec, zero_step=costs))
 
 
 def off_throughput(
@@ -53,7 +59,10 @@ def off_throughput(
         )
     engine.controller.set_threshold(NEVER_SPECULATE)
     assert NEVER_SPECULATE > NO_THRESHOLD
-    return run_closed_loop(engine.config, concurrency, input_len, output_len, engine=engine).output_tok_s
+    requests = REQUESTS_PER_CLIENT * concurrency
+    return run_closed_loop(
+        engine.config, concurrency, input_len, output_len, requests, engine=engine
+    ).output_tok_s
 
 
 def baseline_throughput(
@@ -62,7 +71,9 @@ def baseline_throughput(
     if baseline_profile.speculative:
         raise ValueError(f"{baseline_profile.identity.name}: the baseline must not speculate")
     config = sim_config(roomy(baseline_profile), calibration=calibration)
-    return run_closed_loop(config, concurrency, input_len, output_len).output_tok_s
+    return run_closed_loop(
+        config, concurrency, input_len, output_len, REQUESTS_PER_CLIENT * concurrency
+    ).output_tok_s
 
 
 def off_over_baseline(
@@ -81,34 +92,61 @@ def off_over_baseline(
     }
 
 
-def fit_zero_step_tax(
+def record_model(
+    record: ZeroStepRecord, spec_profile: Profile, baseline_profile: Profile, calibration: Calibration
+) -> dict[int, float]:
+    """The engine model's off ÷ baseline at the record's levels, with the record's zero-step costs."""
+    if spec_profile.speculation.skip_zero_step_draft_extend != record.skip_zero_step_draft_extend:
+        raise ValueError(
+            f"{spec_profile.identity.name}: speculation.skip_zero_step_draft_extend must be "
+            f"{str(record.skip_zero_step_draft_extend).lower()}, the setting the record's off arm ran with"
+        )
+    levels = [c for c, _ in record.off_over_baseline]
+    cal = with_zero_step(calibration, record.zero_step)
+    return off_over_baseline(spec_profile, baseline_profile, levels, record.input_len, record.output_len, cal)
+
+
+def fit_zero_step(
     record: ZeroStepRecord,
     spec_profile: Profile,
     baseline_profile: Profile,
     calibration: Calibration = CALIBRATION,
-    tolerance: float = 1e-4,
-) -> float:
-    """The tax whose modelled off ÷ baseline has the record's mean over its levels (bisection: the
-    ratio falls as the tax grows). The baseline arm does not depend on the tax and runs once."""
+    tolerance_s: float = 1e-6,
+) -> ZeroStepCosts:
+    """The zero-step costs whose modelled off ÷ baseline is nearest the record's at every level.
+
+    For each ``request_s`` of ``REQUEST_GRID_S``, ``round_s`` is bisected so that the mean ratio over
+    the levels is the record's (the ratio falls as the cost grows); the pair with the smallest
+    largest difference at any level wins. The baseline arm does not depend on the costs and runs once.
+    """
     levels = [c for c, _ in record.off_over_baseline]
-    target = sum(r for _, r in record.off_over_baseline) / len(levels)
-    base = {
-        c: baseline_throughput(baseline_profile, c, record.input_len, record.output_len, calibration)
-        for c in levels
-    }
+    measured = dict(record.off_over_baseline)
+    target = sum(measured.values()) / len(levels)
+    lens = (record.input_len, record.output_len)
+    base = {c: baseline_throughput(baseline_profile, c, *lens, calibration) for c in levels}
 
-    def mean_ratio(tax: float) -> float:
-        cal = with_tax(calibration, tax)
-        offs = [off_throughput(spec_profile, c, record.input_len, record.output_len, cal) for c in levels]
-        return sum(o / base[c] for o, c in zip(offs, levels, strict=True)) / len(levels)
+    def ratios(costs: ZeroStepCosts) -> dict[int, float]:
+        cal = with_zero_step(calibration, costs)
+        return {c: off_throughput(spec_profile, c, *lens, cal) / base[c] for c in levels}
 
-    lo, hi = TAX_SEARCH
-    if not mean_ratio(hi) <= target <= mean_ratio(lo):
-        raise ValueError(f"no tax in {TAX_SEARCH} gives a mean off ÷ baseline of {target:.3f}")
-    while hi - lo > tolerance:
-        mid = (lo + hi) / 2
-        if mean_ratio(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return round((lo + hi) / 2, 4)
+    def mean(round_s: float, request_s: float) -> float:
+        return sum(ratios(ZeroStepCosts(round_s, request_s)).values()) / len(levels)
+
+    best: tuple[float, ZeroStepCosts] | None = None
+    for request_s in REQUEST_GRID_S:
+        lo, hi = ROUND_SEARCH_S
+        if not mean(hi, request_s) <= target <= mean(lo, request_s):
+            continue
+        while hi - lo > tolerance_s:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mean(mid, request_s) > target else (lo, mid)
+        costs = ZeroStepCosts(round_s=round((lo + hi) / 2, 6), request_s=round(request_s, 7))
+        worst = max(abs(r - measured[c]) for c, r in ratios(costs).items())
+        if best is None or worst < best[0]:
+            best = (worst, costs)
+    if best is None:
+        raise ValueError(
+            f"no zero-step costs in round {ROUND_SEARCH_S} s, request {REQUEST_GRID_S[-1]} s give a mean "
+            f"off ÷ baseline of {target:.3f}"
+        )
+    return best[1]

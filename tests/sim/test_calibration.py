@@ -7,22 +7,16 @@ from pathlib import Path
 import pytest
 
 from agent.profile.schema import Profile
-from agent.profile.store import load_profile
-from agent.sim import acceptance, costmodel, zerostep
+from agent.sim import acceptance, costmodel
 from agent.sim.calibration import (
     ANCHOR_TOLERANCE,
     ANCHORS,
     CALIBRATION,
     CROSSOVER_CONTEXT,
-    ZERO_STEP_PROFILE_BASELINE,
-    ZERO_STEP_PROFILE_SPEC,
-    ZERO_STEP_RECORD,
-    ZERO_STEP_TOLERANCE,
     Anchor,
 )
 from agent.sim.config import sim_config
 from agent.sim.loadmodel import run_closed_loop
-from agent.sim.zerostep import off_over_baseline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,46 +67,6 @@ def test_chain_follows_from_the_same_parameters(eagle3_profile: Profile, baselin
         acceptance.position_probabilities(acc, acc.first_accept_max, 3, 1)
     )
     assert 2.1 <= lowest < highest <= 3.8
-
-
-def test_zero_step_off_over_baseline_is_the_recorded_ratio() -> None:
-    """Issue 18: the model's off ÷ baseline (0 steps inside the speculative server against no drafter,
-    measured through the engine model as ``agent bench compare --baseline-url`` measures it) equals the
-    recorded ratio within 2 points at every recorded level. ``ZERO_STEP_RECORD.source`` says where the
-    recorded ratio came from (and whether it is still the old estimate)."""
-    record = ZERO_STEP_RECORD
-    assert CALIBRATION.spec.zero_step_tax == record.zero_step_tax  # the one place the value comes from
-    assert record.source and (record.measured or "OLD ESTIMATE" in record.source)
-    spec = load_profile(ROOT / ZERO_STEP_PROFILE_SPEC)
-    assert spec.speculation.skip_zero_step_draft_extend == record.skip_zero_step_draft_extend
-    levels = [c for c, _ in record.off_over_baseline]
-    model = off_over_baseline(
-        spec, load_profile(ROOT / ZERO_STEP_PROFILE_BASELINE), levels, record.input_len, record.output_len
-    )
-    for concurrency, measured in record.off_over_baseline:
-        assert abs(model[concurrency] - measured) <= ZERO_STEP_TOLERANCE, (
-            f"c={concurrency}: model off ÷ baseline {model[concurrency]:.3f}, recorded {measured:.3f}; "
-            "bench/zero_step_tax.py prints the tax that fits the record"
-        )
-
-
-def test_the_tax_is_what_a_zero_step_round_costs_over_a_plain_decode_step() -> None:
-    for batch in (1, 8, 64, 256):
-        kv_tokens = batch * CROSSOVER_CONTEXT
-        plain = costmodel.decode_step_s(CALIBRATION, batch, kv_tokens)
-        zero = costmodel.spec_step_s(CALIBRATION, batch, kv_tokens, 0, 1, 1)
-        assert zero / plain - 1 == pytest.approx(CALIBRATION.spec.zero_step_tax)
-
-
-def test_a_higher_tax_lowers_off_over_baseline(eagle3_profile: Profile, baseline_profile: Profile) -> None:
-    """The ratio the test compares moves with the parameter (what the fit relies on)."""
-    cheap = zerostep.with_tax(CALIBRATION, 0.0)
-    costly = zerostep.with_tax(CALIBRATION, 0.10)
-    free = off_over_baseline(eagle3_profile, baseline_profile, [16], calibration=cheap)[16]
-    taxed = off_over_baseline(eagle3_profile, baseline_profile, [16], calibration=costly)[16]
-    assert taxed < free - 0.05
-    # with no tax, what is left is the draft's pass over prefilled tokens: off is still a little slower
-    assert 0.95 < free < 1.0
 
 
 def test_speculation_costs_kv_capacity(
