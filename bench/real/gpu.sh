@@ -5,6 +5,10 @@
 #   bash bench/real/gpu.sh benches   smoke result, the tiny-model comparisons and the recording
 #   bash bench/real/gpu.sh heavy     issue 18: off vs a server without a drafter, skip vs no skip
 #   bash bench/real/gpu.sh collect   bundle what was measured into $OUT (every stage ends with it)
+# The quiet session (issues 13 and 18, what the first session taught): QUIET=1 for every stage; setup
+# launches only heavy-skip and heavy-base, with --sleep-on-idle and no smoke, then
+#   QUIET=1 bash bench/real/gpu.sh quiet1   heavy-skip at live threshold 0 against heavy-base, long windows
+#   QUIET=1 bash bench/real/gpu.sh quiet2   the same again: the two must agree within 5 % per level
 # Everything runs in the background where it must outlive a command (setsid), every wait is bounded,
 # and every step prints its time, so a stage that runs out of time says where it was.
 set -u
@@ -13,6 +17,10 @@ R=/tmp/real
 A=${K25_AGENT:-/tmp/agent}           # the agent: python3 + its wheels and source, image untouched
 AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
 STATES="tiny-oracle tiny-random heavy-spec heavy-skip heavy-base"
+QUIET=${QUIET:-}
+[ -n "$QUIET" ] && STATES="heavy-skip heavy-base"
+QUIET_LEVELS=${QUIET_LEVELS:-1,16,64,128}
+QUIET_OPTS=${QUIET_OPTS:---repeats 3 --min-window-s 6}  # ~6 min a run with the baseline arm
 T0=$SECONDS
 mkdir -p "$R/out"
 say() { echo "[$(date +%T) +$((SECONDS - T0))s] $*"; }
@@ -52,6 +60,7 @@ setup() {
     rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
     cp -r agent console bench pyproject.toml /tmp/agent-src/
     cp bench/real/profiles/*.toml "$R/profiles/"
+    [ -n "$QUIET" ] && quiet_profiles
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 -m agent.cli.main "$@"\n' > $A
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 "$@"\n' > $AP
     chmod +x $A $AP
@@ -103,9 +112,11 @@ setup() {
         setsid nohup $A serve --engine sglang --profile "$R/profiles/$n.toml" --state-dir "/tmp/st-$n" \
             --gpus nvml $extra > "$R/serve-$n.log" 2>&1 < /dev/null &
     done
-    setsid nohup $A smoke --profile "$R/profiles/tiny-oracle.toml" --work-dir /tmp/smoke \
-        --startup-timeout 560 > "$R/out/smoke.log" 2>&1 < /dev/null &
-    echo $! > "$R/smoke.pid"
+    if [ -z "$QUIET" ]; then
+        setsid nohup $A smoke --profile "$R/profiles/tiny-oracle.toml" --work-dir /tmp/smoke \
+            --startup-timeout 560 > "$R/out/smoke.log" 2>&1 < /dev/null &
+        echo $! > "$R/smoke.pid"
+    fi
     local left=$((570 - (SECONDS - T0)))
     [ $left -gt 30 ] && wait_ready $left $STATES
     say "setup stage done"
@@ -166,6 +177,29 @@ heavy() {
         $AP bench/upshift_recovery.py --url "$(url_of "$n")" --concurrency 8 --zero-s 8 \
             --input-len 256 --output-len 3600 --json "$R/out/upshift-$n.json" 2>&1 | tail -n 12
     done
+}
+
+quiet_profiles() {  # the copied profiles sleep when idle: an idle scheduler otherwise busy-polls a core
+    local f
+    for f in "$R"/profiles/*.toml; do
+        sed -i 's/^extra_flags = \["--decode-log-interval", "10"\]$/extra_flags = ["--decode-log-interval", "10", "--sleep-on-idle"]/' "$f"
+        grep -q -- '--sleep-on-idle' "$f" || { say "could not add --sleep-on-idle to $f"; return 1; }
+    done
+}
+
+quiet_run() {  # quiet_run N: one quiet comparison; adaptive at threshold 0 must read as on
+    wait_ready 120 $STATES
+    $AP bench/real/act.py --state-dir /tmp/st-heavy-skip threshold 0
+    LEVELS=$QUIET_LEVELS BENCH_OPTS=$QUIET_OPTS \
+        compare heavy-skip "compare-quiet-$1.json" --baseline-url "$(url_of heavy-base)"
+    top -b -n 1 | head -n 15 > "$R/out/top-quiet-$1.txt"
+}
+quiet1() { quiet_run 1; }
+quiet2() {
+    quiet_run 2
+    say "the two quiet runs against each other (issue 13: within 5 % per level and arm)"
+    $AP bench/bench_repeat.py --from "$R/out/compare-quiet-1.json" "$R/out/compare-quiet-2.json" \
+        --max-diff 0.05 2>&1 | tee "$R/out/quiet-repeat.txt"
 }
 
 collect() {
