@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -18,7 +19,9 @@ from agent.control.autopilot.estimator import (
     geometric_accept,
     solve_p,
 )
-from agent.control.autopilot.policy import Setting, crossover, score
+from agent.control.autopilot.policy import Crossover, Setting, candidates, crossover, score
+from agent.control.autopilot.settings import settings_of
+from agent.profile import load_profile
 
 CTX = context_bin(1024)
 
@@ -169,3 +172,17 @@ def test_a_setting_is_scored_on_the_batches_the_traffic_runs_and_only_where_it_d
     assert found.gain == pytest.approx(expected, abs=3 * found.sd + 0.02) and found.gain > 0
     same = score(est, CTX, current, Setting(256, 2), None, t)  # differs nowhere the traffic runs
     assert same is not None and same.gain == 0.0
+
+
+def test_every_candidate_is_within_the_operators_bounds_even_from_the_operators_own_threshold() -> None:
+    """The threshold in force may be the operator's, outside the autopilot's bounds (125 against 2-64):
+    a steps-only candidate must not carry it (the engine-model run once moved to steps 3 at 125)."""
+    settings = replace(
+        settings_of(load_profile("profiles/kimi-k25-eagle3.toml")), threshold_min=2, threshold_max=64
+    )
+    operators = Setting(125, -1)
+    crossing = {2: Crossover(2, 40.0, 30.0, 50.0, None, 40), 3: Crossover(3, 200.0, 150.0, 260.0, None, 200)}
+    found = candidates(settings, operators, crossing)
+    assert {s.steps for s in found} == set(settings.steps)
+    assert all(2 <= s.threshold <= 64 for s in found), found
+    assert Setting(40, 2) in found and Setting(64, 3) in found

@@ -164,13 +164,15 @@ def _uncertain_edge(
 
 
 def candidates(settings: PilotSettings, current: Setting, crossovers: dict[int, Crossover]) -> list[Setting]:
-    """The settings worth scoring: each allowed step count at its own crossover, and at the threshold in force."""
+    """The settings worth scoring: each allowed step count at its own crossover, and at the threshold in
+    force, both within the operator's bounds (the threshold in force may be the operator's own, outside
+    them: a steps-only move must not carry it into a setting the autopilot chose)."""
     found: list[Setting] = []
     for k in settings.steps:
         cross = crossovers.get(k)
         if cross is not None and cross.threshold is not None:
             found.append(Setting(settings.clamp(cross.threshold), k))
-        found.append(Setting(current.threshold, k))
+        found.append(Setting(settings.clamp(current.threshold), k))
     unique: list[Setting] = []
     for s in found:
         if s not in unique and s != current:
