@@ -142,7 +142,8 @@ async def record(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, ended.set)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(ended.wait(), args.seconds)
+            async with asyncio.timeout(args.seconds):  # not wait_for: it can swallow a cancel on 3.11
+                await ended.wait()
         if not mover.done():
             print("record_stream: --seconds ended before every threshold was applied", flush=True)
             mover.cancel()

@@ -55,10 +55,12 @@ class StreamConnection:
     async def _connect(self) -> None:
         t = self.target
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(t.host, t.port, ssl=ssl.create_default_context() if t.tls else None),
-                self.connect_timeout_s,
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a cancel (a benchmark stopped)
+            # that landed as the connection opened, and the stream went on to send its request.
+            async with asyncio.timeout(self.connect_timeout_s):
+                self._reader, self._writer = await asyncio.open_connection(
+                    t.host, t.port, ssl=ssl.create_default_context() if t.tls else None
+                )
         except (OSError, TimeoutError) as exc:
             raise ConnectFailed(f"{t.host}:{t.port}: {exc}") from exc
 

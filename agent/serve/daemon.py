@@ -336,8 +336,11 @@ class Daemon:
                 self.engine_log.rotate_if_needed()
             delay = max(0.0, self.tick_interval_s - (time.monotonic() - started))
             self._tick_changed.clear()
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a cancel that landed as the
+            # interval changed, so the loop ticked on and shutdown(), which awaits it, hung.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tick_changed.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._tick_changed.wait()
 
     def _publish(
         self,

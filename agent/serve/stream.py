@@ -157,7 +157,10 @@ class StreamHub:
             if items:
                 continue
             try:
-                await asyncio.wait_for(wake.wait(), keepalive_s)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a cancel that landed as
+                # an item was published, and the follower went on after its connection was cancelled.
+                async with asyncio.timeout(keepalive_s):
+                    await wake.wait()
             except TimeoutError:
                 yield None
 

@@ -118,7 +118,10 @@ async def write_models(models: ModelSet, python: Path, say: Say) -> None:
         env=stack_environ(),
     )
     try:
-        out, _ = await asyncio.wait_for(child.communicate(), GENERATE_TIMEOUT_S)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a SIGTERM's cancel that landed as
+        # the generator exited, and the smoke went on to start an engine.
+        async with asyncio.timeout(GENERATE_TIMEOUT_S):
+            out, _ = await child.communicate()
     except (TimeoutError, asyncio.CancelledError):
         with contextlib.suppress(ProcessLookupError):
             child.kill()

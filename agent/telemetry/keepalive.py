@@ -243,9 +243,10 @@ class KeptAliveGet:
         self.close()
         loop = asyncio.get_running_loop()
         try:
-            _, exchange = await asyncio.wait_for(
-                loop.create_connection(_Exchange, self._host, self._port), self._timeout
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a cancel that landed as the
+            # connection opened, and the telemetry tick (and the agent's shutdown behind it) went on.
+            async with asyncio.timeout(self._timeout):
+                _, exchange = await loop.create_connection(_Exchange, self._host, self._port)
         except TimeoutError:
             raise httpx.ConnectTimeout(
                 f"no connection to {self._host}:{self._port} within {self._timeout:g} s"

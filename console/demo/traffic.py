@@ -95,8 +95,14 @@ class EngineAddress:
             await self._changed.wait()
 
     async def wait_change(self, timeout_s: float) -> None:
+        """Until the address or the pause changes, or ``timeout_s``.
+
+        ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11 ``wait_for`` swallowed a cancel
+        that landed as the address changed, and the demo's traffic went on after it was stopped.
+        """
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
 
 
 def apply_event(address: EngineAddress, name: str, data: dict[str, Any]) -> None:

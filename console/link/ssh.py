@@ -4,6 +4,10 @@ The agent's UNIX socket is forwarded to a socket in a private (0700) local direc
 is read with one ``cat`` over an exec channel whose single argument is quoted, so no part of a path
 is ever interpreted by the remote shell. Host keys are checked against known_hosts: an unknown or
 changed key is refused, with the command that fixes it.
+
+Each SSH call's deadline is ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11 ``wait_for``
+swallowed a cancel that landed as the call finished, so a console quitting (or a reconnect cancelled)
+just as the connection came up went on to read the token and open the forward.
 """
 
 from __future__ import annotations
@@ -112,7 +116,8 @@ class SshLink(UdsHttpLink):
     async def _run(self, conn: asyncssh.SSHClientConnection, argv: list[str]) -> str:
         """Run a fixed program with quoted arguments; ``shlex.join`` keeps each argument one word."""
         try:
-            result = await asyncio.wait_for(conn.run(shlex.join(argv), check=False), SSH_CALL_TIMEOUT_S)
+            async with asyncio.timeout(SSH_CALL_TIMEOUT_S):
+                result = await conn.run(shlex.join(argv), check=False)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             raise LinkError(f"`{argv[0]}` over SSH failed: {exc}") from exc
         if result.exit_status != 0:
@@ -133,7 +138,8 @@ class SshLink(UdsHttpLink):
     async def connect(self) -> None:
         await self.close()
         try:
-            conn = await asyncio.wait_for(asyncssh.connect(**self._connect_options()), SSH_CALL_TIMEOUT_S * 2)
+            async with asyncio.timeout(SSH_CALL_TIMEOUT_S * 2):
+                conn = await asyncssh.connect(**self._connect_options())
         except asyncssh.HostKeyNotVerifiable as exc:
             raise LinkError(host_key_help(self.target, exc), retryable=False) from exc
         except asyncssh.PermissionDenied as exc:
@@ -154,9 +160,8 @@ class SshLink(UdsHttpLink):
             await self._probe_agent_socket(conn, socket_path)
             self._dir = tempfile.mkdtemp(prefix="k25c-")  # mkdtemp makes it 0700
             local_path = str(Path(self._dir) / "agent.sock")
-            self._listener = await asyncio.wait_for(
-                conn.forward_local_path(local_path, socket_path), SSH_CALL_TIMEOUT_S
-            )
+            async with asyncio.timeout(SSH_CALL_TIMEOUT_S):
+                self._listener = await conn.forward_local_path(local_path, socket_path)
             self._http = UdsHttp(local_path, token, self._forward_gone)
         except BaseException:
             await self.close()
@@ -172,7 +177,8 @@ class SshLink(UdsHttpLink):
         """Open one channel to the agent's socket now: the local forward opens its channels lazily, so
         without this a refused forward would surface later as a bare protocol error on every retry."""
         try:
-            _, writer = await asyncio.wait_for(conn.open_unix_connection(socket_path), SSH_CALL_TIMEOUT_S)
+            async with asyncio.timeout(SSH_CALL_TIMEOUT_S):
+                _, writer = await conn.open_unix_connection(socket_path)
         except asyncssh.ChannelOpenError as exc:
             raise LinkError(
                 f"cannot forward to the agent's socket {socket_path} over SSH ({exc.reason}): either no agent "
@@ -192,12 +198,14 @@ class SshLink(UdsHttpLink):
         if listener is not None:
             listener.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(listener.wait_closed(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await listener.wait_closed()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
             try:
-                await asyncio.wait_for(conn.wait_closed(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await conn.wait_closed()
             except (TimeoutError, OSError, asyncssh.Error):
                 conn.abort()
         directory, self._dir = self._dir, None

@@ -148,9 +148,20 @@ class AutopilotRunner:
         self.state = state_of(self.pilot, self._clock() if now is None else now)
 
     async def _run(self) -> None:
+        """Apply queued commands; a second with none is the watchdog's tick.
+
+        ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11, ``wait_for`` returned the
+        command when a cancel landed in the tick it was queued, so ``close()``'s cancel was lost: the
+        command reached the engine after the stop, and the task never ended. Awaited directly, a
+        cancelled ``Queue.get`` leaves its command in the queue (the item is taken only when the getter
+        resumes), so nothing is half-taken: a cancel means it is never applied, which is right, as
+        ``close()`` then puts the operator's setting back from what the engine was last told, and a
+        timeout in that tick leaves it for the next wait.
+        """
         while True:
             try:
-                cmd = await asyncio.wait_for(self._queue.get(), WATCH_EVERY_S)
+                async with asyncio.timeout(WATCH_EVERY_S):
+                    cmd = await self._queue.get()
             except TimeoutError:
                 self._handle(self.pilot.check_stale(self._clock()))
                 continue
