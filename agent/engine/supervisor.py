@@ -1,18 +1,17 @@
 """The engine supervisor: one engine process per agent, started, watched, restarted, drained, stopped.
 
-The engine runs in its own session and process group (``start_new_session=True``), so a signal to the
-group reaches SGLang's TP workers too, and so the agent's own death (or its terminal's) does not take
-the engine down. Its pid, pgid, /proc start time and argv hash go to a state file; a restarted agent
-adopts the engine it finds there instead of starting a second one, and never signals a pid whose
-start time or command line no longer match (pid reuse).
+The engine runs in its own session and process group (``start_new_session=True``), so a signal to the group
+reaches SGLang's TP workers too, and so the agent's own death (or its terminal's) does not take the engine
+down. Its pid, pgid, /proc start time and argv hash go to a state file; a restarted agent adopts the engine it
+finds there instead of starting a second one, and never signals a pid whose start time or command line no
+longer match (pid reuse).
 
-Liveness is polled (every ``poll_s``) rather than waited for, because an adopted engine is not our
-child and cannot be waited on; a child we forked is reaped through ``Popen.poll``.
+Liveness is polled (every ``poll_s``) rather than waited for, because an adopted engine is not our child and
+cannot be waited on; a child we forked is reaped through ``Popen.poll``.
 
-Two profiles are kept: ``launched``, what the engine process was started with (what it has built),
-and ``profile``, the same with the live values applied since. A crash restart launches ``launched``
-again, so the new process has the same states, and ``restore_live`` puts the live values back before
-the engine is announced ready.
+Two profiles are kept: ``launched``, what the engine process was started with (what it has built), and
+``profile``, that with the live values applied since. A crash restart launches ``launched`` again, and
+``restore_live`` puts the live values back before the engine is announced ready.
 """
 
 from __future__ import annotations
@@ -210,13 +209,8 @@ class Supervisor:
         changed.set()
 
     async def wait_for_state(self, states: set[str], timeout_s: float | None = None) -> bool:
-        """Wait until the engine is in one of ``states``; False on timeout.
-
-        ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11, ``wait_for`` returns the
-        result when a cancel arrives after the awaited event was set but before it resumed, so the
-        cancel is lost. A SIGTERM sent as the engine turned ready was lost this way and `agent smoke`
-        ran its checks on instead of stopping (fixed in 3.12; we support 3.11).
-        """
+        """Wait until the engine is in one of ``states``; False on timeout. With ``asyncio.timeout``: 3.11's
+        ``wait_for`` lost a cancel landing as the state changed (a SIGTERM at "ready" left smoke running)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while self.state not in states:
             changed = self._state_changed

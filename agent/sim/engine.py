@@ -1,12 +1,11 @@
 """The continuous-batching engine model: SGLang's scheduler loop on a virtual clock.
 
-Every iteration is one forward pass, as in SGLang's event loop: when requests wait and the KV pool
-and ``max_running_requests`` admit some, a prefill pass (chunked at ``chunked_prefill_size``)
-runs; otherwise the running batch decodes one step. A step is planned (``plan_step``: admission,
-KV allocation, retraction, the tier, accepted tokens, its modelled duration) and then committed
-(``commit_step``) at its end time, when its tokens become visible. The asynchronous driver in
-``agent.sim.runner`` sleeps between the two; the calibration test and what-ifs call them back to
-back, so a modelled hour takes seconds.
+Every iteration is one forward pass, as in SGLang's event loop: when requests wait and the KV pool and
+``max_running_requests`` admit some, a prefill pass (chunked at ``chunked_prefill_size``) runs; otherwise
+the running batch decodes one step. A step is planned (``plan_step``: admission, KV allocation, retraction,
+the tier, accepted tokens, its modelled duration) and then committed (``commit_step``) at its end time, when
+its tokens become visible. The asynchronous driver in ``agent.sim.runner`` sleeps between the two; the
+calibration test and what-ifs call them back to back, so a modelled hour takes seconds.
 
 KV: each request holds its committed tokens plus, with speculation, SGLang's reserve
 (``agent.sglang.kv.next_alloc_len``); admission counts what every running request may still need
