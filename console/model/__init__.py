@@ -4,6 +4,7 @@ No Textual here: the model is filled by the stream worker and read by the screen
 cadence, so a burst of snapshots costs appends, not repaints.
 """
 
-from console.model.history import ConsoleModel, LinkState, LinkStatus, SpecSwitch
+from console.model.history import ConsoleModel, LinkState, LinkStatus
+from console.model.marks import SpecSwitch
 
 __all__ = ["ConsoleModel", "LinkState", "LinkStatus", "SpecSwitch"]

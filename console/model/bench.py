@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from agent.wire import Event
+from console.model.marks import BenchSpan
 
 RunState = Literal["running", "finished", "failed", "cancelled"]
 
@@ -107,3 +108,12 @@ class BenchTracker:
         self.runs[bench_id] = run
         self.latest = run
         return True
+
+    def spans(self) -> list[BenchSpan]:
+        """Every run heard of as a span of agent time, oldest first: where the charts draw a band
+        instead of the switches the bench forced. A run still running has no end yet."""
+        return sorted(
+            (BenchSpan(r.bench_id, r.started_at, None if r.state == "running" else r.updated_at)
+             for r in self.runs.values()),
+            key=lambda s: s.start,
+        )  # fmt: skip

@@ -12,6 +12,7 @@ from agent.wire import Event, Snapshot
 from console.model.actions import ActionTracker
 from console.model.bench import BenchTracker, is_progress
 from console.model.health import HealthTracker
+from console.model.marks import ChartMarks, SpecSwitch, chart_marks
 from console.model.points import PointRing, point_of
 
 LinkState = Literal["connecting", "connected", "reconnecting", "ended", "failed"]
@@ -32,15 +33,6 @@ class LinkStatus:
     message: str = ""
     attempt: int = 0
     retry_in_s: float | None = None
-
-
-@dataclass(frozen=True)
-class SpecSwitch:
-    """Speculation turned on or off, as the agent said (a ``speculation.on``/``.off`` event, stamped
-    with the time of the snapshot that first showed it); drawn as a marker on the charts."""
-
-    time: float
-    on: bool
 
 
 class ConsoleModel:
@@ -154,3 +146,12 @@ class ConsoleModel:
         if latest is None:
             return []
         return [(s.time - latest.time, s.on) for s in self.spec_switches if s.time >= latest.time - window_s]
+
+    def chart_marks(self, window_s: float) -> ChartMarks:
+        """The time charts' marks over the last ``window_s`` seconds: one band per benchmark run and
+        a marker for each switch outside them (``console.model.marks``). A run still going reaches
+        the newest snapshot, the charts' "now"."""
+        latest = self.latest
+        if latest is None:
+            return ChartMarks()
+        return chart_marks(self.spec_switches, self.bench.spans(), now=latest.time, window_s=window_s)

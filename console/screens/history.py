@@ -21,7 +21,7 @@ from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
 from console.widgets.chart import ChartData, Rule, Series
-from console.widgets.chart_panel import ChartPanel, window_legend
+from console.widgets.chart_panel import ChartPanel, bench_bands, window_legend
 from console.widgets.format import latency
 from console.widgets.ticks import Formatter, fmt_count, fmt_ms, fmt_pct, fmt_plain
 from console.widgets.windows import accept_note, over, raw_label
@@ -110,12 +110,15 @@ class HistoryScreen(LiveScreen):
             return
         self._charts_at = now
         window = self.console.chart_window_s
-        markers = tuple(model.switches_in(window))
+        marks = model.chart_marks(window)
+        markers, bands = marks.switches, bench_bands(marks)
         latest = model.latest or Snapshot(seq=0, time=0.0)
         spec = latest.speculation
         threshold = spec.threshold if spec.threshold_available else None
         notes = panel_notes(latest, model.points.in_window(window))
-        self.query_one("#charts-legend", Static).update(window_legend(window_label(window)))
+        self.query_one("#charts-legend", Static).update(
+            window_legend(window_label(window), benches=bool(bands))
+        )
         for key, _, fmt, lines in PANELS:
             series = tuple(
                 Series(label, *model.points.series(value, window), color, marker=marker)
@@ -129,7 +132,9 @@ class HistoryScreen(LiveScreen):
                 history = model.points.series(lambda p: p.threshold, window)
                 rule = Rule(float(threshold), f"threshold {threshold}", history=history)
             self.query_one(f"#history-{key}", ChartPanel).show(
-                ChartData(series=series, window_s=window, y_format=fmt, markers=markers, hline=rule),
+                ChartData(
+                    series=series, window_s=window, y_format=fmt, markers=markers, bands=bands, hline=rule
+                ),
                 note=notes.get(key, ""),
             )
 

@@ -22,7 +22,7 @@ from console.screens.base import LiveScreen
 from console.widgets.autopilot import AutopilotLine
 from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
-from console.widgets.chart_panel import ChartPanel, window_legend
+from console.widgets.chart_panel import ChartPanel, bench_bands, window_legend
 from console.widgets.findings import findings_text
 from console.widgets.format import latency, num
 from console.widgets.ticks import fmt_count
@@ -138,8 +138,10 @@ class OverviewScreen(LiveScreen):
 
     def _paint_charts(self, model: ConsoleModel, *, raw: bool) -> None:
         window = self.console.chart_window_s
-        self.query_one("#charts-legend", Static).update(window_legend(window_label(window)))
-        markers = tuple(model.switches_in(window))
+        marks = model.chart_marks(window)
+        markers, bands = marks.switches, bench_bands(marks)
+        legend = window_legend(window_label(window), benches=bool(bands))
+        self.query_one("#charts-legend", Static).update(legend)
         points = model.points
         latest = model.latest
         t = latest.throughput if latest is not None else Throughput()
@@ -150,7 +152,7 @@ class OverviewScreen(LiveScreen):
             one_tick = points.series(lambda p: p.output_tok_s_raw, window)
             series.append(Series(raw_label(t), *one_tick, "magenta", marker="dot"))
         self.query_one("#throughput-panel", ChartPanel).show(
-            ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers)
+            ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers, bands=bands)
         )
         threshold = None
         if latest is not None and latest.speculation.threshold_available and latest.speculation.threshold:
@@ -168,6 +170,7 @@ class OverviewScreen(LiveScreen):
                 window_s=window,
                 y_format=fmt_count,
                 markers=markers,
+                bands=bands,
                 hline=rule,
             )
         )

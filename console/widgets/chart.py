@@ -5,7 +5,7 @@ chart keeps the inputs it last drew and ignores a redraw request with the same o
 here (``console.widgets.ticks``), not by plotext: round values, the unit on every label, and as many
 as the chart's height has room for. The legend is drawn by the panel around the chart
 (``console.widgets.chart_panel``), where it can name styles plotext's own legend cannot (the
-threshold rule, the switch markers).
+threshold rule, the switch markers, the bench bands).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ PALETTE: dict[str, tuple[int, int, int]] = {
     "blue": (90, 150, 255),
     "orange": (255, 150, 40),
     "grey": (150, 150, 150),
+    "slate": (70, 82, 110),
 }
 """Chart colours as RGB: plotext's named colours are ANSI ones, which each terminal theme draws its
 own way (magenta as pink, yellow as purple); a legend must show the colour the line really has."""
@@ -70,6 +71,21 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Band:
+    """A span of x shaded from the bottom of the chart to its top, behind every line (a benchmark run),
+    its label written at its top left."""
+
+    start: float
+    end: float
+    label: str
+    color: str = "slate"
+
+
+BAND_GLYPH = "░"
+"""The band's shading: a light shade in a dim colour reads as a background; lines cut through it."""
+
+
+@dataclass(frozen=True)
 class ChartData:
     series: tuple[Series, ...]
     window_s: float = 300.0
@@ -77,6 +93,8 @@ class ChartData:
     y_format: Formatter = fmt_count
     markers: tuple[tuple[float, bool], ...] = ()
     """Speculation switched on (True) or off (False) at these x."""
+    bands: tuple[Band, ...] = ()
+    """Shaded spans of x behind the lines (time charts: a benchmark running)."""
     hline: Rule | None = None
     vline: Rule | None = None
     y_min: float = 0.0
@@ -91,6 +109,25 @@ def y_tick_count(height: int) -> int:
     return max(2, min(4, (height - 3) // 3))
 
 
+def data_top(data: ChartData) -> float:
+    """The highest y anything of ``data`` reaches (lines, interval bars, the threshold rule)."""
+    top = 0.0
+    if data.hline is not None:
+        top = max(top, data.hline.value)
+        if data.hline.history is not None and data.hline.history[1]:
+            top = max(top, max(data.hline.history[1]))
+    for s in data.series:
+        top = max(
+            [top, *s.ys, *(span[1] for _, span in zip(s.xs, s.intervals, strict=False) if span is not None)]
+        )
+    return top
+
+
+def y_ticks_of(data: ChartData, top: float, height: int) -> list[float]:
+    """The y ticks at this height: the axis runs from the first to the last."""
+    return nice_ticks(data.y_min, max(top, data.y_min + 1e-9), y_tick_count(height))
+
+
 class TimeChart(PlotextPlot):
     """Seconds before now on x (negative), values on y; vertical markers, one rule each way."""
 
@@ -100,6 +137,7 @@ class TimeChart(PlotextPlot):
         self._top = 1.0
         self._left = 0.0
         self._ticks_for_height = -1
+        self._built_for_height = -1
         self.builds = 0
 
     @property
@@ -127,26 +165,31 @@ class TimeChart(PlotextPlot):
             ticks = tuple(time_ticks(data.window_s))
         if ticks:
             plt.xticks([x for x, _ in ticks], [label for _, label in ticks])
-        top = 0.0
+        top = data_top(data)
         left = data.x_range[0] if data.x_range is not None else -data.window_s
+        self._built_for_height = self.size.height
+        if data.bands:  # first, so every line is drawn over them; they reach the top tick of this height
+            y_ticks = y_ticks_of(data, top, self.size.height)
+            for band in data.bands:
+                plt.plot([band.start, band.end], [y_ticks[-1], y_ticks[-1]], color=rgb(band.color),
+                         marker=BAND_GLYPH, fillx=y_ticks[0])  # fmt: skip
         rule = data.hline
         if rule is not None:
-            top = max(top, rule.value)
             if rule.history is not None and rule.history[0]:
-                top = max(top, max(rule.history[1]))
                 plt.plot(
                     list(rule.history[0]), list(rule.history[1]), color=rgb(rule.color), marker="braille"
                 )
+            elif data.bands:  # plotext draws its own rules under every plot: the band would hide it
+                right = data.x_range[1] if data.x_range is not None else 0.0
+                plt.plot([left, right], [rule.value, rule.value], color=rgb(rule.color), marker="─")
             else:
                 plt.hline(rule.value, color=rgb(rule.color))
         for s in data.series:
             for x, span in zip(s.xs, s.intervals, strict=False):
                 if span is not None:  # the bars first: each arm's line and points are drawn over them
-                    top = max(top, span[1])
                     plt.plot([x, x], [span[0], span[1]], color=rgb(s.color), marker="│")
         for s in data.series:
             if s.ys:
-                top = max(top, max(s.ys))
                 plt.plot(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.marker)
         for s in data.series:  # the point glyphs last, so a later line never hides an earlier arm's points
             if s.ys and s.points:
@@ -164,7 +207,7 @@ class TimeChart(PlotextPlot):
         if data is None or height == self._ticks_for_height:
             return
         self._ticks_for_height = height
-        ticks = nice_ticks(data.y_min, max(self._top, data.y_min + 1e-9), y_tick_count(height))
+        ticks = y_ticks_of(data, self._top, height)
         self.plt.ylim(ticks[0], ticks[-1])
         self.plt.yticks(ticks, [data.y_format(t) for t in ticks])
         # Rule labels sit on their line at the left (a threshold) or the top (a vertical rule), in the
@@ -179,8 +222,13 @@ class TimeChart(PlotextPlot):
         if data.vline is not None:
             self.plt.text(f" {data.vline.label} ", data.vline.value, ticks[-1], color=rgb(data.vline.color),
                           background=canvas, alignment="left")  # fmt: skip
+        for band in data.bands:
+            self.plt.text(f" {band.label} ", band.start, ticks[-1], color=rgb("grey"), background=canvas,
+                          alignment="left")  # fmt: skip
 
     def render(self) -> RenderResult:
+        if self._data is not None and self._data.bands and self.size.height != self._built_for_height:
+            self._build(self._data)  # the bands were filled to the top tick of another height
         self._apply_y_ticks(self.size.height)
         return super().render()
 

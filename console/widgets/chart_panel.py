@@ -1,7 +1,8 @@
 """A chart with its title and legend: every line, rule and marker named in its own colour and style.
 
 plotext's legend knows only plotted series; the threshold rule and the speculation switch markers
-are lines too, and an operator must be able to tell which is which without guessing.
+are lines too, and an operator must be able to tell which is which without guessing. The markers and
+the bench bands are the same on every time chart of a screen: ``window_legend`` names them once.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from console.widgets.chart import ChartData, TimeChart, hex_color
+from console.model.marks import ChartMarks
+from console.widgets.chart import BAND_GLYPH, Band, ChartData, TimeChart, hex_color
 
 _STYLE_GLYPH = {"braille": "⣤", "dot": "•", "hd": "▄", "fhd": "▄", "sd": "▄"}
 
@@ -37,16 +39,27 @@ def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
     return text
 
 
-def window_legend(window_label: str, *, switches: bool = True) -> Text:
+def bench_bands(marks: ChartMarks) -> tuple[Band, ...]:
+    """The model's bench spans as the chart's shaded bands, one "bench" label each."""
+    return tuple(Band(b.start, b.end, "bench") for b in marks.benches)
+
+
+def window_legend(window_label: str, *, switches: bool = True, benches: bool = False) -> Text:
     """The line over a group of time charts: their window (and the key that changes it) and what
-    the vertical markers on every one of them mean."""
+    the vertical markers on every one of them mean; ``benches``: a bench band is in view, and its
+    words say why the switches inside it have no marker (the bench forced them). The bands are named
+    here, once for every chart, like the markers; the line stays one row on a 100-column terminal."""
     text = Text.assemble(("last ", "dim"), (window_label, "bold"), (" (w changes it)", "dim"))
     if switches:
         text.append("   markers: ", style="dim")
         text.append("│", style=f"bold {hex_color('green')}")
-        text.append(" speculation switched on  ")
+        text.append(" speculation on  ")
         text.append("│", style=f"bold {hex_color('red')}")
-        text.append(" switched off")
+        text.append(" off")
+    if benches:
+        text.append("   ")
+        text.append(BAND_GLYPH * 2, style=f"bold {hex_color('slate')}")
+        text.append(" bench: its own switches unmarked")
     return text
 
 
