@@ -30,9 +30,6 @@ ROOMY_KV_DTYPE = "fp8_e4m3"
 ROUND_SEARCH_S = (0.0, 0.05)
 """The range the fit searches for ``ZeroStepCosts.round_s`` (below 0, a 0-step round would be cheaper
 than a plain decode step of a server without a drafter)."""
-REQUESTS_PER_CLIENT = 16
-"""Each closed loop runs this many requests per client, so that ramp and tail are a small part of the
-run: the real benchmark measures a steady-state window (``agent.bench.window``), not the whole run."""
 REQUEST_GRID_S = tuple(i * 0.000005 for i in range(13))
 """The ``ZeroStepCosts.request_s`` values the fit tries (0 to 0.06 ms a request)."""
 
@@ -59,10 +56,7 @@ def off_throughput(
         )
     engine.controller.set_threshold(NEVER_SPECULATE)
     assert NEVER_SPECULATE > NO_THRESHOLD
-    requests = REQUESTS_PER_CLIENT * concurrency
-    return run_closed_loop(
-        engine.config, concurrency, input_len, output_len, requests, engine=engine
-    ).output_tok_s
+    return run_closed_loop(engine.config, concurrency, input_len, output_len, engine=engine).output_tok_s
 
 
 def baseline_throughput(
@@ -71,9 +65,7 @@ def baseline_throughput(
     if baseline_profile.speculative:
         raise ValueError(f"{baseline_profile.identity.name}: the baseline must not speculate")
     config = sim_config(roomy(baseline_profile), calibration=calibration)
-    return run_closed_loop(
-        config, concurrency, input_len, output_len, REQUESTS_PER_CLIENT * concurrency
-    ).output_tok_s
+    return run_closed_loop(config, concurrency, input_len, output_len).output_tok_s
 
 
 def off_over_baseline(
