@@ -8,6 +8,7 @@ estimate (``agent.sim.calibration``) and the two real-engine runs on one H200
 
 Without ``--from``: prints, for every record of the deployment, the model's off ÷ baseline next to
 the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record).
+For Kimi it also prints what the H200's costs would give if carried over as they are.
 
 With ``--from RESULT.json`` (an ``agent bench compare --baseline-url ... --json RESULT.json`` run on
 a real engine): reads off ÷ baseline per level from its ``off`` and ``baseline`` arms, fits the
@@ -28,9 +29,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent.profile.schema import Profile
 from agent.profile.store import load_profile
-from agent.sim.calibration import CALIBRATION, ZERO_STEP_RECORD, Calibration, ZeroStepRecord
-from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS
+from agent.sim import costmodel
+from agent.sim.calibration import (
+    CALIBRATION,
+    CROSSOVER_CONTEXT,
+    ZERO_STEP_RECORD,
+    Calibration,
+    ZeroStepRecord,
+)
+from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS, H200_ZERO_STEP
 from agent.sim.zerostep import fit_zero_step, off_over_baseline, record_model, with_zero_step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +98,25 @@ def show(name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool)
         print(f"  costs that fit the record: {fit_zero_step(record, spec, base, calibration)}")
 
 
+def carried_over(spec: Profile, base: Profile) -> None:
+    """What Kimi would read with the real H200's 0-step costs as they are (the record's what-if)."""
+    cal = with_zero_step(CALIBRATION, H200_ZERO_STEP)
+    ratios = off_over_baseline(spec, base, (64, 128), calibration=cal)
+    shape = (
+        spec.speculation.num_steps or 0,
+        spec.speculation.eagle_topk or 1,
+        spec.speculation.num_draft_tokens or 1,
+    )
+    crossings = [
+        costmodel.crossover_batch(c, *shape, CROSSOVER_CONTEXT, skip_draft_extend=skip)
+        for c, skip in ((CALIBRATION, False), (cal, False), (cal, True))
+    ]
+    print(
+        f"  with the H200's 0-step costs carried over: off ÷ baseline c=64 {ratios[64]:.3f}, c=128 {ratios[128]:.3f}; "
+        f"crossover {crossings[0]} now, {crossings[1]} carried over, {crossings[2]} carried over with the skip"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,6 +141,7 @@ def main() -> None:
             base = load_profile(ROOT / ZERO_STEP_RECORD.baseline_profile)
             model = off_over_baseline(spec, base, KIMI_LEVELS, calibration=calibration)
             print("  model at every level: " + ", ".join(f"c={c} {r:.3f}" for c, r in model.items()))
+            carried_over(spec, base)
         return
 
     first = next(iter(records.values()))

@@ -33,13 +33,13 @@ from dataclasses import replace
 
 from agent.sim.calibration import (
     CALIBRATION,
-    DRAFT_ACCEPTANCE,
     Calibration,
     DraftCosts,
     SpecCosts,
     TargetCosts,
     ZeroStepCosts,
     ZeroStepRecord,
+    with_draft_acceptance,
 )
 
 RESULTS = "bench/results/real-h200-2026-12-01"
@@ -64,7 +64,7 @@ H200_HEAVY = Calibration(
     ),
     draft=DraftCosts(fixed_s=0.00085, token_s=0.000014),
     spec=SpecCosts(round_overhead_s=0.0005, zero_step=H200_ZERO_STEP),
-    acceptance=DRAFT_ACCEPTANCE["oracle"] or CALIBRATION.acceptance,
+    acceptance=with_draft_acceptance("oracle").acceptance,
     memory=replace(CALIBRATION.memory, draft_weight_bytes_per_rank=0),
     prefill_draft_factor=1.0,
 )

@@ -19,6 +19,7 @@ from agent.sim.calibration import (
     CROSSOVER_CONTEXT,
     ZERO_STEP_RECORD,
     ZERO_STEP_TOLERANCE,
+    Calibration,
     ZeroStepCosts,
     ZeroStepRecord,
 )
@@ -28,9 +29,9 @@ from agent.sim.zerostep import off_over_baseline, record_model, with_zero_step
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _model(record: ZeroStepRecord, calibration: object) -> dict[int, float]:
+def _model(record: ZeroStepRecord, calibration: Calibration) -> dict[int, float]:
     spec, base = load_profile(ROOT / record.spec_profile), load_profile(ROOT / record.baseline_profile)
-    return record_model(record, spec, base, calibration)  # type: ignore[arg-type]
+    return record_model(record, spec, base, calibration)
 
 
 def test_kimi_off_over_baseline_is_the_recorded_estimate() -> None:
