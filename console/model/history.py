@@ -141,12 +141,6 @@ class ConsoleModel:
         last = self.spec_switches[-1] if self.spec_switches else None
         return last.time if last is not None and last.on else None
 
-    def switches_in(self, window_s: float) -> list[tuple[float, bool]]:
-        latest = self.latest
-        if latest is None:
-            return []
-        return [(s.time - latest.time, s.on) for s in self.spec_switches if s.time >= latest.time - window_s]
-
     def chart_marks(self, window_s: float) -> ChartMarks:
         """The time charts' marks over the last ``window_s`` seconds: one band per benchmark run and
         a marker for each switch outside them (``console.model.marks``). A run still going reaches

@@ -90,7 +90,7 @@ async def test_switch_markers_and_the_events_pane_come_from_the_agents_events(lo
         ]
         newest = app.model.latest
         assert newest is not None
-        assert [on for _, on in app.model.switches_in(300)][-2:] == [False, True]
+        assert [on for _, on in app.model.chart_marks(300).switches][-2:] == [False, True]
 
         await pilot.press("l")
         assert isinstance(app.screen, LogsScreen)

@@ -82,7 +82,7 @@ def test_switch_markers_come_from_the_agents_events_only() -> None:
     assert [(s.time, s.on) for s in model.spec_switches] == [(2.0, False), (3.0, True)]
     assert [e.name for e in model.events] == ["speculation.off", "speculation.threshold", "speculation.on"]
     model.ingest(Snapshot(seq=6, time=4.0, speculation=Speculation(on=False)))
-    assert model.switches_in(window_s=10) == [(-2.0, False), (-1.0, True)]
+    assert model.chart_marks(window_s=10).switches == ((-2.0, False), (-1.0, True))
 
 
 def test_accept_length_is_charted_only_while_drafting_with_traffic() -> None:
