@@ -95,7 +95,10 @@ def show(name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool)
     for c, ratio in record.off_over_baseline:
         print(f"  {c:>5} {model[c]:>20.3f} {ratio:>10.3f} {model[c] - ratio:>+11.3f}")
     if fit:
-        print(f"  costs that fit the record: {fit_zero_step(record, spec, base, calibration)}")
+        fitted = fit_zero_step(record, spec, base, calibration)
+        print(
+            f"  costs that fit the record: {fitted.round_s * 1e3:.3f} ms a round + {fitted.request_s * 1e3:.3f} ms a request"
+        )
 
 
 def carried_over(spec: Profile, base: Profile) -> None:
