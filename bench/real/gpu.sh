@@ -9,6 +9,7 @@
 # launches only heavy-skip and heavy-base, with --sleep-on-idle and no smoke, then
 #   QUIET=1 bash bench/real/gpu.sh quiet1   heavy-skip at live threshold 0 against heavy-base, long windows
 #   QUIET=1 bash bench/real/gpu.sh quiet2   the same again: the two must agree within 5 % per level
+#   QUIET=1 bash bench/real/gpu.sh quiet3   heavy-spec (no skip) at threshold 0 against heavy-base, 2 repeats
 # Everything runs in the background where it must outlive a command (setsid), every wait is bounded,
 # and every step prints its time, so a stage that runs out of time says where it was.
 set -u
@@ -18,7 +19,7 @@ A=${K25_AGENT:-/tmp/agent}           # the agent: python3 + its wheels and sourc
 AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
 STATES="tiny-oracle tiny-random heavy-spec heavy-skip heavy-base"
 QUIET=${QUIET:-}
-[ -n "$QUIET" ] && STATES="heavy-skip heavy-base"
+[ -n "$QUIET" ] && STATES="heavy-skip heavy-base heavy-spec"
 QUIET_LEVELS=${QUIET_LEVELS:-1,16,64,128}
 QUIET_OPTS=${QUIET_OPTS:---repeats 3 --min-window-s 6}  # ~6 min a run with the baseline arm
 T0=$SECONDS
@@ -42,7 +43,7 @@ enough() {  # enough SECONDS WHAT: true if the stage has that long left; otherwi
 
 wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine is ready (or LIMIT_S)
     local limit=$1; shift
-    local until=$((SECONDS + limit)) pending
+    local until=$((SECONDS + limit)) pending n
     while :; do
         pending=""
         for n in "$@"; do [ "$(state_of "$n")" = ready ] || pending="$pending $n"; done
@@ -187,11 +188,12 @@ quiet_profiles() {  # the copied profiles sleep when idle: an idle scheduler oth
     done
 }
 
-quiet_run() {  # quiet_run N: one quiet comparison; adaptive at threshold 0 must read as on
-    wait_ready 120 $STATES
-    $AP bench/real/act.py --state-dir /tmp/st-heavy-skip threshold 0
-    LEVELS=$QUIET_LEVELS BENCH_OPTS=$QUIET_OPTS \
-        compare heavy-skip "compare-quiet-$1.json" --baseline-url "$(url_of heavy-base)"
+quiet_run() {  # quiet_run N [NAME [OPTS]]: one quiet comparison; adaptive at threshold 0 must read as on
+    local n=${2:-heavy-skip}
+    wait_ready 120 "$n" heavy-base
+    $AP bench/real/act.py --state-dir "/tmp/st-$n" threshold 0
+    LEVELS=$QUIET_LEVELS BENCH_OPTS=${3:-$QUIET_OPTS} \
+        compare "$n" "compare-quiet-$1.json" --baseline-url "$(url_of heavy-base)"
     top -b -n 1 | head -n 15 > "$R/out/top-quiet-$1.txt"
 }
 quiet1() { quiet_run 1; }
@@ -201,6 +203,8 @@ quiet2() {
     $AP bench/bench_repeat.py --from "$R/out/compare-quiet-1.json" "$R/out/compare-quiet-2.json" \
         --max-diff 0.05 2>&1 | tee "$R/out/quiet-repeat.txt"
 }
+
+quiet3() { quiet_run 3 heavy-spec "${QUIET3_OPTS:---repeats 2 --min-window-s 6}"; }  # off without the skip
 
 collect() {
     say "collect"

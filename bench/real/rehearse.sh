@@ -2,7 +2,7 @@
 # Rehearse gpu.sh's stages here, on the simulated engine (no GPU): the same agents (each on
 # `--engine sim`), `agent smoke --engine sim`, the same commands, short levels.
 #   bash bench/real/rehearse.sh [LEVELS]                 benches and heavy (default levels 1,16)
-#   QUIET=1 bash bench/real/rehearse.sh [LEVELS]         the quiet session's quiet1 and quiet2
+#   QUIET=1 bash bench/real/rehearse.sh [LEVELS]         the quiet session's quiet1, quiet2 and quiet3
 # Results in /tmp/real-rehearsal/OUT.
 set -u
 cd "$(dirname "$0")/../.."
@@ -10,7 +10,7 @@ export K25_AGENT="$PWD/.venv/bin/agent" K25_AGENT_PYTHON="$PWD/.venv/bin/python"
 export OUT=/tmp/real-rehearsal/OUT QUIET=${QUIET:-}
 R=/tmp/real
 STATES="tiny-oracle tiny-random heavy-spec heavy-skip heavy-base"
-[ -n "$QUIET" ] && STATES="heavy-skip heavy-base"
+[ -n "$QUIET" ] && STATES="heavy-skip heavy-base heavy-spec"
 rm -rf "$R" "$OUT" /tmp/st-tiny-* /tmp/st-heavy-* && mkdir -p "$R/out" "$R/profiles" "$OUT"
 cp bench/real/profiles/*.toml "$R/profiles/"
 if [ -n "$QUIET" ]; then  # the profiles as the quiet setup writes them
@@ -22,7 +22,7 @@ for n in $STATES; do
         --state-dir "/tmp/st-$n" $extra > "$R/serve-$n.log" 2>&1 < /dev/null &
 done
 if [ -n "$QUIET" ]; then
-    QUIET_LEVELS=$LEVELS QUIET_OPTS="--repeats 2 --min-window-s 2" bash bench/real/gpu.sh quiet1 quiet2
+    QUIET_LEVELS=$LEVELS QUIET_OPTS="--repeats 2 --min-window-s 2" QUIET3_OPTS="--repeats 2 --min-window-s 2" bash bench/real/gpu.sh quiet1 quiet2 quiet3
 else
     setsid "$K25_AGENT" smoke --engine sim --profile "$R/profiles/tiny-oracle.toml" \
         --work-dir /tmp/smoke-rehearsal > "$R/out/smoke.log" 2>&1 < /dev/null &
