@@ -9,7 +9,11 @@ default options (plus any ``--bench-args``) ``--runs`` times back to back, and p
 * at every level below the live threshold (adaptive speculates there, as "on" does): whether
   adaptive's interval holds "on"'s figure, in every run;
 * the host's load average before and after, and how often the simulator reported falling behind the
-  wall clock (a busy host shows as lateness, and lateness as noise).
+  wall clock (a busy host shows as lateness, and lateness as noise);
+* the noise the runs saw, window by window, and what it would take: per level and arm, the spread
+  of one window's figure over every window of every run, and how many such windows each run needs
+  for two runs' means to agree within the bound at 95 % (2 (1.96 spread / bound)^2, windows taken
+  as independent), with the measured seconds that makes per run.
 
     .venv/bin/python bench/bench_repeat.py [--runs 2] [--speedup 20] [--keep DIR] [--bench-args "--repeats 3"]
     .venv/bin/python bench/bench_repeat.py --from A.json B.json [--max-diff 0.05]
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
+import statistics
 import subprocess
 import tempfile
 import time
@@ -36,6 +42,67 @@ from typing import Any
 from sim_process import AGENT, ROOT, running_sim
 
 ARMS = ("on", "off", "adaptive")
+Z95 = 1.96
+
+
+def windows_needed(spread: float, bound: float) -> int:
+    """Windows per run for two runs' means to differ by less than ``bound`` (relative) at 95 %.
+
+    Each run's mean has a relative standard error of spread/sqrt(n), their difference sqrt(2) times
+    that; it must be within bound/1.96."""
+    return max(1, math.ceil(2 * (Z95 * spread / bound) ** 2))
+
+
+def window_noise(results: list[dict[str, Any]]) -> list[tuple[int, str, int, float, float]]:
+    """(concurrency, arm, windows, mean window seconds, spread) over every window of every run.
+
+    The spread is the windows' standard deviation over their mean: what one window's figure moves by."""
+    out = []
+    for li, row in enumerate(results[0]["levels"]):
+        for arm in (*ARMS, "baseline"):
+            windows = [w for r in results for w in ((r["levels"][li].get(arm) or {}).get("runs") or [])]
+            if len(windows) < 2:
+                continue
+            figures = [float(w["output_throughput"]) for w in windows]
+            seconds = statistics.fmean(float(w["duration"]) for w in windows)
+            out.append(
+                (
+                    int(row["concurrency"]),
+                    arm,
+                    len(windows),
+                    seconds,
+                    statistics.stdev(figures) / statistics.fmean(figures),
+                )
+            )
+    return out
+
+
+def print_noise(results: list[dict[str, Any]], bound: float) -> None:
+    rows = window_noise(results)
+    if not rows:
+        return
+    print(
+        f"\nnoise, window by window (every window of every run), and what two runs need to agree within "
+        f"{bound * 100:.0f}% at 95 %:"
+    )
+    print(
+        f"{'conc':>5} {'arm':>9} {'windows':>8} {'window s':>9} {'spread':>7} {'windows/run':>12} {'s/run':>7}"
+    )
+    total = 0.0
+    for c, arm, n, seconds, spread in rows:
+        need = windows_needed(spread, bound)
+        total += need * seconds
+        print(
+            f"{c:>5} {arm:>9} {n:>8} {seconds:>9.1f} {spread * 100:>6.1f}% {need:>12} {need * seconds:>7.0f}"
+        )
+    first = results[0]["levels"]
+    now = sum(float(w["duration"]) for row in first for arm in (*ARMS, "baseline") for w in (row.get(arm) or {}).get("runs") or [])  # fmt: skip
+    fewest = min(n for _, _, n, _, _ in rows)
+    print(
+        f"a run that holds that measures about {total:.0f} s ({total / 60:.0f} min) in its windows, "
+        f"against {now:.0f} s in the first run's; each spread comes from as few as {fewest} windows, "
+        f"so it is itself uncertain by about {100 / math.sqrt(2 * max(1, fewest - 1)):.0f} % of its value"
+    )
 
 
 def run_compare(url: str, out: Path, extra: list[str]) -> float:
@@ -167,6 +234,7 @@ def report(
         print(
             f"adaptive's interval holds on's figure wherever adaptive speculates like on ({where}), every run"
         )
+    print_noise(results, args.max_diff)
     for i, r in enumerate(results):
         rec = r.get("recommendation") or {}
         settle = r.get("settling") or {}

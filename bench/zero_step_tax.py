@@ -10,8 +10,9 @@ Without ``--from``: prints, for every record of the deployment, the model's off 
 the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record).
 For Kimi it also prints what the H200's costs would give if carried over as they are.
 
-With ``--from RESULT.json`` (an ``agent bench compare --baseline-url ... --json RESULT.json`` run on
-a real engine): reads off ÷ baseline per level from its ``off`` and ``baseline`` arms, fits the
+With ``--from RESULT.json [RESULT.json ...]`` (``agent bench compare --baseline-url ... --json`` runs
+on a real engine): reads off ÷ baseline per level from their ``off`` and ``baseline`` arms (several
+runs pooled per level: mean off over mean baseline), fits the
 costs with the deployment's calibration and prints the ``ZeroStepRecord`` to paste; then
 ``tests/sim/test_zero_step.py`` checks the model against it. ``--levels`` keeps some levels only
 (say, where both arms ran the asked concurrency).
@@ -50,20 +51,33 @@ DEPLOYMENTS: dict[str, tuple[Calibration, dict[str, ZeroStepRecord]]] = {
 }
 
 
-def measured_ratios(result: dict[str, Any]) -> list[tuple[int, float]]:
-    """(concurrency, off ÷ baseline) of every level of a compare result that measured both arms."""
-    out = []
-    for row in result.get("levels", []):
-        off, base = row.get("off") or {}, row.get("baseline") or {}
-        if off.get("output_throughput") and base.get("output_throughput"):
-            out.append(
-                (int(row["concurrency"]), float(off["output_throughput"]) / float(base["output_throughput"]))
-            )
-    if not out:
+def measured_ratios(results: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """(concurrency, off ÷ baseline) of every level that some result measured with both arms.
+
+    Several results (runs of the same comparison) are pooled per level: the mean of their off figures
+    over the mean of their baseline figures, each run weighing the same, so that one noisy run moves
+    the record less than it would alone.
+    """
+    offs: dict[int, list[float]] = {}
+    bases: dict[int, list[float]] = {}
+    for result in results:
+        for row in result.get("levels", []):
+            off, base = row.get("off") or {}, row.get("baseline") or {}
+            if off.get("output_throughput") and base.get("output_throughput"):
+                level = int(row["concurrency"])
+                offs.setdefault(level, []).append(float(off["output_throughput"]))
+                bases.setdefault(level, []).append(float(base["output_throughput"]))
+    if not offs:
         raise SystemExit(
-            "no level of that result has both an 'off' and a 'baseline' arm (use --baseline-url)"
+            "no level of those results has both an 'off' and a 'baseline' arm (use --baseline-url)"
         )
-    return out
+    return [(c, (sum(offs[c]) / len(offs[c])) / (sum(bases[c]) / len(bases[c]))) for c in sorted(offs)]
+
+
+def _repo_path(path: Path) -> str:
+    """The path as the repository names it, where it lies inside the repository."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def record_literal(record: ZeroStepRecord) -> str:
@@ -80,6 +94,7 @@ def record_literal(record: ZeroStepRecord) -> str:
         f"    skip_zero_step_draft_extend={record.skip_zero_step_draft_extend},\n"
         f"    input_len={record.input_len},\n"
         f"    output_len={record.output_len},\n"
+        f"    results={record.results!r},\n"
         ")"
     )
 
@@ -126,7 +141,13 @@ def main() -> None:
     )
     parser.add_argument("--deployment", choices=sorted(DEPLOYMENTS), default="kimi")
     parser.add_argument("--fit", action="store_true", help="fit the costs to every record again")
-    parser.add_argument("--from", dest="source", type=Path, help="an agent bench compare --json result")
+    parser.add_argument(
+        "--from",
+        dest="sources",
+        type=Path,
+        nargs="+",
+        help="agent bench compare --json results of one comparison (several are pooled per level)",
+    )
     parser.add_argument(
         "--skip", action="store_true", help="the off arm ran with skip_zero_step_draft_extend"
     )
@@ -136,7 +157,7 @@ def main() -> None:
     args = parser.parse_args()
     calibration, records = DEPLOYMENTS[args.deployment]
 
-    if args.source is None:
+    if not args.sources:
         for name, record in records.items():
             show(name, record, calibration, args.fit)
         if args.deployment == "kimi":
@@ -148,8 +169,9 @@ def main() -> None:
         return
 
     first = next(iter(records.values()))
-    result = json.loads(args.source.read_text())
-    ratios = measured_ratios(result)
+    results = [json.loads(path.read_text()) for path in args.sources]
+    result = results[0]
+    ratios = measured_ratios(results)
     if args.levels:
         keep = {int(x) for x in args.levels.split(",")}
         ratios = [(c, r) for c, r in ratios if c in keep]
@@ -160,15 +182,16 @@ def main() -> None:
         off_over_baseline=tuple(ratios),
         measured=True,
         source=(
-            f"agent bench compare --baseline-url on a real engine: {args.source} "
-            f"(server {server.get('model_path') or server.get('served_model_name') or '?'}, "
-            f"started {result.get('started_at')})"
+            f"agent bench compare --baseline-url on a real engine: {', '.join(map(_repo_path, args.sources))} "
+            f"(server {server.get('model_path') or server.get('served_model_name') or '?'}; "
+            f"{len(results)} run(s) pooled per level)"
         ),
         spec_profile=args.spec_profile or first.spec_profile,
         baseline_profile=args.baseline_profile or first.baseline_profile,
         skip_zero_step_draft_extend=args.skip,
         input_len=int(options.get("input_len") or 1024),
         output_len=int(options.get("output_len") or 256),
+        results=tuple(_repo_path(path) for path in args.sources),
     )
     spec, base = load_profile(ROOT / draft.spec_profile), load_profile(ROOT / draft.baseline_profile)
     record = dataclasses.replace(draft, zero_step=fit_zero_step(draft, spec, base, calibration))

@@ -169,6 +169,9 @@ class ZeroStepRecord:
     ``spec_profile`` to carry the same setting."""
     input_len: int = 1024
     output_len: int = 256
+    results: tuple[str, ...] = ()
+    """The result files (repository paths) of a measured record: ``agent bench compare --json`` runs
+    of the same comparison, pooled per level (mean off over mean baseline)."""
 
 
 @dataclass(frozen=True)
@@ -231,10 +234,10 @@ ZERO_STEP_RECORD = ZeroStepRecord(
         "the draft's extend pass over the batch and 0.4 ms, from the +2 … +22 % of public reports: "
         "+10 % at batch 1 falling to +3.7 % at batch 125, where it keeps the crossover (125). Through "
         "the model (roomy KV, 1024/256) off ÷ baseline is about 0.95 at c = 64 and 128. The real engine "
-        "(one H200, tiny models, agent.sim.calibration_h200) measured the 0-step path at about 1.5 ms a "
-        "round plus 0.03 ms a request on a host whose CPUs were shared by seven engines; carried over "
-        "as they are, Kimi's off ÷ baseline would be 0.92 at c = 64 and 128 and its crossover would move "
-        "from 125 to 145 (136 with the skip). Replace "
+        "(one H200, tiny models, agent.sim.calibration_h200) measured the 0-step path at about 1.4 ms a "
+        "round plus 0.02 ms a request (three runs pooled); carried over as they are, Kimi's off ÷ "
+        "baseline would be 0.93 at c = 64 and 128 and its crossover would move from 125 to 139 (131 "
+        "with the skip). Replace "
         "with agent bench compare --baseline-url on the Kimi host and bench/zero_step_tax.py --from."
     ),
     spec_profile=ZERO_STEP_PROFILE_SPEC,

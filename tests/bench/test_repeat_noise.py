@@ -1,0 +1,63 @@
+"""bench/bench_repeat.py sizes a repeatable run from the noise the runs saw, window by window.
+
+The quiet real-engine session (bench/results/real-h200-2026-12-02-quiet) showed that two runs of a
+few windows each cannot agree within 5 %; the report says how many windows would, and the next
+session plans on that figure, so the arithmetic is checked here against hand-made windows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_repeat", ROOT / "bench" / "bench_repeat.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return module
+
+
+def _result(on: list[float], off: list[float], seconds: float) -> dict[str, Any]:
+    def arm(figures: list[float]) -> dict[str, Any]:
+        return {"runs": [{"output_throughput": f, "duration": seconds} for f in figures]}
+
+    return {"levels": [{"concurrency": 16, "on": arm(on), "off": arm(off), "adaptive": {"unavailable": "x"}}]}
+
+
+def test_the_spread_pools_every_window_of_every_run_and_sizes_the_run() -> None:
+    script = _script()
+    results = [_result([900, 1100], [500, 500], 3.0), _result([1000, 1000], [500, 510], 3.0)]
+    rows = {arm: (n, s, spread) for _, arm, n, s, spread in script.window_noise(results)}
+    assert set(rows) == {"on", "off"}  # an unavailable arm has no windows
+    n, seconds, spread = rows["on"]
+    assert (n, seconds) == (4, 3.0)
+    assert math.isclose(spread, statistics.stdev([900, 1100, 1000, 1000]) / 1000)
+    # 2 (1.96 * 0.0816 / 0.05)^2 = 20.5: 21 windows a run for two runs to agree within 5 % at 95 %
+    assert script.windows_needed(spread, 0.05) == 21
+    # the bound halves, the windows needed quadruple; a quiet arm needs one
+    assert script.windows_needed(spread, 0.025) == 82
+    assert script.windows_needed(rows["off"][2], 0.05) == 1
+
+
+def test_the_report_prints_what_a_run_that_agrees_would_measure(capsys: Any) -> None:
+    script = _script()
+    results = [_result([900, 1100], [500, 500], 3.0), _result([1000, 1000], [500, 510], 3.0)]
+    script.print_noise(results, 0.05)
+    out = capsys.readouterr().out
+    # on: 21 windows of 3 s (63 s); off: 1 window (3 s); the first run measured 4 windows of 3 s
+    assert "about 66 s (1 min) in its windows, against 12 s in the first run's" in out
+    assert "   16        on        4" in out
