@@ -10,6 +10,8 @@ default options (plus any ``--bench-args``) ``--runs`` times back to back, and p
   adaptive's interval holds "on"'s figure, in every run;
 * the host's load average before and after, and how often the simulator reported falling behind the
   wall clock (a busy host shows as lateness, and lateness as noise);
+* how often one run's interval holds another run's figure (honest 95 % intervals of equal runs:
+  about 83 %);
 * the noise the runs saw, window by window, and what it would take: per level and arm, the spread
   of one window's figure over every window of every run, and how many such windows each run needs
   for two runs' means to agree within the bound at 95 % (2 (1.96 spread / bound)^2, windows taken
@@ -75,6 +77,36 @@ def window_noise(results: list[dict[str, Any]]) -> list[tuple[int, str, int, flo
                 )
             )
     return out
+
+
+def cross_cover(results: list[dict[str, Any]]) -> tuple[int, int]:
+    """(held, checked): how often one run's 95 % interval holds another run's figure, same level and arm.
+
+    Two runs of the same setting with honest 95 % intervals hold each other's figure about 83 % of
+    the time (the other figure carries its own noise: P(|Z| < 1.96 / sqrt 2)); far fewer says the
+    intervals are narrower than the noise between runs."""
+    held = checked = 0
+    for li in range(len(results[0]["levels"])):
+        for arm in (*ARMS, "baseline"):
+            cells = [r["levels"][li].get(arm) or {} for r in results]
+            for i, mine in enumerate(cells):
+                ci = mine.get("output_throughput_ci")
+                if not ci:
+                    continue
+                for j, other in enumerate(cells):
+                    if i != j and other.get("output_throughput") is not None:
+                        checked += 1
+                        held += ci[0] <= other["output_throughput"] <= ci[1]
+    return held, checked
+
+
+def print_cross_cover(results: list[dict[str, Any]]) -> None:
+    held, checked = cross_cover(results)
+    if checked:
+        print(
+            f"one run's interval holds another's figure at {held} of {checked} level-arm checks "
+            f"({held / checked * 100:.0f} %; honest 95 % intervals of equal runs: about 83 %)"
+        )
 
 
 def print_noise(results: list[dict[str, Any]], bound: float) -> None:
@@ -234,6 +266,7 @@ def report(
         print(
             f"adaptive's interval holds on's figure wherever adaptive speculates like on ({where}), every run"
         )
+    print_cross_cover(results)
     print_noise(results, args.max_diff)
     for i, r in enumerate(results):
         rec = r.get("recommendation") or {}

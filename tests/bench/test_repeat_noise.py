@@ -61,3 +61,15 @@ def test_the_report_prints_what_a_run_that_agrees_would_measure(capsys: Any) -> 
     # on: 21 windows of 3 s (63 s); off: 1 window (3 s); the first run measured 4 windows of 3 s
     assert "about 66 s (1 min) in its windows, against 12 s in the first run's" in out
     assert "   16        on        4" in out
+
+
+def test_cross_cover_counts_where_one_runs_interval_holds_the_others_figure() -> None:
+    script = _script()
+
+    def result(figure: float, ci: tuple[float, float]) -> dict[str, Any]:
+        arm = {"output_throughput": figure, "output_throughput_ci": list(ci)}
+        return {"levels": [{"concurrency": 1, "on": arm, "off": {"unavailable": "x"}}]}
+
+    # run 1's interval [90, 110] holds run 2's 105; run 2's [104, 106] does not hold run 1's 100
+    assert script.cross_cover([result(100, (90, 110)), result(105, (104, 106))]) == (1, 2)
+    assert script.cross_cover([result(100, (90, 110)), result(101, (95, 107))]) == (2, 2)
