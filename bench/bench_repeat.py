@@ -44,7 +44,14 @@ from typing import Any
 from sim_process import AGENT, ROOT, running_sim
 
 ARMS = ("on", "off", "adaptive")
+MEASURED_ARMS = (*ARMS, "baseline")
+"""Every arm a result may hold windows for (the baseline arm only with --baseline-url)."""
 Z95 = 1.96
+
+
+def arm_windows(level: dict[str, Any], arm: str) -> list[dict[str, Any]]:
+    """The steady-state windows (repeats) one level measured for one arm; none if the arm is absent."""
+    return list((level.get(arm) or {}).get("runs") or [])
 
 
 def windows_needed(spread: float, bound: float) -> int:
@@ -61,8 +68,8 @@ def window_noise(results: list[dict[str, Any]]) -> list[tuple[int, str, int, flo
     The spread is the windows' standard deviation over their mean: what one window's figure moves by."""
     out = []
     for li, row in enumerate(results[0]["levels"]):
-        for arm in (*ARMS, "baseline"):
-            windows = [w for r in results for w in ((r["levels"][li].get(arm) or {}).get("runs") or [])]
+        for arm in MEASURED_ARMS:
+            windows = [w for r in results for w in arm_windows(r["levels"][li], arm)]
             if len(windows) < 2:
                 continue
             figures = [float(w["output_throughput"]) for w in windows]
@@ -87,7 +94,7 @@ def cross_cover(results: list[dict[str, Any]]) -> tuple[int, int]:
     intervals are narrower than the noise between runs."""
     held = checked = 0
     for li in range(len(results[0]["levels"])):
-        for arm in (*ARMS, "baseline"):
+        for arm in MEASURED_ARMS:
             cells = [r["levels"][li].get(arm) or {} for r in results]
             for i, mine in enumerate(cells):
                 ci = mine.get("output_throughput_ci")
@@ -127,8 +134,12 @@ def print_noise(results: list[dict[str, Any]], bound: float) -> None:
         print(
             f"{c:>5} {arm:>9} {n:>8} {seconds:>9.1f} {spread * 100:>6.1f}% {need:>12} {need * seconds:>7.0f}"
         )
-    first = results[0]["levels"]
-    now = sum(float(w["duration"]) for row in first for arm in (*ARMS, "baseline") for w in (row.get(arm) or {}).get("runs") or [])  # fmt: skip
+    now = sum(
+        float(w["duration"])
+        for row in results[0]["levels"]
+        for arm in MEASURED_ARMS
+        for w in arm_windows(row, arm)
+    )
     fewest = min(n for _, _, n, _, _ in rows)
     print(
         f"a run that holds that measures about {total:.0f} s ({total / 60:.0f} min) in its windows, "

@@ -41,7 +41,13 @@ from agent.sim.calibration import (
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS, H200_ZERO_STEP
-from agent.sim.zerostep import fit_zero_step, off_over_baseline, record_model, with_zero_step
+from agent.sim.zerostep import (
+    fit_zero_step,
+    measured_off_over_baseline,
+    off_over_baseline,
+    record_model,
+    with_zero_step,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 KIMI_LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -52,26 +58,13 @@ DEPLOYMENTS: dict[str, tuple[Calibration, dict[str, ZeroStepRecord]]] = {
 
 
 def measured_ratios(results: list[dict[str, Any]]) -> list[tuple[int, float]]:
-    """(concurrency, off ÷ baseline) of every level that some result measured with both arms.
-
-    Several results (runs of the same comparison) are pooled per level: the mean of their off figures
-    over the mean of their baseline figures, each run weighing the same, so that one noisy run moves
-    the record less than it would alone.
-    """
-    offs: dict[int, list[float]] = {}
-    bases: dict[int, list[float]] = {}
-    for result in results:
-        for row in result.get("levels", []):
-            off, base = row.get("off") or {}, row.get("baseline") or {}
-            if off.get("output_throughput") and base.get("output_throughput"):
-                level = int(row["concurrency"])
-                offs.setdefault(level, []).append(float(off["output_throughput"]))
-                bases.setdefault(level, []).append(float(base["output_throughput"]))
-    if not offs:
+    """(concurrency, off ÷ baseline) of the results, pooled per level (``measured_off_over_baseline``)."""
+    ratios = measured_off_over_baseline(results)
+    if not ratios:
         raise SystemExit(
             "no level of those results has both an 'off' and a 'baseline' arm (use --baseline-url)"
         )
-    return [(c, (sum(offs[c]) / len(offs[c])) / (sum(bases[c]) / len(bases[c]))) for c in sorted(offs)]
+    return list(ratios.items())
 
 
 def _repo_path(path: Path) -> str:

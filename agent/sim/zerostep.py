@@ -15,7 +15,8 @@ the zero-step costs, and ``agent kv`` shows it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from agent.profile.schema import Profile
 from agent.sglang.live_control import NO_THRESHOLD
@@ -83,6 +84,25 @@ def off_over_baseline(
         / baseline_throughput(baseline_profile, c, input_len, output_len, calibration)
         for c in levels
     }
+
+
+def measured_off_over_baseline(results: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """Off ÷ baseline per level of real ``agent bench compare --baseline-url --json`` results.
+
+    Several results (runs of one comparison) are pooled per level: the mean of their off figures over
+    the mean of their baseline figures, each run weighing the same, so that one noisy run moves the
+    record less than it would alone. Levels without both arms are left out.
+    """
+    offs: dict[int, list[float]] = {}
+    bases: dict[int, list[float]] = {}
+    for result in results:
+        for row in result.get("levels", []):
+            off, base = row.get("off") or {}, row.get("baseline") or {}
+            if off.get("output_throughput") and base.get("output_throughput"):
+                level = int(row["concurrency"])
+                offs.setdefault(level, []).append(float(off["output_throughput"]))
+                bases.setdefault(level, []).append(float(base["output_throughput"]))
+    return {c: (sum(offs[c]) / len(offs[c])) / (sum(bases[c]) / len(bases[c])) for c in sorted(offs)}
 
 
 def record_model(

@@ -24,7 +24,7 @@ from agent.sim.calibration import (
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS
-from agent.sim.zerostep import off_over_baseline, record_model, with_zero_step
+from agent.sim.zerostep import measured_off_over_baseline, off_over_baseline, record_model, with_zero_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +45,20 @@ def test_kimi_off_over_baseline_is_the_recorded_estimate() -> None:
         )
 
 
+def test_runs_are_pooled_as_mean_off_over_mean_baseline() -> None:
+    def run(off: float, base: float | None) -> dict[str, object]:
+        level4 = {"concurrency": 4, "off": {"output_throughput": off}}
+        if base is not None:
+            level4["baseline"] = {"output_throughput": base}
+        return {"levels": [{"concurrency": 1, "off": {"output_throughput": off}, "baseline": {"output_throughput": 200.0}}, level4]}  # fmt: skip
+
+    # c=1: (100 + 200) / 2 over (200 + 200) / 2
+    pooled = measured_off_over_baseline([run(100.0, 400.0), run(200.0, 100.0)])
+    assert pooled[1] == pytest.approx(0.75)
+    assert pooled[4] == pytest.approx(150.0 / 250.0)  # the mean of the runs' ratios would be 1.125
+    assert 4 not in measured_off_over_baseline([run(100.0, None)])  # no baseline arm: left out
+
+
 @pytest.mark.parametrize("name", sorted(H200_RECORDS))
 def test_the_real_engine_comparison_is_what_its_result_files_say(name: str) -> None:
     """The record's ratios are its result files' off ÷ baseline (mean off over mean baseline across
@@ -52,20 +66,13 @@ def test_the_real_engine_comparison_is_what_its_result_files_say(name: str) -> N
     record = H200_RECORDS[name]
     assert record.measured
     assert record.results
-    offs: dict[int, list[float]] = {}
-    bases: dict[int, list[float]] = {}
-    for path in record.results:
-        result = json.loads((ROOT / path).read_text())
+    results = [json.loads((ROOT / path).read_text()) for path in record.results]
+    for result in results:
         assert result["options"]["input_len"] == record.input_len
         assert result["options"]["output_len"] == record.output_len
-        for row in result["levels"]:
-            offs.setdefault(row["concurrency"], []).append(row["off"]["output_throughput"])
-            bases.setdefault(row["concurrency"], []).append(row["baseline"]["output_throughput"])
+    pooled = measured_off_over_baseline(results)
     for concurrency, recorded in record.off_over_baseline:
-        pooled = (sum(offs[concurrency]) / len(offs[concurrency])) / (
-            sum(bases[concurrency]) / len(bases[concurrency])
-        )
-        assert recorded == pytest.approx(pooled, abs=0.0005), f"{name}, c={concurrency}"
+        assert recorded == pytest.approx(pooled[concurrency], abs=0.0005), f"{name}, c={concurrency}"
 
 
 @pytest.mark.parametrize("name", sorted(H200_RECORDS))
