@@ -242,7 +242,8 @@ def report(
             f"run {i + 1}: {wall:.1f} s wall (the run's own duration_s {results[i]['duration_s']:.1f} s){flag}"
         )
     threshold = results[0]["live_control"].get("original_threshold")
-    print(f"\nlive threshold {threshold}; figures are output tok/s, ± half the 95 % interval, [interval]")
+    shown = "none (the server does not speculate)" if threshold is None else threshold
+    print(f"\nlive threshold {shown}; figures are output tok/s, ± half the 95 % interval, [interval]")
     header = "  ".join(f"{'run ' + str(i + 1):>34}" for i in range(len(results)))
     print(f"{'conc':>5} {'arm':>9}  {header}  max diff")
     worst = 0.0
@@ -283,10 +284,15 @@ def report(
         rec = r.get("recommendation") or {}
         settle = r.get("settling") or {}
         force = settle.get("in_force_s") or {}
+        recommended = r.get("recommended_threshold")
+        verdict = (
+            "no recommended threshold"
+            if recommended is None
+            else f"recommended threshold {recommended} ({rec.get('confidence_label') or 'confidence not given'})"
+        )
         print(
-            f"run {i + 1}: recommended threshold {r.get('recommended_threshold')} ({rec.get('confidence_label')}); "
-            f"switches {settle.get('switches')}, in force after {force.get('median', 0) * 1000:.0f} ms median, "
-            f"{force.get('max', 0) * 1000:.0f} ms at most"
+            f"run {i + 1}: {verdict}; switches {settle.get('switches') or 0}, in force after "
+            f"{force.get('median', 0) * 1000:.0f} ms median, {force.get('max', 0) * 1000:.0f} ms at most"
         )
     print(f"result JSONs: {workdir}")
     return 0 if ok else 1
