@@ -175,6 +175,7 @@ class Server(_Section):
 
 
 SpecAlgorithm = Literal["EAGLE3", "none"]
+ZeroStepPath = Literal["plain", "verify"]
 
 
 class Autopilot(_Section):
@@ -251,6 +252,11 @@ class Speculation(_Section):
         False,
         description="At 0 steps, skip the draft model's extend pass (SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND): "
         "a cheaper 'off', but the draft starts cold when the server steps back up",
+    )
+    zero_step: ZeroStepPath = Field(
+        "plain",
+        description="How a 0-step round runs (patch 03): 'plain' = the target's own decode, the draft "
+        "caught up when speculation resumes; 'verify' = SGLang 0.5.23's one-token verify",
     )
     autopilot: Autopilot = Autopilot()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.profile.schema import Profile, Speculation
+from agent.sglang.live_control import ZERO_STEP_CONFIG_KEY
 
 FIRST_SLOT = 1
 """The slot that holds every batch below the threshold (SGLang routes smaller batches to the smallest key)."""
@@ -66,6 +67,8 @@ def adaptive_config(profile: Profile) -> dict[str, Any] | None:
         value = getattr(spec, key)
         if value is not None:
             config[key] = value
+    # Patch 03's launch path; SGLang merges it under each slot as a default and never reads it.
+    config[ZERO_STEP_CONFIG_KEY] = spec.zero_step
     config[str(FIRST_SLOT)] = {"candidate_steps": steps}
     if spec.threshold is not None:
         if spec.threshold <= FIRST_SLOT:

@@ -21,8 +21,15 @@ from typing import Any, Final
 import httpx
 
 from agent.sglang import server_info as si
-from agent.sglang.info_view import LiveSpec, ServerInfo, parse_server_info
-from agent.sglang.live_control import LIVE_KEYS, READBACK_FIELD
+from agent.sglang.info_view import LiveSpec, ServerInfo, ZeroStepState, parse_server_info
+from agent.sglang.live_control import (
+    LIVE_KEYS,
+    READBACK_FIELD,
+    ROUND_TIMING_FIELD,
+    ROUND_TIMING_KEY,
+    ZERO_STEP_KEY,
+    ZERO_STEP_PATHS,
+)
 from agent.sglang.reading import MetricsParser, MetricsReading
 
 Fetch = Callable[[str], Awaitable[tuple[int, bytes]]]
@@ -131,7 +138,7 @@ class EngineClient:
         except httpx.HTTPError as exc:
             raise EngineError(f"the engine did not answer {path}: {type(exc).__name__}: {exc}") from exc
 
-    async def set_internal_state(self, values: Mapping[str, int | float]) -> None:
+    async def set_internal_state(self, values: Mapping[str, int | float | str]) -> None:
         """POST ``/set_internal_state``; EngineRefused unless every DP rank answers true."""
         response = await self._post(SET_INTERNAL_STATE, json={si.SET_INTERNAL_STATE_BODY_FIELD: dict(values)})
         if response.status_code == 400:
@@ -171,6 +178,30 @@ class EngineClient:
         if wrong:
             raise EngineError(f"after setting {_shown(values)}, {SERVER_INFO} reads back {_shown(wrong)}")
         return live
+
+    async def set_zero_step_path(self, path: str) -> ZeroStepState:
+        """Patch 03: run 0-step rounds by ``path`` (``plain`` or ``verify``), read back and checked."""
+        if path not in ZERO_STEP_PATHS:
+            raise ValueError(f"the 0-step path must be one of {list(ZERO_STEP_PATHS)}, got {path!r}")
+        await self.set_internal_state({ZERO_STEP_KEY: path})
+        live = await self.live_state()
+        state = live.zero_step if live is not None else None
+        if state is None or state.path != path:
+            shown = "nothing" if state is None else repr(state.path)
+            raise EngineError(f"applied {ZERO_STEP_KEY}={path!r}, but {SERVER_INFO} reads back {shown}")
+        return state
+
+    async def time_rounds(self, rounds: int) -> None:
+        """Patch 03: time the next ``rounds`` rounds part by part (0 clears the table)."""
+        await self.set_internal_state({ROUND_TIMING_KEY: rounds})
+
+    async def round_timing(self) -> dict[str, Any] | None:
+        """Patch 03's timing table (``internal_states[0].k25_round_timing``), or None before any."""
+        raw = await self.server_info_raw()
+        states = raw.get(si.INTERNAL_STATES)
+        first = states[0] if isinstance(states, list) and states and isinstance(states[0], Mapping) else {}
+        table = first.get(ROUND_TIMING_FIELD)
+        return dict(table) if isinstance(table, Mapping) else None
 
     async def flush_cache(self, attempts: int = 20) -> str | None:
         """Reset the radix cache and the accept-length totals; the reason when it could not.

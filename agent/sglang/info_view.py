@@ -21,7 +21,13 @@ from typing import Any, Final
 
 from agent.sglang import server_info as si
 from agent.sglang.kv import SpecShape
-from agent.sglang.live_control import READBACK_FIELD, READBACK_OF, RELEASE_PINNED_STEPS
+from agent.sglang.live_control import (
+    READBACK_FIELD,
+    READBACK_OF,
+    RELEASE_PINNED_STEPS,
+    ZERO_STEP_READBACK_FIELD,
+    ZERO_STEP_READBACK_KEYS,
+)
 
 
 def _int(value: Any) -> int | None:
@@ -69,6 +75,46 @@ class LiveSlot:
 
 
 @dataclass(frozen=True)
+class ZeroStepState:
+    """Patch 03's read-back (``adaptive_spec_live.zero_step``): how 0-step rounds run, and what they did."""
+
+    path: str | None
+    """``plain`` (the target's own decode) or ``verify`` (SGLang's one-token verify)."""
+    launch_path: str | None
+    plain_built: bool | None
+    build_error: str | None
+    plain_rounds: int | None
+    verify_rounds: int | None
+    fallback_rounds: int | None
+    last_fallback: str | None
+    forced_zero: int | None
+    catchups: int | None
+    catchup_tokens: int | None
+    catchups_skipped: int | None
+    errors: int | None
+    last_error: str | None
+    last_reserve: int | None
+
+
+_ZERO_STEP_STRS: Final = frozenset({"path", "launch_path", "build_error", "last_fallback", "last_error"})
+
+
+def parse_zero_step(raw: Any) -> ZeroStepState | None:
+    if not isinstance(raw, Mapping):
+        return None
+    values: dict[str, Any] = {}
+    for key in ZERO_STEP_READBACK_KEYS:
+        value = raw.get(key)
+        if key in _ZERO_STEP_STRS:
+            values[key] = _str(value)
+        elif key == "plain_built":
+            values[key] = _bool(value)
+        else:
+            values[key] = _int(value)
+    return ZeroStepState(**values)
+
+
+@dataclass(frozen=True)
 class LiveSpec:
     """The patch's read-back (``internal_states[0].adaptive_spec_live``)."""
 
@@ -81,6 +127,8 @@ class LiveSpec:
     ema_accept_len: float | None
     """EMA of accepted *draft* tokens (no bonus token) of the slot that ran last."""
     slots: Mapping[str, LiveSlot] = field(default_factory=dict)
+    zero_step: ZeroStepState | None = None
+    """Patch 03's state; None on a server without it."""
 
     @property
     def pinned(self) -> bool:
@@ -111,6 +159,7 @@ def parse_live(raw: Any) -> LiveSpec | None:
         prebuilt_steps=tuple(sorted(_ints(raw.get("prebuilt_steps")))),
         ema_accept_len=_float(raw.get("ema_accept_len")),
         slots=slots,
+        zero_step=parse_zero_step(raw.get(ZERO_STEP_READBACK_FIELD)),
     )
 
 

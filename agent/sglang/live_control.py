@@ -42,3 +42,38 @@ READBACK_KEYS: Final = (
     "ema_accept_len",  # float, EMA of accepted draft tokens of the slot that ran last
     "slots",  # {"<bs>": {"current_steps", "candidate_steps", "ema_accept_len", "batch_count"}}
 )
+
+# Patch 03 (zero-step rounds as plain decodes): agent/install/patches/03-zero-step-plain-decode/README.md
+ZERO_STEP_KEY: Final = "adaptive_spec_zero_step"
+"""Live key: the path of 0-step rounds, one of ``ZERO_STEP_PATHS``."""
+ZERO_STEP_PLAIN: Final = "plain"
+"""A 0-step round is the target's own decode (DECODE mode and graph), the draft caught up on resume."""
+ZERO_STEP_VERIFY: Final = "verify"
+"""A 0-step round is SGLang 0.5.23's own: a one-token verify through the target-verify graph."""
+ZERO_STEP_PATHS: Final = (ZERO_STEP_PLAIN, ZERO_STEP_VERIFY)
+ZERO_STEP_CONFIG_KEY: Final = "k25_zero_step"
+"""Global key of the adaptive config JSON: the launch path (absent: plain)."""
+ROUND_TIMING_KEY: Final = "k25_round_timing"
+"""Live key on any patched server: time the next N rounds part by part (0 clears the table)."""
+ZERO_STEP_READBACK_FIELD: Final = "zero_step"
+"""Field of the ``READBACK_FIELD`` dict that patch 03 adds."""
+ZERO_STEP_READBACK_KEYS: Final = (
+    "path",  # str, the path in force
+    "launch_path",  # str, what the adaptive config asked for
+    "plain_built",  # bool, whether the plain decode state exists
+    "build_error",  # str | None, why it does not
+    "plain_rounds",  # int, 0-step rounds that decoded plainly
+    "verify_rounds",  # int, 0-step rounds on the verify path by choice
+    "fallback_rounds",  # int, 0-step rounds on the verify path because the batch needed it
+    "last_fallback",  # str | None, what the last such batch needed
+    "forced_zero",  # int, batches planned at 0 steps that the policy would have moved
+    "catchups",  # int, draft catch-ups on resume
+    "catchup_tokens",  # int, tokens they re-extended
+    "catchups_skipped",  # int, resumes where some request had nothing to catch up on
+    "errors",  # int, catch-ups that failed (the draft then resumed cold)
+    "last_error",  # str | None
+    "last_reserve",  # int | None, per-request KV reserve of the last decode batch prepared
+)
+ROUND_TIMING_FIELD: Final = "k25_round_timing"
+"""Field of ``internal_states[i]``: ``{"remaining", "kinds": {kind: {"rounds", "mean_batch_size", "stages"}}}``."""
+ROUND_TIMING_KINDS: Final = ("zero_plain", "zero_verify", "spec", "decode")

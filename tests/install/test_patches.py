@@ -43,6 +43,16 @@ SPEC_PARAMS = "sglang/srt/speculative/adaptive_spec_params.py"
 LIVE_MODULE = "sglang/srt/speculative/adaptive_live_control.py"
 READBACK_MODULE = "sglang/srt/speculative/adaptive_live_readback.py"
 
+ZERO_STEP_POLICY = "sglang/srt/speculative/k25_zero_step_policy.py"
+ZERO_STEP_RUNTIME = "sglang/srt/speculative/k25_zero_step_runtime.py"
+ZERO_STEP_TOUCHED = (
+    "sglang/srt/speculative/eagle_worker_v2.py",
+    "sglang/srt/speculative/eagle_worker_common.py",
+    "sglang/srt/speculative/eagle_utils.py",
+    "sglang/srt/managers/schedule_batch.py",
+    "sglang/srt/managers/tp_worker.py",
+)
+
 # What agent/sglang/adaptive.py renders for threshold 4 and live steps 1..3.
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,12 +73,19 @@ def _hashes(site: Path) -> dict[str, str]:
 
 def test_patch_set_touches_the_files_its_readmes_name() -> None:
     patch_set = load_patch_set()
-    assert patch_set.names == ["01-live-adaptive-control", "02-live-adaptive-readback"]
+    assert patch_set.names == [
+        "01-live-adaptive-control",
+        "02-live-adaptive-readback",
+        "03-zero-step-plain-decode",
+    ]
     assert {(t.path, t.created) for t in patch_set.targets()} == {
         (INTERNAL_STATE, False),
         (SPEC_PARAMS, False),
         (LIVE_MODULE, True),
         (READBACK_MODULE, True),
+        *((path, False) for path in ZERO_STEP_TOUCHED),
+        (ZERO_STEP_POLICY, True),
+        (ZERO_STEP_RUNTIME, True),
     }
     for patch in patch_set.patches:
         assert (patch.diff_path.parent / "README.md").read_text().startswith(f"# {patch.name}")

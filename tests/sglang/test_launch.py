@@ -39,7 +39,11 @@ def test_eagle3_argv(tmp_path: Path) -> None:
     assert "--speculative-adaptive" in argv
     assert _value(argv, "--speculative-adaptive-config") == str(tmp_path / "kimi-k25-eagle3.adaptive.json")
     threshold = str(profile.speculation.threshold)
-    assert spec.adaptive_config == {"1": {"candidate_steps": [1, 2, 3]}, threshold: {"candidate_steps": [0]}}
+    assert spec.adaptive_config == {
+        "k25_zero_step": "plain",
+        "1": {"candidate_steps": [1, 2, 3]},
+        threshold: {"candidate_steps": [0]},
+    }
     assert spec.env == {
         "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1",
         "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND": "0",
