@@ -54,9 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--preset",
-        choices=("tiny", "heavy"),
+        choices=("tiny", "heavy", "big"),
         default="tiny",
-        help="model shape (heavy: hidden 2048, 24 layers)",
+        help="model shape (heavy: hidden 2048, 24 layers; big: Llama-3-8B's shape, ~15 GB)",
     )
     p.add_argument(
         "--tp",

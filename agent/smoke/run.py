@@ -107,7 +107,10 @@ async def write_models(models: ModelSet, python: Path, say: Say) -> None:
     models.folder.mkdir(parents=True, exist_ok=True)
     spec_path = models.folder / "spec.json"
     spec_path.write_text(json.dumps(models.spec(), indent=1))
-    say(f"models: writing the {models.preset} target and two EAGLE-3 heads into {models.folder} ...")
+    say(
+        f"models: writing the {models.preset} target and {len(models.drafts)} EAGLE-3 heads "
+        f"({', '.join(models.drafts)}) into {models.folder} ..."
+    )
     started = time.monotonic()
     child = await asyncio.create_subprocess_exec(
         str(python),

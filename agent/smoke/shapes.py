@@ -57,6 +57,45 @@ class ModelShape:
 PRESETS: dict[str, ModelShape] = {
     "tiny": ModelShape(),
     "heavy": ModelShape(hidden=2048, layers=24, heads=16, kv_heads=4, head_dim=128, intermediate=5632),
+    # Llama-3-8B's shape with a 32k vocabulary (bf16, ~15 GB): a round is GPU-bound, as a deployment's
+    # is, and its figures repeat within about 5 % (../shared/fixtures/sglang-0.5.23-real-8b).
+    "big": ModelShape(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336),
+}
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """A chain set (``tiny_models.build_chain``): a target that walks a cycle of ``tokens`` tokens and
+    one EAGLE-3 head per share q of drafts it gets right (accept length about 1 + q + ... + q^steps)."""
+
+    tokens: int = 1024
+    shares: tuple[float, ...] = (1.0, 0.8)
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.tokens < 8:
+            out.append(f"the cycle needs at least 8 tokens, got {self.tokens}")
+        for q in self.shares:
+            if not 0.0 <= q <= 1.0:
+                out.append(f"every accepted share must be between 0 and 1, got {q}")
+        if len(set(self.head_names())) != len(self.shares):
+            out.append("accepted shares must differ by at least 0.01")
+        return out
+
+    def head_names(self) -> list[str]:
+        return [head_name(q) for q in self.shares]
+
+
+def head_name(share: float) -> str:
+    """``q080`` for a head that drafts 80 % of the cycle right."""
+    return f"q{round(share * 100):03d}"
+
+
+CHAIN_PRESETS: dict[str, ChainSpec] = {
+    # accept length at 3 steps about 2.95 (q 0.8) and 4.00 (q 1.0, the oracle's): a real drafter's range
+    # and the always-accepted reference, over one target
+    "tuned": ChainSpec(tokens=1024, shares=(1.0, 0.8)),
+    "range": ChainSpec(tokens=1024, shares=(1.0, 0.85, 0.8, 0.7)),
 }
 
 
@@ -79,11 +118,20 @@ class ModelSet:
     shape: ModelShape
     preset: str
     seed: int = 0
+    chain: ChainSpec | None = None
+    """A chain set (a cycling target and heads of chosen acceptance) instead of the 777 set."""
+
+    @property
+    def drafts(self) -> tuple[str, ...]:
+        return tuple(self.chain.head_names()) if self.chain is not None else DRAFTS
 
     @property
     def folder(self) -> Path:
-        digest = hashlib.sha256(json.dumps(asdict(self.shape), sort_keys=True).encode()).hexdigest()[:8]
-        return self.root / f"{self.preset}-{digest}"
+        identity: dict[str, Any] = asdict(self.shape)
+        if self.chain is not None:
+            identity["chain"] = asdict(self.chain)
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+        return self.root / f"{self.preset}{'-chain' if self.chain else ''}-{digest}"
 
     @property
     def target(self) -> Path:
@@ -93,15 +141,22 @@ class ModelSet:
         return self.folder / f"tiny-eagle3-{kind}"
 
     def spec(self) -> dict[str, Any]:
-        return {
+        spec: dict[str, Any] = {
             "shape": asdict(self.shape),
             "seed": self.seed,
-            "out": {"target": str(self.target), **{k: str(self.draft(k)) for k in DRAFTS}},
+            "out": {"target": str(self.target), **{k: str(self.draft(k)) for k in self.drafts}},
         }
+        if self.chain is not None:
+            names = self.chain.head_names()
+            spec["chain"] = {
+                "tokens": self.chain.tokens,
+                "heads": dict(zip(names, self.chain.shares, strict=True)),
+            }
+        return spec
 
     def complete(self) -> bool:
         """Written before with this very spec (the script writes its spec last in every folder)."""
-        for folder in (self.target, *(self.draft(k) for k in DRAFTS)):
+        for folder in (self.target, *(self.draft(k) for k in self.drafts)):
             try:
                 if json.loads((folder / "k25-tiny-spec.json").read_text()) != self.spec():
                     return False
