@@ -29,6 +29,7 @@ from agent.sglang.live_control import (
     ROUND_TIMING_KEY,
     ZERO_STEP_KEY,
     ZERO_STEP_PATHS,
+    ZERO_STEP_VALUE,
 )
 from agent.sglang.reading import MetricsParser, MetricsReading
 
@@ -138,7 +139,7 @@ class EngineClient:
         except httpx.HTTPError as exc:
             raise EngineError(f"the engine did not answer {path}: {type(exc).__name__}: {exc}") from exc
 
-    async def set_internal_state(self, values: Mapping[str, int | float | str]) -> None:
+    async def set_internal_state(self, values: Mapping[str, int | float]) -> None:
         """POST ``/set_internal_state``; EngineRefused unless every DP rank answers true."""
         response = await self._post(SET_INTERNAL_STATE, json={si.SET_INTERNAL_STATE_BODY_FIELD: dict(values)})
         if response.status_code == 400:
@@ -183,7 +184,7 @@ class EngineClient:
         """Patch 03: run 0-step rounds by ``path`` (``plain`` or ``verify``), read back and checked."""
         if path not in ZERO_STEP_PATHS:
             raise ValueError(f"the 0-step path must be one of {list(ZERO_STEP_PATHS)}, got {path!r}")
-        await self.set_internal_state({ZERO_STEP_KEY: path})
+        await self.set_internal_state({ZERO_STEP_KEY: ZERO_STEP_VALUE[path]})
         live = await self.live_state()
         state = live.zero_step if live is not None else None
         if state is None or state.path != path:

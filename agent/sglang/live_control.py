@@ -44,13 +44,15 @@ READBACK_KEYS: Final = (
 )
 
 # Patch 03 (zero-step rounds as plain decodes): agent/install/patches/03-zero-step-plain-decode/README.md
-ZERO_STEP_KEY: Final = "adaptive_spec_zero_step"
-"""Live key: the path of 0-step rounds, one of ``ZERO_STEP_PATHS``."""
+ZERO_STEP_KEY: Final = "adaptive_spec_zero_step_plain"
+"""Live key: the path of 0-step rounds, ``ZERO_STEP_VALUE[path]`` (an int: SGLang's request type
+``Dict[str, Union[int, float]]`` admits no other values)."""
 ZERO_STEP_PLAIN: Final = "plain"
 """A 0-step round is the target's own decode (DECODE mode and graph), the draft caught up on resume."""
 ZERO_STEP_VERIFY: Final = "verify"
 """A 0-step round is SGLang 0.5.23's own: a one-token verify through the target-verify graph."""
 ZERO_STEP_PATHS: Final = (ZERO_STEP_PLAIN, ZERO_STEP_VERIFY)
+ZERO_STEP_VALUE: Final = {ZERO_STEP_PLAIN: 1, ZERO_STEP_VERIFY: 0}
 ZERO_STEP_CONFIG_KEY: Final = "k25_zero_step"
 """Global key of the adaptive config JSON: the launch path (absent: plain)."""
 ROUND_TIMING_KEY: Final = "k25_round_timing"

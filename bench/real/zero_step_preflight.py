@@ -334,8 +334,13 @@ def run(site: Path, device: str) -> int:
     )
 
     # The path switch and its validation.
-    results.append(check("plain needs the built state", policy.check_path("plain", False) is not None))
-    results.append(check("a bad path is refused", policy.check_path("fast", True) is not None))
+    results.append(check("plain needs the built state", policy.check_path(1, False) is not None))
+    results.append(
+        check(
+            "a bad path is refused",
+            policy.check_path("plain", True) is not None and policy.check_path(0, True) is None,
+        )
+    )
     print(f"{sum(results)}/{len(results)} checks passed on {device} (torch {torch.__version__})")
     return 0 if all(results) else 1
 

@@ -57,25 +57,26 @@ def test_the_patch_uses_the_names_live_control_defines(policy: Any) -> None:
     assert policy.READBACK_FIELD == live_control.ZERO_STEP_READBACK_FIELD
     assert policy.TIMING_FIELD == live_control.ROUND_TIMING_FIELD
     assert policy.PATHS == live_control.ZERO_STEP_PATHS
+    assert {v: k for k, v in live_control.ZERO_STEP_VALUE.items()} == policy.PATH_OF_VALUE
     ctl = FakeController(policy, built=True)
     assert tuple(policy.readback(ctl.config, ctl.counters)) == live_control.ZERO_STEP_READBACK_KEYS
 
 
 def test_the_path_switch_goes_through_sglangs_dispatcher(policy: Any, rank: Rank) -> None:
-    assert not rank.set(adaptive_spec_zero_step="verify"), "no controller: refused"
+    assert not rank.set(adaptive_spec_zero_step_plain=0), "no controller: refused"
     ctl = FakeController(policy, built=True)
     rank.worker.k25_zero_step = ctl
     policy.register(ctl)
-    assert rank.set(adaptive_spec_zero_step="verify")
+    assert rank.set(adaptive_spec_zero_step_plain=0)
     assert ctl.config.path == "verify"
     readback = server_state(rank)[live_control.READBACK_FIELD][live_control.ZERO_STEP_READBACK_FIELD]
     assert readback["path"] == "verify" and readback["launch_path"] == "plain"
-    assert rank.set(adaptive_spec_zero_step="plain")
+    assert rank.set(adaptive_spec_zero_step_plain=1)
     assert ctl.config.plain
     json.dumps(server_state(rank))
 
 
-@pytest.mark.parametrize("value", ["fast", "", 1, None, ["plain"], True])
+@pytest.mark.parametrize("value", ["plain", 2, -1, None, [1], True, 1.0])
 def test_a_bad_path_is_refused_and_changes_nothing(
     policy: Any, rank: Rank, value: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -83,8 +84,8 @@ def test_a_bad_path_is_refused_and_changes_nothing(
     rank.worker.k25_zero_step = ctl
     policy.register(ctl)
     before = server_state(rank)
-    assert not rank.set(adaptive_spec_zero_step=value)
-    assert "must be one of ['plain', 'verify']" in caplog.text
+    assert not rank.set(adaptive_spec_zero_step_plain=value)
+    assert "must be 1 (plain decode) or 0 (SGLang's verify path)" in caplog.text
     assert server_state(rank) == before
 
 
@@ -93,8 +94,8 @@ def test_plain_is_refused_where_the_plain_state_was_not_built(policy: Any, rank:
     rank.worker.k25_zero_step = ctl
     policy.register(ctl)
     assert ctl.config.path == "verify", "a failed build falls back to SGLang's path"
-    assert not rank.set(adaptive_spec_zero_step="plain")
-    assert rank.set(adaptive_spec_zero_step="verify")
+    assert not rank.set(adaptive_spec_zero_step_plain=1)
+    assert rank.set(adaptive_spec_zero_step_plain=0)
     readback = server_state(rank)[live_control.READBACK_FIELD][live_control.ZERO_STEP_READBACK_FIELD]
     assert readback["plain_built"] is False and readback["build_error"] == "no graph"
 
