@@ -111,6 +111,16 @@ def reserve_per_decode(spec: SpecShape | None, page_size: int) -> int:
     return 2 * alloc_len_per_decode(spec, page_size)
 
 
+PLAIN_DECODE_RESERVE = 2
+"""Patch 03: a batch planned at 0 steps reserves 1 slot for its token plus what the batch in flight may
+commit (1 when it too ran at 0 steps): 2 in steady state, as a plain decode."""
+
+
+def zero_step_reserve(reserve: int) -> int:
+    """The per-request reserve of a steady 0-step batch on patch 03's plain path (never above SGLang's)."""
+    return min(reserve, PLAIN_DECODE_RESERVE) if reserve > 0 else 0
+
+
 def next_alloc_len(committed: int, allocated: int, reserve: int, page_size: int) -> int:
     """A request's allocated length after the next decode step's allocation (``page_aligned_decode_alloc_lens``)."""
     return max(allocated, ceil_to_page(committed + reserve, page_size))
@@ -326,6 +336,14 @@ def kv_whatif(profile: Profile, running: int, context: int, pool: int | None = N
     )
 
 
+def _zero_step_reserve_of(profile: Profile, zero: SpecShape | None, page_size: int) -> int | None:
+    """What a 0-step batch reserves per request: SGLang's full reserve, or a plain decode's (patch 03)."""
+    if zero is None:
+        return None
+    full = reserve_per_decode(zero, page_size)
+    return zero_step_reserve(full) if profile.speculation.zero_step == "plain" else full
+
+
 def view_fields(profile: Profile, page_size: int, pool: int | None) -> dict[str, Any]:
     """The ``KvView`` fields (``agent.wire``) about "off" against no drafter, for a server running ``profile``.
 
@@ -335,7 +353,7 @@ def view_fields(profile: Profile, page_size: int, pool: int | None) -> dict[str,
     """
     zero = zero_step_shape_for_profile(profile)
     fields: dict[str, Any] = {
-        "reserve_per_request_zero_step": reserve_per_decode(zero, page_size) if zero is not None else None,
+        "reserve_per_request_zero_step": _zero_step_reserve_of(profile, zero, page_size),
         "pool_tokens_without_drafter": None,
         "draft_share_of_cell": None,
         "draft_weight_bytes": None,

@@ -131,15 +131,24 @@ class ZeroStepCosts:
     """Per running request of the round: the accept and KV bookkeeping the verify path does per request."""
 
 
+PLAIN_ZERO_STEP_ESTIMATE = ZeroStepCosts(round_s=0.0002, request_s=0.0)
+"""What a 0-step round costs beyond a plain decode step with patch 03's plain path (``speculation.
+zero_step = "plain"``): the verify sampler's one-node pass, the commit and the speculative worker's
+bookkeeping, no draft-extend pass. An estimate until the real engine measures it
+(``bench/real/round_timing.py``)."""
+
+
 @dataclass(frozen=True)
 class SpecCosts:
     round_overhead_s: float
     """Per speculative round (steps > 0): tree mask, verification sampling, GPU→CPU sync."""
     zero_step: ZeroStepCosts
-    """"0 steps is not free": what a 0-step round adds to a plain decode step (``ZeroStepCosts``). Its
-    values come from a ``ZeroStepRecord``, which says where they came from. The draft's pass over
-    prefilled tokens is not part of it (``Calibration.prefill_draft_factor``), nor is the KV the
-    drafter holds."""
+    """"0 steps is not free": what a 0-step round adds to a plain decode step (``ZeroStepCosts``) on
+    SGLang's own path (``zero_step = "verify"``). Its values come from a ``ZeroStepRecord``, which says
+    where they came from. The draft's pass over prefilled tokens is not part of it
+    (``Calibration.prefill_draft_factor``), nor is the KV the drafter holds."""
+    plain_zero_step: ZeroStepCosts = PLAIN_ZERO_STEP_ESTIMATE
+    """The same on patch 03's plain path (``zero_step = "plain"``): no draft extend, the decode graph."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,10 @@ class ZeroStepRecord:
     skip_zero_step_draft_extend: bool = False
     """The setting the off arm ran with (``speculation.skip_zero_step_draft_extend``); the test wants
     ``spec_profile`` to carry the same setting."""
+    zero_step_path: str = "verify"
+    """The 0-step path the off arm ran (``speculation.zero_step``): ``verify`` (SGLang's own, before
+    patch 03) or ``plain``. The engine model runs the record's profile on this path, and ``zero_step``
+    are that path's costs."""
     input_len: int = 1024
     output_len: int = 256
     results: tuple[str, ...] = ()

@@ -65,6 +65,10 @@ class SimConfig:
     served_model_name: str
     skip_zero_step_draft_extend: bool = False
     """``speculation.skip_zero_step_draft_extend``: a 0-step round runs no draft-extend pass."""
+    zero_step_plain: bool = False
+    """``speculation.zero_step = "plain"`` with adaptive mode: patch 03's plain 0-step rounds at launch."""
+    zero_step_reserve: int = 0
+    """Per-request KV reserve of a batch planned at 0 steps on the plain path (``kv.zero_step_reserve``)."""
     api_key: str | None = None
     admin_api_key: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -148,6 +152,8 @@ def sim_config(
         decode_log_interval=_int_flag(profile, "--decode-log-interval") or DEFAULT_DECODE_LOG_INTERVAL,
         served_model_name=profile.model.served_name or profile.model.path,
         skip_zero_step_draft_extend=mode != "none" and spec.skip_zero_step_draft_extend,
+        zero_step_plain=mode == "adaptive" and spec.zero_step == "plain",
+        zero_step_reserve=kv.zero_step_reserve(reserve),
         api_key=api_key,
         admin_api_key=admin_api_key,
         notes=notes,

@@ -37,14 +37,20 @@ def decode_step_s(cal: Calibration, batch: int, kv_tokens: int, eager: bool = Fa
 
 
 def zero_step_s(
-    cal: Calibration, batch: int, kv_tokens: int, eager: bool = False, skip_draft_extend: bool = False
+    cal: Calibration,
+    batch: int,
+    kv_tokens: int,
+    eager: bool = False,
+    skip_draft_extend: bool = False,
+    plain: bool = False,
 ) -> float:
     """A round at 0 steps inside a speculative server: a plain decode step of the batch, plus the 0-step
-    path (``ZeroStepCosts``: the one-node verify and its bookkeeping), plus the draft-extend pass over
-    the batch's tokens unless the profile skips it (``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``)."""
-    zero = cal.spec.zero_step
+    path (``ZeroStepCosts``). On SGLang's own path (``plain`` False: the one-node verify and its
+    bookkeeping) the draft-extend pass over the batch's tokens follows unless the profile skips it
+    (``SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND``); patch 03's plain path runs none."""
+    zero = cal.spec.plain_zero_step if plain else cal.spec.zero_step
     seconds = decode_step_s(cal, batch, kv_tokens, eager) + zero.round_s + zero.request_s * batch
-    return seconds if skip_draft_extend else seconds + draft_pass_s(cal, batch)
+    return seconds if (skip_draft_extend or plain) else seconds + draft_pass_s(cal, batch)
 
 
 def spec_step_s(
@@ -56,11 +62,12 @@ def spec_step_s(
     draft_tokens: int,
     eager: bool = False,
     skip_draft_extend: bool = False,
+    plain: bool = False,
 ) -> float:
     """One EAGLE-3 round (spec v2): ``steps`` draft passes, one verify, one draft-extend pass; at
-    ``steps == 0`` a 0-step round (``zero_step_s``, where ``skip_draft_extend`` applies)."""
+    ``steps == 0`` a 0-step round (``zero_step_s``, where ``skip_draft_extend`` and ``plain`` apply)."""
     if steps <= 0:
-        return zero_step_s(cal, batch, kv_tokens, eager, skip_draft_extend)
+        return zero_step_s(cal, batch, kv_tokens, eager, skip_draft_extend, plain)
     verify_tokens = batch * draft_tokens
     verify_kv = kv_tokens * (1.0 + cal.target.verify_kv_factor * (draft_tokens - 1))
     drafting = sum(draft_pass_s(cal, batch * (1 if i == 0 else topk)) for i in range(steps))
@@ -91,6 +98,7 @@ def crossover_batch(
     context: int,
     max_batch: int = 4096,
     skip_draft_extend: bool = False,
+    plain: bool = False,
 ) -> int | None:
     """The smallest running batch at which a speculative round delivers fewer tokens per second than a
     0-step round of the same server, at ``context`` tokens per request; None if it never does.
@@ -104,7 +112,7 @@ def crossover_batch(
     for batch in range(1, max_batch + 1):
         kv_tokens = batch * context
         speculating = batch * accept / spec_step_s(cal, batch, kv_tokens, steps, topk, draft_tokens)
-        plain = batch / zero_step_s(cal, batch, kv_tokens, skip_draft_extend=skip_draft_extend)
-        if speculating < plain:
+        off = batch / zero_step_s(cal, batch, kv_tokens, skip_draft_extend=skip_draft_extend, plain=plain)
+        if speculating < off:
             return batch
     return None

@@ -28,6 +28,7 @@ from agent.sim import acceptance, costmodel
 from agent.sim.adaptive import LiveAdaptiveController
 from agent.sim.config import SimConfig
 from agent.sim.stats import EngineStats
+from agent.sim.zero_step_path import ZeroStepBook
 
 CLIP_MAX_NEW_TOKENS = 4096
 """``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION``."""
@@ -126,6 +127,7 @@ class Engine:
         self.active_steps = config.steps
         self.active_draft_tokens = config.draft_tokens
         self.stats = EngineStats(config)
+        self.zero_step = ZeroStepBook(self.cal, config.zero_step_plain and self.controller is not None)
         self._ids = itertools.count()
 
     # ------------------------------------------------------------------ requests
@@ -299,19 +301,20 @@ class Engine:
             return steps, 1, steps + 1
         return cfg.steps, cfg.topk, cfg.draft_tokens
 
-    def _decode_need(self, req: SimRequest) -> int:
+    def _decode_need(self, req: SimRequest, batch_size: int) -> int:
         page = self.config.profile.server.page_size
         if self.config.mode == "none":
             target = max(req.kv_allocated, kv.ceil_to_page(req.committed + 1, page))
         else:
-            target = kv.next_alloc_len(req.committed, req.kv_allocated, self.config.reserve_per_decode, page)
+            reserve = self.zero_step.reserve(self.config, self.controller, batch_size)
+            target = kv.next_alloc_len(req.committed, req.kv_allocated, reserve, page)
         return target - req.kv_allocated
 
     def _retract(self) -> None:
         """``retract_decode``: drop the least advanced requests until the next step fits."""
         order = sorted(self.running, key=lambda r: (r.output_len, -r.input_len), reverse=True)
         retracted: list[SimRequest] = []
-        while len(order) > 1 and sum(self._decode_need(r) for r in order) > self.kv_available:
+        while len(order) > 1 and sum(self._decode_need(r, len(order)) for r in order) > self.kv_available:
             req = order.pop()
             self._free(req)
             req.retractions += 1
@@ -330,10 +333,10 @@ class Engine:
 
     def _plan_decode(self) -> StepPlan:
         cfg = self.config
-        needs = [self._decode_need(r) for r in self.running]
+        needs = [self._decode_need(r, len(self.running)) for r in self.running]
         if sum(needs) > self.kv_available:
             self._retract()
-            needs = [self._decode_need(r) for r in self.running]
+            needs = [self._decode_need(r, len(self.running)) for r in self.running]
         for req, grow in zip(self.running, needs, strict=True):
             req.kv_allocated += grow
         self.kv_used += sum(needs)
@@ -347,10 +350,14 @@ class Engine:
         accepted: list[int] = []
         if cfg.mode == "none":
             duration = costmodel.decode_step_s(self.cal, size, kv_tokens, eager)
+            self.zero_step.time("decode", size, {"target_forward": duration})
             tokens = [1] * size
         else:
-            shape = (steps, topk, draft_tokens, eager, cfg.skip_zero_step_draft_extend)
+            plain = self.zero_step.plain and steps == 0
+            shape = (steps, topk, draft_tokens, eager, cfg.skip_zero_step_draft_extend, plain)
             duration = costmodel.spec_step_s(self.cal, size, kv_tokens, *shape)
+            rids = [r.rid for r in batch]
+            duration += self.zero_step.round(steps, plain, rids, draft_tokens, kv_tokens, shape[4])
             depth = min(steps, draft_tokens - 1)
             for req in batch:
                 if depth <= 0:

@@ -159,7 +159,12 @@ class ServerInfo:
         if accept is not None:
             state["avg_spec_accept_length"] = accept
         if eng.controller is not None:
-            state[live_control.READBACK_FIELD] = eng.controller.readback()
+            live = eng.controller.readback()
+            live[live_control.ZERO_STEP_READBACK_FIELD] = eng.zero_step.readback()
+            state[live_control.READBACK_FIELD] = live
+        timing = eng.zero_step.timing_table()
+        if timing is not None:
+            state[live_control.ROUND_TIMING_FIELD] = timing
         return state
 
     def server_info(self) -> dict[str, Any]:

@@ -42,6 +42,9 @@ from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.runner import EngineRunner
 
+PATCH_03_KEYS = (live_control.ZERO_STEP_KEY, live_control.ROUND_TIMING_KEY)
+"""Keys patch 03 adds to ``/set_internal_state`` (``agent.sim.zero_step_path`` answers them)."""
+
 
 class SimServer:
     def __init__(
@@ -170,6 +173,8 @@ class SimServer:
                 controller.set_threshold(int(value))
             elif key == live_control.LIVE_STEPS_KEY and controller is not None:
                 controller.set_pinned_steps(int(value))
+            elif key in PATCH_03_KEYS:
+                self.engine.zero_step.apply(key, int(value))
             else:
                 if key.startswith("speculative_accept_threshold"):
                     # Acceptance statistics describe the previous threshold: start over, as 0.5.23 does.
@@ -186,6 +191,8 @@ class SimServer:
             if key == live_control.LIVE_THRESHOLD_KEY:
                 return controller.check_threshold(value)
             return controller.check_steps(value)
+        if key in PATCH_03_KEYS:
+            return self.engine.zero_step.check(key, value, adaptive=self.engine.controller is not None)
         if key not in SGLANG_SET_INTERNAL_STATE_KEYS:
             return f"Updating {key} is not supported."
         if key == "pp_max_micro_batch_size":

@@ -42,8 +42,21 @@ def roomy(profile: Profile) -> Profile:
     return profile.model_copy(update={"server": server})
 
 
-def with_zero_step(calibration: Calibration, costs: ZeroStepCosts) -> Calibration:
-    return dataclasses.replace(calibration, spec=dataclasses.replace(calibration.spec, zero_step=costs))
+def with_zero_step(calibration: Calibration, costs: ZeroStepCosts, path: str = "verify") -> Calibration:
+    """The calibration with ``costs`` for the 0-step ``path`` (``verify``: SGLang's own; ``plain``: patch 03)."""
+    if path == "plain":
+        spec = dataclasses.replace(calibration.spec, plain_zero_step=costs)
+    else:
+        spec = dataclasses.replace(calibration.spec, zero_step=costs)
+    return dataclasses.replace(calibration, spec=spec)
+
+
+def on_path(profile: Profile, path: str) -> Profile:
+    """``profile`` with its 0-step rounds on ``path`` (the path a record was measured on)."""
+    if profile.speculation.zero_step == path:
+        return profile
+    speculation = profile.speculation.model_copy(update={"zero_step": path})
+    return profile.model_copy(update={"speculation": speculation})
 
 
 def off_throughput(
@@ -115,7 +128,8 @@ def record_model(
             f"{str(record.skip_zero_step_draft_extend).lower()}, the setting the record's off arm ran with"
         )
     levels = [c for c, _ in record.off_over_baseline]
-    cal = with_zero_step(calibration, record.zero_step)
+    cal = with_zero_step(calibration, record.zero_step, record.zero_step_path)
+    spec_profile = on_path(spec_profile, record.zero_step_path)
     return off_over_baseline(spec_profile, baseline_profile, levels, record.input_len, record.output_len, cal)
 
 

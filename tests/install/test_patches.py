@@ -482,16 +482,37 @@ async def test_the_simulated_engine_speaks_the_patch_keys_and_read_back(
         {live.LIVE_THRESHOLD_KEY: -1},
         {"adaptive_spec_bogus": 1},  # a key the patch does not add
         {live.LIVE_THRESHOLD_KEY: 16, live.LIVE_STEPS_KEY: 1},
+        {live_control.ZERO_STEP_KEY: 0},  # patch 03: SGLang's verify path
+        {live_control.ZERO_STEP_KEY: 3},
+        {live_control.ROUND_TIMING_KEY: -1},
+        {live_control.ROUND_TIMING_KEY: 0},
     ]
+    policy = patched_sglang.internal_state.k25_zero_step_policy
+    zero = types.SimpleNamespace(
+        config=policy.ZeroStepConfig(policy.PLAIN), counters=policy.ZeroStepCounters()
+    )
+    zero.config.mark_built(None)
+    rank.worker.k25_zero_step = zero
+    policy.register(zero)
     async with run_sim(profile, port=0, speedup=50.0) as sim, httpx.AsyncClient(base_url=sim.url) as http:
         for body in requests:
             answer = await http.post("/set_internal_state", json={"server_args": body})
             assert answer.status_code == 200
             assert answer.json() == [rank.set(**body)], body
         info = (await http.get("/server_info")).json()
+    policy.register(None)
     sim_view = info["internal_states"][0][field]
-    patch_view = rank.readback()[field]
-    assert list(sim_view) == list(patch_view) == list(live_control.READBACK_KEYS)
+    patch_state = rank.readback()
+    rank.internal._add_k25_zero_step(patch_state)
+    patch_view = patch_state[field]
+    zero_field = live_control.ZERO_STEP_READBACK_FIELD
+    assert list(sim_view) == list(patch_view) == [*live_control.READBACK_KEYS, zero_field]
+    assert (
+        list(sim_view[zero_field])
+        == list(patch_view[zero_field])
+        == list(live_control.ZERO_STEP_READBACK_KEYS)
+    )
+    assert sim_view[zero_field]["path"] == patch_view[zero_field]["path"] == live_control.ZERO_STEP_VERIFY
     assert set(sim_view["slots"]) == set(patch_view["slots"])
     for key in sim_view["slots"]:
         assert set(sim_view["slots"][key]) == set(patch_view["slots"][key])

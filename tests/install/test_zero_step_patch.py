@@ -201,3 +201,15 @@ def test_add_readback_leaves_a_server_without_the_patch_alone(policy: Any) -> No
     state: dict[str, Any] = {"adaptive_spec_live": {"threshold": 4}}
     policy.add_readback(state, types.SimpleNamespace())
     assert state == {"adaptive_spec_live": {"threshold": 4}}
+
+
+def test_only_requests_that_missed_something_are_caught_up(policy: Any) -> None:
+    book = policy.StreakBook()
+    book.extended([1, 2], [8, 8])
+    assert not book.pending
+    book.decoded([1, 2], [8, 8])
+    assert book.pending and book.pending_in([2, 7]) and not book.pending_in([7])
+    book.caught_up([1])
+    assert book.pending_in([2]) and not book.pending_in([1])
+    book.extended([2], [30])  # the slot holds a new request now: nothing missed
+    assert not book.pending

@@ -197,7 +197,12 @@ def test_view_fields_for_the_collector() -> None:
     profile = load_profile(PROFILES / "kimi-k25-eagle3.toml")
     fields = kv.view_fields(profile, 1, 100_000)
     view = KvView(**fields)  # every key is a KvView field
-    assert view.reserve_per_request_zero_step == 8
+    # patch 03's plain path (the profile's default): a plain decode's 2, not SGLang's 2 x 4
+    assert view.reserve_per_request_zero_step == kv.PLAIN_DECODE_RESERVE == 2
+    verify = profile.model_copy(
+        update={"speculation": profile.speculation.model_copy(update={"zero_step": "verify"})}
+    )
+    assert kv.view_fields(verify, 1, 100_000)["reserve_per_request_zero_step"] == 8
     assert view.pool_tokens_without_drafter == kv.kv_whatif(profile, 1, 1, pool=100_000).baseline.pool_tokens
     assert view.draft_share_of_cell == round(1 / 62, 6)
     assert view.draft_weight_bytes == kv.DRAFT_WEIGHT_BYTES_PER_RANK

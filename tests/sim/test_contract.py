@@ -158,7 +158,9 @@ def test_server_info_fields_exist_in_sglang(sglang_src: Path, busy_engine: Engin
         sglang_src / "srt/managers/scheduler_components/memory_usage.py", "build_memory_usage"
     )
     assert set(state["memory_usage"]) <= memory
-    assert set(state[live_control.READBACK_FIELD]) == set(live_control.READBACK_KEYS)
+    live = state[live_control.READBACK_FIELD]
+    assert set(live) == {*live_control.READBACK_KEYS, live_control.ZERO_STEP_READBACK_FIELD}
+    assert tuple(live[live_control.ZERO_STEP_READBACK_FIELD]) == live_control.ZERO_STEP_READBACK_KEYS
     for slot in state[live_control.READBACK_FIELD]["slots"].values():
         assert set(slot) == {"current_steps", "candidate_steps", "ema_accept_len", "batch_count"}
 

@@ -24,7 +24,13 @@ from agent.sim.calibration import (
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS
-from agent.sim.zerostep import measured_off_over_baseline, off_over_baseline, record_model, with_zero_step
+from agent.sim.zerostep import (
+    measured_off_over_baseline,
+    off_over_baseline,
+    on_path,
+    record_model,
+    with_zero_step,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +116,7 @@ def test_the_engine_model_follows_the_profiles_skip_setting() -> None:
 
 def test_dearer_zero_step_costs_lower_off_over_baseline() -> None:
     """The ratio the tests compare moves with the costs (what the fit relies on)."""
-    spec = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
+    spec = on_path(load_profile(ROOT / ZERO_STEP_RECORD.spec_profile), ZERO_STEP_RECORD.zero_step_path)
     base = load_profile(ROOT / ZERO_STEP_RECORD.baseline_profile)
     cheap = with_zero_step(CALIBRATION, ZeroStepCosts(round_s=0.0, request_s=0.0))
     costly = with_zero_step(CALIBRATION, ZeroStepCosts(round_s=0.006, request_s=0.00005))
