@@ -30,8 +30,8 @@ from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
 from agent.bench.verdict import recommendation_from_levels
 from agent.sglang.info_view import ServerInfo
-from agent.sglang.kv import reserve_per_decode
-from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD
+from agent.sglang.kv import reserve_per_decode, zero_step_reserve
+from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD, ZERO_STEP_PLAIN
 
 NEVER_SPECULATE = 1
 LIVE_ARMS = ("on", "off", "adaptive")
@@ -44,6 +44,9 @@ def off_memory(info: ServerInfo, concurrency: int) -> dict[str, Any]:
     page = info.page_size or 1
     shape = info.spec_shape()
     reserve_spec = reserve_per_decode(shape, page)
+    zero_step = info.live.zero_step if info.live is not None else None
+    if zero_step is not None and zero_step.path == ZERO_STEP_PLAIN:
+        reserve_spec = zero_step_reserve(reserve_spec)  # patch 03: a 0-step batch reserves a plain decode's
     reserve_plain = reserve_per_decode(None, page)
     draft_graph = memory.draft_graph_gb if memory else None
     return {
@@ -60,10 +63,14 @@ def off_memory(info: ServerInfo, concurrency: int) -> dict[str, Any]:
 
 
 def off_note(mem: dict[str, Any], live: bool = True, baseline: bool = False) -> str:
+    extra = mem["kv_reserve_extra_tokens_at_max_concurrency"]
     parts = [
         f"it still reserves {mem['kv_reserve_per_request_tokens']} KV slots per running request "
         f"(a server without a drafter reserves {mem['kv_reserve_per_request_tokens_without_drafter']}: "
-        f"{mem['kv_reserve_extra_tokens_at_max_concurrency']} extra slots at c={mem['max_concurrency']})"
+        f"{extra} extra slots at c={mem['max_concurrency']})"
+        if extra > 0
+        else f"it reserves {mem['kv_reserve_per_request_tokens']} KV slots per running request, as a server "
+        "without a drafter does (patch 03's plain 0-step path)"
     ]
     if mem.get("kvcache_gb") is not None:
         parts.append(

@@ -1,30 +1,39 @@
 #!/usr/bin/env bash
-# The real-engine runs on a lent one-H200 host with no network (bench/real/README.md), in stages that
-# each fit one 10-minute command, run from the repository root:
-#   bash bench/real/gpu.sh setup     agent env, wheels, `agent install --wheelhouse`, models, launches
-#   bash bench/real/gpu.sh benches   smoke result, the tiny-model comparisons and the recording
-#   bash bench/real/gpu.sh heavy     issue 18: off vs a server without a drafter, skip vs no skip
-#   bash bench/real/gpu.sh collect   bundle what was measured into $OUT (every stage ends with it)
-# The quiet session (issues 13 and 18, what the first session taught): QUIET=1 for every stage; setup
-# launches only heavy-skip and heavy-base, with --sleep-on-idle and no smoke, then
-#   QUIET=1 bash bench/real/gpu.sh quiet1   heavy-skip at live threshold 0 against heavy-base, long windows
-#   QUIET=1 bash bench/real/gpu.sh quiet2   the same again: the two must agree within 5 % per level
-#   QUIET=1 bash bench/real/gpu.sh quiet3   heavy-spec (no skip) at threshold 0 against heavy-base, 2 repeats
-# Everything runs in the background where it must outlive a command (setsid), every wait is bounded,
-# and every step prints its time, so a stage that runs out of time says where it was.
+# The GPU-bound session (issues 23 and 24) on a lent one-H200 host with no network
+# (bench/real/README.md, "The GPU-bound session"), in stages that each fit one 10-minute command,
+# run from the repository root; several stages may share one command (`gpu.sh setup timing upshift`):
+#   setup     agent env, wheels, `agent install --wheelhouse`, patch 03's preflight on CUDA, the big
+#             chain models (heads q100 and q080), four agents (one engine each), until all are ready
+#   timing    patch 03's round timer at c=64: SGLang's 0-step path, the plain path and drafting on both
+#             speculative engines, decode on both baselines; same greedy tokens on every path
+#   upshift   accept length round by round after stepping up from 0 steps (the catch-up), triton
+#   chain1    triton: `agent bench compare` chain head q080 vs no drafter, levels 1..128 (issues 23, 24)
+#   chain2    the same again, then bench_repeat.py on the pair (two runs within 5 %, interval coverage)
+#   fa3       fa3: the q100 head vs no drafter, levels 1, 16, 64, 128 (issue 23)
+#   ramp      the autopilot on a 1 -> 128 -> 1 ramp against the best fixed and the profile's threshold
+#   collect   bundle everything into $OUT (every command ends with it)
+# Everything that must outlive a command runs under setsid, every wait is bounded, every step prints
+# its time, so a stage that runs out of time says where it was and keeps what it measured.
 set -u
 REPO=$(pwd)
 R=/tmp/real
-A=${K25_AGENT:-/tmp/agent}           # the agent: python3 + its wheels and source, image untouched
+A=${K25_AGENT:-/tmp/agent}                 # the agent: python3 + its wheels and source, image untouched
 AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
-STATES="tiny-oracle tiny-random heavy-spec heavy-skip heavy-base"
-QUIET=${QUIET:-}
-[ -n "$QUIET" ] && STATES="heavy-skip heavy-base heavy-spec"
-QUIET_LEVELS=${QUIET_LEVELS:-1,16,64,128}
-QUIET_OPTS=${QUIET_OPTS:---repeats 3 --min-window-s 6}  # ~6 min a run with the baseline arm
+STATES="big-chain-triton big-base-triton big-chain-fa3 big-base-fa3"
+LEVELS=${LEVELS:-1,4,16,32,64,128}
+FA3_LEVELS=${FA3_LEVELS:-1,16,64,128}
+BENCH_OPTS=${BENCH_OPTS:---repeats 3 --min-window-s 3}
+CHAIN2_OPTS=${CHAIN2_OPTS:-$BENCH_OPTS}
+TIMING_ROUNDS=${TIMING_ROUNDS:-200}
+STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
 mkdir -p "$R/out"
 say() { echo "[$(date +%T) +$((SECONDS - T0))s] $*"; }
+left() { echo $((STAGE_S - (SECONDS - T0))); }
+enough() {  # enough SECONDS WHAT: true if the command has that long left; otherwise says what it skips
+    [ "$(left)" -ge "$1" ] && return 0
+    say "SKIPPED (needs ~$1 s, $(left) s left): $2"; return 1
+}
 
 status_field() {  # status_field NAME FIELD: one field of that agent's `agent status --json`
     $A status --state-dir "/tmp/st-$1" --json 2>/dev/null |
@@ -32,14 +41,6 @@ status_field() {  # status_field NAME FIELD: one field of that agent's `agent st
 }
 state_of() { local s; s=$(status_field "$1" engine_state); echo "${s:-down}"; }
 url_of() { status_field "$1" engine_url; }
-LEVELS=${LEVELS:-1,4,16,64,128}
-BENCH_OPTS=${BENCH_OPTS:---repeats 2 --min-window-s 2.5}  # issue 13: two interleaved windows per arm
-STAGE_S=${STAGE_S:-585}             # a stage's own limit, under the 600 s of one command
-left() { echo $((STAGE_S - (SECONDS - T0))); }
-enough() {  # enough SECONDS WHAT: true if the stage has that long left; otherwise says what it skips
-    [ "$(left)" -ge "$1" ] && return 0
-    say "SKIPPED (needs ~$1 s, $(left) s left): $2"; return 1
-}
 
 wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine is ready (or LIMIT_S)
     local limit=$1; shift
@@ -49,172 +50,149 @@ wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine i
         for n in "$@"; do [ "$(state_of "$n")" = ready ] || pending="$pending $n"; done
         [ -z "$pending" ] && { say "ready: $*"; return 0; }
         [ $SECONDS -ge $until ] && { say "not ready after ${limit}s:$pending"; for n in $pending; do
-            echo "  $n: $(state_of "$n")"; tail -n 3 "/tmp/st-$n/logs/engine.log" 2>/dev/null | cut -c1-300; done
+            echo "  $n: $(state_of "$n")"; tail -n 5 "/tmp/st-$n/logs/engine.log" 2>/dev/null | cut -c1-300; done
             return 1; }
         sleep 5
     done
 }
+clocks_on() { nohup nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+    --format=csv -l 1 > "$R/out/clocks-$1.csv" 2>&1 & echo $! > "$R/clocks.pid"; }
+clocks_off() { kill "$(cat "$R/clocks.pid" 2>/dev/null)" 2>/dev/null; }
 
 setup() {
     say "agent environment"
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/agent-site .carry/agent-deps/*.whl
     rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
     cp -r agent console bench pyproject.toml /tmp/agent-src/
-    cp bench/real/profiles/*.toml "$R/profiles/"
-    [ -n "$QUIET" ] && quiet_profiles
+    cp bench/real/profiles/big-*.toml "$R/profiles/"
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 -m agent.cli.main "$@"\n' > $A
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 "$@"\n' > $AP
     chmod +x $A $AP
     $A --help > /dev/null && say "agent runs: $(python3 --version), $(command -v python3)"
-    python3 -c 'import sys; print("  prefix", sys.prefix, "base", sys.base_prefix)'
-    nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv,noheader
+    nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version,clocks.max.sm --format=csv,noheader
 
     say "wheels"
     mkdir -p /tmp/w && cat /tmp/stash/w.* | tar -xf - -C /tmp/w && rm -f /tmp/stash/w.*
     ls /tmp/w | wc -l | xargs echo "  wheels:"
 
-    # The image's own torch writes the models (torch, safetensors, tokenizers are all it needs) while the
-    # stack is built: they do not depend on it.
-    say "models (tiny and heavy, on the GPU, with the image's python) in the background"
+    # The image's torch writes the models while the stack is built: they do not depend on it.
+    say "models (the big chain set: a cycling target, heads q100 and q080) in the background"
     $AP bench/real/write_models.py --python "$(command -v python3)" --root /tmp/smoke/models \
-        --links /tmp/models tiny heavy > "$R/out/models.log" 2>&1 &
+        --links /tmp/models --chain tuned big > "$R/out/models.log" 2>&1 &
     local models=$!
 
     say "agent install --wheelhouse /tmp/w --system-site-packages"
-    $A install --profile "$R/profiles/tiny-oracle.toml" --wheelhouse /tmp/w --system-site-packages \
+    $A install --profile "$R/profiles/big-chain-triton.toml" --wheelhouse /tmp/w --system-site-packages \
         > "$R/out/install.log" 2>&1
     echo "install exit $?" | tee -a "$R/out/install.log"
     tail -n 25 "$R/out/install.log"
-    if ! /tmp/stack/bin/python -c 'import sglang' 2>/dev/null; then
-        say "FALLBACK: the shared recipe (pip --target /tmp/site and a wrapper) so the runs can go on"
-        rm -rf /tmp/stack
-        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/w/*.whl
-        local P=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
-        mkdir -p /tmp/stack/bin
-        printf '#!/bin/sh\nexport PYTHONPATH=%s HF_HUB_OFFLINE=1\nexec %s "$@"\n' "$P" "$(command -v python3)" \
-            > /tmp/stack/bin/python
-        chmod +x /tmp/stack/bin/python
-        (cd /tmp/site && for p in /tmp/agent-src/agent/install/patches/0*/patch.diff; do patch -p1 --forward < "$p"; done)
-        echo "fallback used" >> "$R/out/install.log"
-    fi
+    local site
+    site=$(/tmp/stack/bin/python -c 'import sglang, pathlib; print(pathlib.Path(sglang.__file__).parents[1])' 2>/dev/null)
+    say "patch 03 preflight on the GPU with the stack's python ($site)"
+    /tmp/stack/bin/python bench/real/zero_step_preflight.py "$site" --device cuda 2>&1 | tee "$R/out/preflight.txt" | tail -n 4
 
     say "waiting for the models"
     if ! wait "$models"; then
         say "the image's python could not write them; the stack's python does"
         $AP bench/real/write_models.py --python /tmp/stack/bin/python --root /tmp/smoke/models \
-            --links /tmp/models tiny heavy >> "$R/out/models.log" 2>&1
+            --links /tmp/models --chain tuned big >> "$R/out/models.log" 2>&1
     fi
     cat "$R/out/models.log"
+    cat /tmp/models/big-chain/tiny-eagle3-*/k25-chain.json 2>/dev/null | tr -d '\n'; echo
 
-    say "launching five agents (each supervises one engine) and agent smoke (two engines)"
+    say "launching four agents (each supervises one engine)"
     for n in $STATES; do
-        local extra=""
-        [ "$n" = tiny-oracle ] && extra="--metrics-listen 127.0.0.1:9464"
         setsid nohup $A serve --engine sglang --profile "$R/profiles/$n.toml" --state-dir "/tmp/st-$n" \
-            --gpus nvml $extra > "$R/serve-$n.log" 2>&1 < /dev/null &
+            --gpus nvml > "$R/serve-$n.log" 2>&1 < /dev/null &
     done
-    if [ -z "$QUIET" ]; then
-        setsid nohup $A smoke --profile "$R/profiles/tiny-oracle.toml" --work-dir /tmp/smoke \
-            --startup-timeout 560 > "$R/out/smoke.log" 2>&1 < /dev/null &
-        echo $! > "$R/smoke.pid"
-    fi
-    local left=$((570 - (SECONDS - T0)))
-    [ $left -gt 30 ] && wait_ready $left $STATES
+    local limit=$(( $(left) - 20 ))
+    [ $limit -gt 30 ] && wait_ready $limit $STATES
     say "setup stage done"
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
+    for n in $STATES; do grep -h "k25 zero-step" "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 1 | cut -c1-240; done
 }
 
-compare() {  # compare NAME OUTFILE [extra bench options...]
-    local n=$1 out=$2; shift 2
-    say "bench compare $n -> $out"
-    # bounded so that the stage still collects; the command line is kept beside the result
-    echo "agent bench compare --url URL_OF_$n --concurrency $LEVELS --input-len 256 --output-len 128" \
-        "$BENCH_OPTS --json $out $*" > "$R/out/${out%.json}.cmd"
+timing() {
+    wait_ready 60 $STATES || return 1
+    say "same greedy tokens: baseline, plain 0-step, verify 0-step, drafting (triton)"
+    $AP bench/real/same_tokens.py --url "$(url_of big-chain-triton)" --baseline-url "$(url_of big-base-triton)" \
+        2>&1 | tee "$R/out/same-tokens-triton.txt" | tail -n 8
+    clocks_on timing
+    local n
+    for n in big-chain-triton big-chain-fa3; do
+        enough 60 "round timing on $n" || continue
+        say "round timing on $n (c=64, $TIMING_ROUNDS rounds per setting)"
+        $AP bench/real/round_timing.py --url "$(url_of "$n")" --concurrency 64 --rounds "$TIMING_ROUNDS" \
+            --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 16
+    done
+    for n in big-base-triton big-base-fa3; do
+        enough 30 "round timing on $n" || continue
+        say "round timing on $n (decode, c=64)"
+        $AP bench/real/round_timing.py --baseline --url "$(url_of "$n")" --concurrency 64 \
+            --rounds "$TIMING_ROUNDS" --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 8
+    done
+    clocks_off
+}
+
+upshift() {
+    wait_ready 60 big-chain-triton || return 1
+    enough 80 "upshift recovery" || return 0
+    say "upshift recovery on big-chain-triton (the plain path's catch-up)"
+    $AP bench/upshift_recovery.py --url "$(url_of big-chain-triton)" --concurrency 8 --zero-s 6 \
+        --input-len 256 --output-len 2400 --json "$R/out/upshift-plain.json" 2>&1 | tail -n 14
+}
+
+compare() {  # compare NAME BASE OUTFILE LEVELS OPTS: one comparison against a server without a drafter
+    local n=$1 base=$2 out=$3 levels=$4 opts=$5
+    say "bench compare $n vs $base at $levels ($opts) -> $out"
+    echo "agent bench compare --url URL_OF_$n --baseline-url URL_OF_$base --concurrency $levels" \
+        "--input-len 256 --output-len 128 $opts --json $out" > "$R/out/${out%.json}.cmd"
     local limit=$(($(left) - 15)); [ $limit -lt 60 ] && limit=60
     # shellcheck disable=SC2086
-    timeout -s INT $limit $A bench compare --url "$(url_of "$n")" --concurrency "$LEVELS" \
-        --input-len 256 --output-len 128 $BENCH_OPTS --json "$R/out/$out" "$@" > "$R/out/${out%.json}.txt" 2>&1
-    echo "  exit $?"; tail -n 22 "$R/out/${out%.json}.txt"
+    timeout -s INT $limit $A bench compare --url "$(url_of "$n")" --baseline-url "$(url_of "$base")" \
+        --concurrency "$levels" --input-len 256 --output-len 128 $opts --json "$R/out/$out" \
+        > "$R/out/${out%.json}.txt" 2>&1
+    echo "  exit $?"; tail -n 24 "$R/out/${out%.json}.txt"
 }
 
-smoke_result() {
-    local until=$((SECONDS + ${1:-240}))
-    while kill -0 "$(cat "$R/smoke.pid")" 2>/dev/null && [ $SECONDS -lt $until ]; do sleep 5; done
-    say "agent smoke:"; tail -n 30 "$R/out/smoke.log"
-}
+chain1() { wait_ready 60 big-chain-triton big-base-triton || return 1; clocks_on chain1
+    compare big-chain-triton big-base-triton compare-chain-1.json "$LEVELS" "$BENCH_OPTS"; clocks_off; }
+chain2() { wait_ready 60 big-chain-triton big-base-triton || return 1; clocks_on chain2
+    compare big-chain-triton big-base-triton compare-chain-2.json "$LEVELS" "$CHAIN2_OPTS"; clocks_off
+    say "the two runs against each other (within 5 % per level and arm; interval coverage)"
+    $AP bench/bench_repeat.py --from "$R/out/compare-chain-1.json" "$R/out/compare-chain-2.json" \
+        --max-diff 0.05 2>&1 | tee "$R/out/chain-repeat.txt" | tail -n 30; }
+fa3() { wait_ready 60 big-chain-fa3 big-base-fa3 || return 1; clocks_on fa3
+    compare big-chain-fa3 big-base-fa3 compare-fa3.json "$FA3_LEVELS" "$BENCH_OPTS"; clocks_off; }
 
-benches() {
-    smoke_result 200
-    wait_ready 120 tiny-oracle tiny-random heavy-spec heavy-skip heavy-base
-    say "the oracle engine's live threshold to 0 (speculate at every size): its adaptive arm must read as on"
-    $AP bench/real/act.py --state-dir /tmp/st-tiny-oracle threshold 0
-    say "recording the oracle agent's stream during the first comparison"
-    $AP bench/record_stream.py --socket /tmp/st-tiny-oracle/run/agent.sock \
-        --out "$R/out/real-oracle-compare.jsonl" --seconds 400 > "$R/out/record.txt" 2>&1 &
-    local rec=$!
-    compare tiny-oracle compare-oracle-1.json
-    kill -TERM $rec; wait $rec; tail -n 3 "$R/out/record.txt"
-    enough 150 "the second oracle comparison" && compare tiny-oracle compare-oracle-2.json
-    enough 150 "the random-head comparison" && compare tiny-random compare-random.json
-    $AP bench/real/act.py --state-dir /tmp/st-tiny-oracle threshold 32
-    curl -s 127.0.0.1:9464/metrics | grep -E '^k25_(speculation|engine_state|bench)' | head -20
-    say "agent metrics against the real engine"
-    $A metrics "$(url_of tiny-oracle)/metrics" --json > "$R/out/agent-metrics.json" 2>&1
-    echo "  exit $?"
-    if enough 60 "agent tick CPU"; then
-        say "agent tick CPU on this host"
-        $AP bench/agent_tick.py --runs 3 2>&1 | tail -n 12 | tee "$R/out/agent-tick.txt"
-    fi
+ramp() {
+    wait_ready 60 big-chain-triton || return 1
+    [ -f bench/autopilot_ramp.py ] || { say "SKIPPED: bench/autopilot_ramp.py is not in this tree"; return 0; }
+    local from=""; [ -f "$R/out/compare-chain-1.json" ] && from="--compare $R/out/compare-chain-1.json"
+    enough 120 "the autopilot ramp" || return 0
+    clocks_on ramp
+    say "the autopilot on the 1 -> 128 -> 1 ramp (triton, head q080)"
+    # shellcheck disable=SC2086
+    timeout -s INT $(($(left) - 15)) $AP bench/autopilot_ramp.py --state-dir /tmp/st-big-chain-triton $from \
+        ${RAMP_OPTS:-} --json "$R/out/autopilot-ramp.json" > "$R/out/autopilot-ramp.txt" 2>&1
+    echo "  exit $?"; tail -n 30 "$R/out/autopilot-ramp.txt"; clocks_off
 }
-
-heavy() {
-    wait_ready 60 heavy-spec heavy-skip heavy-base
-    compare heavy-spec compare-heavy-noskip.json --baseline-url "$(url_of heavy-base)"
-    enough 200 "the heavy comparison with the skip" &&
-        compare heavy-skip compare-heavy-skip.json --baseline-url "$(url_of heavy-base)"
-    for n in heavy-skip heavy-spec; do
-        enough 90 "upshift recovery on $n" || continue
-        say "upshift recovery on $n"
-        $AP bench/upshift_recovery.py --url "$(url_of "$n")" --concurrency 8 --zero-s 8 \
-            --input-len 256 --output-len 3600 --json "$R/out/upshift-$n.json" 2>&1 | tail -n 12
-    done
-}
-
-quiet_profiles() {  # the copied profiles sleep when idle: an idle scheduler otherwise busy-polls a core
-    local f
-    for f in "$R"/profiles/*.toml; do
-        sed -i 's/^extra_flags = \["--decode-log-interval", "10"\]$/extra_flags = ["--decode-log-interval", "10", "--sleep-on-idle"]/' "$f"
-        grep -q -- '--sleep-on-idle' "$f" || { say "could not add --sleep-on-idle to $f"; return 1; }
-    done
-}
-
-quiet_run() {  # quiet_run N [NAME [OPTS]]: one quiet comparison; adaptive at threshold 0 must read as on
-    local n=${2:-heavy-skip}
-    wait_ready 120 "$n" heavy-base
-    $AP bench/real/act.py --state-dir "/tmp/st-$n" threshold 0
-    LEVELS=$QUIET_LEVELS BENCH_OPTS=${3:-$QUIET_OPTS} \
-        compare "$n" "compare-quiet-$1.json" --baseline-url "$(url_of heavy-base)"
-    top -b -n 1 | head -n 15 > "$R/out/top-quiet-$1.txt"
-}
-quiet1() { quiet_run 1; }
-quiet2() {
-    quiet_run 2
-    say "the two quiet runs against each other (issue 13: within 5 % per level and arm)"
-    $AP bench/bench_repeat.py --from "$R/out/compare-quiet-1.json" "$R/out/compare-quiet-2.json" \
-        --max-diff 0.05 2>&1 | tee "$R/out/quiet-repeat.txt"
-}
-
-quiet3() { quiet_run 3 heavy-spec "${QUIET3_OPTS:---repeats 2 --min-window-s 6}"; }  # off without the skip
 
 collect() {
     say "collect"
     for n in $STATES; do
         mkdir -p "$R/logs/$n"
-        cp "/tmp/st-$n"/logs/engine.log* "$R/logs/$n/" 2>/dev/null
+        tail -n 20000 "/tmp/st-$n/logs/engine.log" > "$R/logs/$n/engine-tail.log" 2>/dev/null  # $OUT: 16 MiB a file
         cp "$R/serve-$n.log" "$R/logs/$n/" 2>/dev/null
         $A status --state-dir "/tmp/st-$n" --json > "$R/logs/$n/status.json" 2>&1
+        grep -h "Decode batch" "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 400 > "$R/out/decode-lines-$n.log"
+        grep -h "k25 zero-step\|Built adaptive runtime state\|Capture cuda graph end\|Traceback\|Error" \
+            "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 60 > "$R/out/startup-$n.log"
     done
-    cp -r /tmp/smoke/runs "$R/logs/smoke-runs" 2>/dev/null
+    cp /tmp/models/big-chain/tiny-eagle3-*/k25-chain.json "$R/out/" 2>/dev/null
+    for f in /tmp/models/big-chain/tiny-eagle3-*/k25-chain.json; do
+        [ -f "$f" ] && cp "$f" "$R/out/$(basename "$(dirname "$f")")-chain.json"
+    done
     tar -czf "$OUT/results.tgz" -C "$R" out
     tar -czf "$OUT/logs.tgz" -C "$R" logs
     ls -la "$OUT"
