@@ -109,6 +109,11 @@ setup() {
     [ $limit -gt 30 ] && wait_ready $limit $STATES
     say "setup stage done"
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
+    for n in $STATES; do
+        $AP bench/real/engine_meta.py --url "$(url_of "$n")" --profile "$R/profiles/$n.toml" \
+            > "$R/out/meta-$n.json" 2> "$R/out/meta-$n.err"
+    done
+    head -c 600 "$R/out/meta-big-chain-triton.json"; echo
     for n in $STATES; do grep -h "k25 zero-step" "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 1 | cut -c1-240; done
 }
 
