@@ -146,11 +146,11 @@ async def test_compare_forces_each_mode_and_restores_the_threshold() -> None:
     assert result["levels"][0]["adaptive"]["accept_length"] > 1.5
     assert result["levels"][1]["adaptive"]["accept_length"] < 1.3
     assert isinstance(result["recommended_threshold"], int)
-    spec = kv.spec_shape_for_profile(EAGLE3)
-    assert result["off_memory"]["kv_reserve_per_request_tokens"] == kv.reserve_per_decode(
-        spec, EAGLE3.server.page_size
-    )
-    assert "not a server without a drafter" in result["off_note"]
+    # patch 03's plain path (the profile's default): "off" reserves a plain decode's KV
+    assert EAGLE3.speculation.zero_step == "plain"
+    assert result["off_memory"]["kv_reserve_per_request_tokens"] == kv.PLAIN_DECODE_RESERVE
+    assert result["off_memory"]["kv_reserve_extra_tokens_at_max_concurrency"] == 0
+    assert "as a server without a drafter does" in result["off_note"]
 
 
 async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseline() -> None:
