@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_api import agent_client, plan_and_confirm
+from agent_api import agent_client, plan_and_confirm, stream_items
 
 TIMEOUT_S = 60.0
 
@@ -42,18 +41,10 @@ async def act(c: httpx.AsyncClient, value: bool) -> dict[str, Any]:
 
 async def first_snapshot_off(c: httpx.AsyncClient, since: int) -> dict[str, Any]:
     """The first snapshot after ``since`` that shows the autopilot off (the read-back after the restore)."""
-    async with (
-        asyncio.timeout(TIMEOUT_S),
-        c.stream("GET", "/v1/stream", params={"since": since}, timeout=None) as s,
-    ):
-        kind = None
-        async for line in s.aiter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-            elif line.startswith("data: ") and kind == "snapshot":
-                item: dict[str, Any] = json.loads(line.removeprefix("data: "))
-                if not (item.get("autopilot") or {}).get("enabled", True):
-                    return item
+    async with asyncio.timeout(TIMEOUT_S):
+        async for kind, item in stream_items(c, since):
+            if kind == "snapshot" and not (item.get("autopilot") or {}).get("enabled", True):
+                return item
     return {}
 
 
@@ -87,35 +78,27 @@ async def run(args: argparse.Namespace) -> int:
         operator: int | None = None
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(args.seconds):
-                async with c.stream("GET", "/v1/stream", params={"since": since}, timeout=None) as stream:
-                    kind = None
-                    async for line in stream.aiter_lines():
-                        if line.startswith("event: "):
-                            kind = line.removeprefix("event: ")
-                            continue
-                        if not line.startswith("data: "):
-                            continue
-                        item = json.loads(line.removeprefix("data: "))
-                        if kind == "event" and str(item.get("name", "")).startswith("autopilot."):
-                            probing = item["name"] == "autopilot.probe" or (
-                                probing and item["name"] != "autopilot.probe_end"
-                            )
-                            print(
-                                f"{time.monotonic() - started:6.1f} s  {item['name']}: {item['message']}",
-                                flush=True,
-                            )
-                        elif kind == "snapshot":
-                            spec, load_now, auto = (
-                                item["speculation"],
-                                item["load"],
-                                item.get("autopilot") or {},
-                            )
-                            operator = auto.get("operator_threshold", operator)
-                            threshold, running = spec.get("threshold"), load_now.get("running") or 0
-                            if threshold is not None and 0 < threshold <= 2 and low_at is None:
-                                low_at = time.monotonic() - started
-                            if threshold and running >= threshold and not probing:
-                                off_outside_probe += 1
+                async for kind, item in stream_items(c, since):
+                    if kind == "event" and str(item.get("name", "")).startswith("autopilot."):
+                        probing = item["name"] == "autopilot.probe" or (
+                            probing and item["name"] != "autopilot.probe_end"
+                        )
+                        print(
+                            f"{time.monotonic() - started:6.1f} s  {item['name']}: {item['message']}",
+                            flush=True,
+                        )
+                    elif kind == "snapshot":
+                        spec, load_now, auto = (
+                            item["speculation"],
+                            item["load"],
+                            item.get("autopilot") or {},
+                        )
+                        operator = auto.get("operator_threshold", operator)
+                        threshold, running = spec.get("threshold"), load_now.get("running") or 0
+                        if threshold is not None and 0 < threshold <= 2 and low_at is None:
+                            low_at = time.monotonic() - started
+                        if threshold and running >= threshold and not probing:
+                            off_outside_probe += 1
         since = (await c.get("/v1/status")).json()["last_seq"]
         await act(c, False)
         load.cancel()
