@@ -1,7 +1,7 @@
 """The autopilot on a load ramp against the best fixed threshold and the profile's, interleaved (issue 24).
 
 Usage: python bench/autopilot_ramp.py --state-dir DIR (--compare FILE | --best-threshold N)
-           [--profile-threshold N] [--levels 1,2,4,8,16,32,64,128,64,32,16,8,4,2,1] [--hold-s 15]
+           [--profile-threshold N] [--levels 1,2,4,8,16,32,64,128,64,32,16,8,4,2,1] [--hold-s 14]
            [--level-settle-s 1] [--switch-settle-s 1] [--autopilot-settle-s 3] [--slices 3]
            [--input-len L] [--output-len L] [--autopilot-entry resume|profile]
            [--api-key-file F] [--seed S] [--json OUT]
@@ -42,19 +42,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import shutil
 import signal
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_api import agent_client, plan_and_confirm, plan_only, stream_items
-from ramp_figures import ARMS
+from agent_api import agent_client, plan_only
+from ramp_agent import RESTORE_TIMEOUT_S, RampFailed, Session, operator_setting, restore, resume_threshold
 from ramp_load import RampLoad, timed_window, window_figures
+from ramp_plan import (
+    DEFAULT_LEVELS,
+    BadInput,
+    Plan,
+    make_plan,
+    order_at,
+    read_compare,
+    read_key,
+    threshold_words,
+)
 from ramp_report import print_report, summarize
 
 from agent.bench.engine import EngineProbe
@@ -62,206 +69,8 @@ from agent.bench.store import atomic_write_json
 from agent.profile import load_profile
 from agent.sglang.live_control import NO_THRESHOLD
 
-DEFAULT_LEVELS = "1,2,4,8,16,32,64,128,64,32,16,8,4,2,1"
-MIN_WINDOW_S = 0.5
-RESTORE_TIMEOUT_S = 90.0
 CLOCKS_QUERY = ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv"]
 CLOCKS_TIMEOUT_S = 10.0
-
-
-class BadInput(Exception):
-    """Refused before anything changed; the message names the option, file or key."""
-
-
-class RampFailed(Exception):
-    """The ramp could not go on (an action refused or failed, the engine gone)."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    levels: tuple[int, ...]
-    hold_s: float
-    level_settle_s: float
-    switch_settle_s: float
-    autopilot_settle_s: float
-    window_s: float
-    slices: int
-
-    def settle(self, arm: str) -> float:
-        return self.autopilot_settle_s if arm == "autopilot" else self.switch_settle_s
-
-    def words(self) -> str:
-        return (
-            f"each level held {self.hold_s:g} s: {self.level_settle_s:g} s at the new level (not counted), "
-            f"then per arm a settle after its switch (fixed {self.switch_settle_s:g} s, autopilot "
-            f"{self.autopilot_settle_s:g} s; not counted) and a counted window of {self.window_s:.2f} s "
-            f"({self.slices} slices); arm order rotated by one per level"
-        )
-
-
-def order_at(level_index: int) -> list[str]:
-    """The arms in the order they run at this level: rotated by one per level."""
-    shift = level_index % len(ARMS)
-    return [*ARMS[shift:], *ARMS[:shift]]
-
-
-def parse_levels(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise BadInput(
-            f"--levels: {text!r} is not a comma-separated list of integers, e.g. 1,4,16,4,1"
-        ) from None
-    if not levels or any(v < 1 or v > 4096 for v in levels):
-        raise BadInput(f"--levels: {text!r}: each level must be an integer from 1 to 4096, at least one")
-    return levels
-
-
-def make_plan(args: argparse.Namespace) -> Plan:
-    for name in ("hold_s", "level_settle_s", "switch_settle_s", "autopilot_settle_s"):
-        if getattr(args, name) < 0:
-            raise BadInput(f"--{name.replace('_', '-')}: must be 0 or more (got {getattr(args, name)})")
-    if args.slices < 1:
-        raise BadInput(f"--slices: must be 1 or more (got {args.slices})")
-    spent = args.level_settle_s + 2 * args.switch_settle_s + args.autopilot_settle_s
-    window = (args.hold_s - spent) / len(ARMS)
-    if window < MIN_WINDOW_S:
-        raise BadInput(
-            f"--hold-s: {args.hold_s:g} s leaves {window:.2f} s per window after {spent:g} s of settling; "
-            f"at least {MIN_WINDOW_S:g} s per window needs --hold-s {spent + len(ARMS) * MIN_WINDOW_S:g} or more"
-        )
-    return Plan(
-        parse_levels(args.levels),
-        args.hold_s,
-        args.level_settle_s,
-        args.switch_settle_s,
-        args.autopilot_settle_s,
-        window,
-        args.slices,
-    )
-
-
-def read_compare(path: Path) -> dict[str, Any]:
-    """The best fixed threshold from an ``agent bench compare --json`` result, with where it came from."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise BadInput(f"--compare: {path}: cannot read it: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise BadInput(f"--compare: {path}: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "compare":
-        raise BadInput(
-            f"--compare: {path}: kind: expected a result of agent bench compare --json (kind compare)"
-        )
-    value = data.get("recommended_threshold")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        reason = (data.get("recommendation") or {}).get("reason")
-        why = f" ({reason})" if reason else ""
-        raise BadInput(
-            f"--compare: {path}: recommended_threshold: the comparison recommends no threshold{why}; "
-            "give the best fixed threshold with --best-threshold N"
-        )
-    options = data.get("options") or {}
-    rec = data.get("recommendation") or {}
-    return {
-        "threshold": value,
-        "source": f"compare {path}",
-        "range": rec.get("threshold_range"),
-        "input_len": options.get("input_len"),
-        "output_len": options.get("output_len"),
-    }
-
-
-def read_key(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        key = path.read_text().strip()
-    except OSError as exc:
-        raise BadInput(f"--api-key-file: {path}: cannot read it: {exc.strerror or exc}") from None
-    if not key:
-        raise BadInput(f"--api-key-file: {path}: the file is empty")
-    return key
-
-
-def resume_threshold(events: list[dict[str, Any]], until: float, readback: int | None) -> int | None:
-    """The threshold the autopilot held when its window ended: the engine's read-back then, unless a
-    probe of its own was under way (a probe runs the other side for a few seconds and then returns to
-    what it held: the probe event's ``before``). ``until``: the wall time of that read-back."""
-    probing: int | None = None
-    for event in events:
-        if float(event.get("time", 0.0)) > until:
-            break
-        name, data = event.get("name"), event.get("data") or {}
-        if name == "autopilot.probe" and data.get("ok", True):
-            probing = (data.get("before") or {}).get("threshold")
-        elif name in ("autopilot.probe_end", "autopilot.move", "autopilot.reverted", "autopilot.disabled"):
-            probing = None
-    return probing if probing is not None else readback
-
-
-def threshold_words(value: int | None) -> str:
-    return (
-        "unknown"
-        if value is None
-        else ("none (speculate at every size)" if value == NO_THRESHOLD else str(value))
-    )
-
-
-@dataclass
-class Operator:
-    """The operator's setting at the start: what the end (or a signal) puts back."""
-
-    threshold: int
-    autopilot: bool
-
-
-@dataclass
-class Session:
-    agent: httpx.AsyncClient
-    started: float = field(default_factory=time.time)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    snapshots: list[dict[str, Any]] = field(default_factory=list)
-    stream_note: str | None = None
-
-    def at(self) -> float:
-        return round(time.time() - self.started, 3)
-
-    async def act(self, kind: str, value: int | bool, why: str) -> dict[str, Any]:
-        """One operator action through the agent (plan, confirm when live); RampFailed if not applied."""
-        called = self.at()
-        plan, done = await plan_and_confirm(self.agent, kind, value)
-        entry: dict[str, Any] = {"at_s": called, "kind": kind, "value": value, "why": why,
-                                 "action_id": plan.get("action_id"), "mode": plan.get("mode")}  # fmt: skip
-        if done is None:
-            entry["status"] = "noop" if plan.get("mode") == "noop" else str(plan.get("mode"))
-            entry["message"] = plan.get("reason") or plan.get("detail")
-        else:
-            entry["status"], entry["message"] = done.get("status"), done.get("message")
-        entry["done_s"] = self.at()
-        self.actions.append(entry)
-        if entry["status"] not in ("applied", "noop"):
-            raise RampFailed(
-                f"{kind} {value}: the agent did not apply it ({entry['status']}): {entry['message']}"
-            )
-        return entry
-
-    async def follow(self, since: int) -> None:
-        """Every event and a compact line per snapshot of the agent's stream, until cancelled."""
-        try:
-            async for kind, item in stream_items(self.agent, since):
-                if kind == "event":
-                    self.events.append(item)
-                elif kind == "snapshot":
-                    spec, auto = item.get("speculation") or {}, item.get("autopilot") or {}
-                    self.snapshots.append({
-                        "time": item.get("time"), "threshold": spec.get("threshold"), "steps": spec.get("steps"),
-                        "running": (item.get("load") or {}).get("running"),
-                        "autopilot": auto.get("mode"), "output_tok_s": (item.get("throughput") or {}).get("output_tok_s"),
-                    })  # fmt: skip
-        except (httpx.HTTPError, ValueError) as exc:
-            self.stream_note = f"the agent's stream stopped: {type(exc).__name__}: {exc}"
 
 
 async def sample_clocks(label: str, at_s: float) -> dict[str, Any] | None:
@@ -280,39 +89,6 @@ async def sample_clocks(label: str, at_s: float) -> dict[str, Any] | None:
         return {"label": label, "at_s": at_s, "error": f"{type(exc).__name__}: {exc}"}
     lines = [line.strip() for line in out.decode(errors="replace").splitlines() if line.strip()]
     return {"label": label, "at_s": at_s, "rc": proc.returncode, "lines": lines}
-
-
-async def operator_setting(agent: httpx.AsyncClient) -> Operator:
-    running = (await agent.get("/v1/profile")).json()["profile"]["speculation"]
-    threshold = running.get("threshold")
-    return Operator(
-        NO_THRESHOLD if threshold is None else int(threshold),
-        bool((running.get("autopilot") or {}).get("enabled")),
-    )
-
-
-async def restore(session: Session, operator: Operator, probe: EngineProbe) -> dict[str, Any]:
-    """The operator's threshold, then the autopilot as it was; read back from the agent and the engine."""
-    out: dict[str, Any] = {"threshold": operator.threshold, "autopilot": operator.autopilot, "actions": []}
-    try:
-        async with asyncio.timeout(RESTORE_TIMEOUT_S):
-            first = len(session.actions)
-            await session.act("threshold", operator.threshold, "restore the operator's threshold")
-            if operator.autopilot:
-                await session.act("autopilot", True, "restore the operator's autopilot (it was on)")
-            out["actions"] = session.actions[first:]
-            now = await operator_setting(session.agent)
-            out["agent_threshold"], out["agent_autopilot"] = now.threshold, now.autopilot
-            live = await probe.live_state()
-            out["engine_threshold"] = None if live is None else live.threshold
-    except (RampFailed, httpx.HTTPError, TimeoutError, KeyError, ValueError) as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    agent_ok = (
-        out.get("agent_threshold") == operator.threshold and out.get("agent_autopilot") == operator.autopilot
-    )
-    engine_ok = operator.autopilot or out.get("engine_threshold") == operator.threshold
-    out["ok"] = "error" not in out and agent_ok and engine_ok
-    return out
 
 
 async def ramp(
@@ -462,12 +238,13 @@ async def run(args: argparse.Namespace, plan: Plan, best: dict[str, Any], key: s
             probe = EngineProbe(http, url, headers)
             load = RampLoad(url, args.input_len, args.output_len, headers, seed=args.seed)
             try:
+                result["server"] = (await probe.server_info()).summary()  # a few fields, never the keys
                 await ramp(session, plan, load, probe, fixed, args.autopilot_entry, windows, clocks)
             except asyncio.CancelledError:
                 if not caught:
                     raise
                 main.uncancel()
-            except (RampFailed, httpx.HTTPError, TimeoutError) as exc:
+            except Exception as exc:  # whatever stopped the ramp, the operator's setting goes back below
                 failure = f"{type(exc).__name__}: {exc}"
                 print(f"autopilot_ramp: the ramp stopped: {failure}", flush=True)
             finally:
@@ -545,7 +322,7 @@ def main() -> int:
         "--profile-threshold", type=int, help="default: the threshold in the agent's profile file"
     )
     parser.add_argument("--levels", default=DEFAULT_LEVELS)
-    parser.add_argument("--hold-s", type=float, default=15.0, help="seconds each level is held")
+    parser.add_argument("--hold-s", type=float, default=14.0, help="seconds each level is held")
     parser.add_argument("--level-settle-s", type=float, default=1.0)
     parser.add_argument("--switch-settle-s", type=float, default=1.0)
     parser.add_argument("--autopilot-settle-s", type=float, default=3.0)
@@ -577,6 +354,9 @@ def main() -> int:
     except BadInput as exc:
         print(f"autopilot_ramp: {exc}", file=sys.stderr)
         return 2
+    except asyncio.CancelledError:  # a signal before the ramp began: nothing had been changed
+        print("autopilot_ramp: interrupted before the ramp began; nothing was changed", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

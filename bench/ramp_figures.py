@@ -26,12 +26,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.bench.interval import t975
+from agent.bench.interval import T975, Z975
 
 ARMS = ("autopilot", "best", "profile")
 FIXED_ARMS = ("best", "profile")
 
 Window = Mapping[str, Any]
+
+
+def t975(df: int) -> float:
+    """Student's t 97.5 % quantile for ``df`` >= 1 degrees of freedom (the bench's table, then an expansion)."""
+    return T975[df - 1] if df <= len(T975) else Z975 + 2.4 / df
 
 
 @dataclass(frozen=True)

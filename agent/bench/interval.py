@@ -44,17 +44,13 @@ T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 """Student's t 97.5 % quantile for 1 ... 30 degrees of freedom."""
 
 
-def t975(df: int) -> float:
-    """Student's t 97.5 % quantile for ``df`` >= 1 degrees of freedom (the table, then an expansion)."""
-    return T975[df - 1] if df <= len(T975) else Z975 + 2.4 / df
-
-
 def small_sample_factor(n: int) -> float:
     """How much wider than the plug-in bootstrap a 95 % interval over ``n`` samples must be."""
     if n < 2:
         return math.inf
     df = n - 1
-    return math.sqrt(n / df) * t975(df) / Z975
+    t = T975[df - 1] if df <= len(T975) else Z975 + 2.4 / df
+    return math.sqrt(n / df) * t / Z975
 
 
 SliceSample = tuple[float, float]

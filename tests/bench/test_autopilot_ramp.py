@@ -261,15 +261,15 @@ def test_bad_input_is_refused_before_the_agent_is_touched(tmp_path: Path) -> Non
 
 
 def test_the_autopilot_resumes_from_what_it_held_not_from_a_probe() -> None:
-    ramp = _bench_module("autopilot_ramp")
+    ramp, plan = _bench_module("ramp_agent"), _bench_module("ramp_plan")
     probe = {"name": "autopilot.probe", "time": 10.0, "data": {"ok": True, "before": {"threshold": 24}}}
     end = {"name": "autopilot.probe_end", "time": 20.0, "data": {"ok": True, "after": {"threshold": 24}}}
     assert ramp.resume_threshold([probe], until=12.0, readback=1) == 24  # cut mid-probe: what it held
     assert ramp.resume_threshold([probe, end], until=21.0, readback=24) == 24
     assert ramp.resume_threshold([probe, end], until=9.0, readback=32) == 32  # nothing yet: the read-back
-    assert ramp.order_at(0) == ["autopilot", "best", "profile"]
-    assert ramp.order_at(1) == ["best", "profile", "autopilot"]
-    assert ramp.order_at(3) == ramp.order_at(0)
+    assert plan.order_at(0) == ["autopilot", "best", "profile"]
+    assert plan.order_at(1) == ["best", "profile", "autopilot"]
+    assert plan.order_at(3) == plan.order_at(0)
 
 
 def _window(level: int, c: int, arm: str, tps: float, threshold: int | None = None) -> dict[str, Any]:
