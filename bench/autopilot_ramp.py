@@ -50,7 +50,16 @@ from typing import Any
 
 import httpx
 from agent_api import agent_client, plan_only
-from ramp_agent import RESTORE_TIMEOUT_S, RampFailed, Session, operator_setting, restore, resume_threshold
+from ramp_agent import (
+    RESTORE_TIMEOUT_S,
+    RampFailed,
+    Session,
+    none_equivalent,
+    operator_setting,
+    restore,
+    resume_threshold,
+    steps_to_reset,
+)
 from ramp_load import RampLoad, timed_window, window_figures
 from ramp_plan import (
     DEFAULT_LEVELS,
@@ -64,7 +73,7 @@ from ramp_plan import (
 )
 from ramp_report import print_report, summarize
 
-from agent.bench.engine import EngineProbe
+from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.store import atomic_write_json
 from agent.profile import load_profile
 from agent.sglang.live_control import NO_THRESHOLD
@@ -91,6 +100,17 @@ async def sample_clocks(label: str, at_s: float) -> dict[str, Any] | None:
     return {"label": label, "at_s": at_s, "rc": proc.returncode, "lines": lines}
 
 
+async def reset_policy(probe: EngineProbe, steps: int | None, session: Session) -> None:
+    """Put SGLang's step policy back at ``steps`` (pin, release) before an arm; nothing when None."""
+    if steps is None:
+        return
+    try:
+        await probe.reset_steps(steps)
+    except EngineError as exc:
+        raise RampFailed(f"the step policy could not be reset to {steps}: {exc}") from exc
+    session.resets.append(session.at())
+
+
 async def ramp(
     session: Session,
     plan: Plan,
@@ -98,6 +118,8 @@ async def ramp(
     probe: EngineProbe,
     fixed: dict[str, int],
     entry: str,
+    reset_to: int | None,
+    none_as: int,
     windows: list[dict[str, Any]],
     clocks: list[asyncio.Task[dict[str, Any] | None]],
 ) -> None:
@@ -126,12 +148,19 @@ async def ramp(
                     )
                 else:
                     start, why = fixed["profile"], "the autopilot's entry: the profile's threshold"
+                if start == NO_THRESHOLD:
+                    start, why = (
+                        none_as,
+                        f"{why} (none: entered as {none_as}, the running cap + 1, speculating at every batch)",
+                    )
                 await session.act("threshold", start, why)
+                await reset_policy(probe, reset_to, session)
                 await session.act("autopilot", True, "autopilot arm")
                 entered: int | None = start
                 said = f"autopilot on from threshold {threshold_words(start)}"
             else:
                 await session.act("threshold", fixed[arm], f"{arm} arm")
+                await reset_policy(probe, reset_to, session)
                 entered, said = None, f"threshold {threshold_words(fixed[arm])}"
             print(
                 f"  c={concurrency:<4} {arm:<9} switched: {said}; settling {plan.settle(arm):g} s", flush=True
@@ -238,8 +267,22 @@ async def run(args: argparse.Namespace, plan: Plan, best: dict[str, Any], key: s
             probe = EngineProbe(http, url, headers)
             load = RampLoad(url, args.input_len, args.output_len, headers, seed=args.seed)
             try:
-                result["server"] = (await probe.server_info()).summary()  # a few fields, never the keys
-                await ramp(session, plan, load, probe, fixed, args.autopilot_entry, windows, clocks)
+                info = await probe.server_info()
+                result["server"] = info.summary()  # a few fields, never the keys
+                reset_to, result["steps_reset"] = await steps_to_reset(probe, info)
+                print(f"  {result['steps_reset']}", flush=True)
+                await ramp(
+                    session,
+                    plan,
+                    load,
+                    probe,
+                    fixed,
+                    args.autopilot_entry,
+                    reset_to,
+                    none_equivalent(info),
+                    windows,
+                    clocks,
+                )
             except asyncio.CancelledError:
                 if not caught:
                     raise
@@ -262,7 +305,7 @@ async def run(args: argparse.Namespace, plan: Plan, best: dict[str, Any], key: s
         done_clocks = [c.result() for c in await _finished(clocks)]
     result |= {
         "duration_s": session.at(), "interrupted": signal.Signals(caught[0]).name if caught else None,
-        "failure": failure, "windows": windows, "actions": session.actions, "events": session.events,
+        "failure": failure, "windows": windows, "actions": session.actions, "step_resets_at_s": session.resets, "events": session.events,
         "snapshots": session.snapshots, "stream_note": session.stream_note,
         "clocks": [c for c in done_clocks if c is not None] or None,
         "clocks_note": None if any(done_clocks) else "nvidia-smi not found: clocks skipped",

@@ -1,5 +1,13 @@
 """The agent's side of ``autopilot_ramp.py``: each arm switch as an operator action (plan, confirm:
-audited), the agent's stream kept for the autopilot's events, and the operator's setting put back."""
+audited), the agent's stream kept for the autopilot's events, and the operator's setting put back.
+
+One thing goes to the engine directly, as ``agent bench compare`` does it: before each arm the step
+policy is put back at the launch step count (pinned, then released: ``EngineProbe.reset_steps``).
+SGLang's EMA policy remembers what ran before, and turning the autopilot off releases the steps
+(which resets the policy) while a fixed threshold set after another fixed arm does not: without the
+reset, the arm that follows the autopilot would start from a fresh policy and the others from an aged
+one. (On the sim, over two ramps without the reset, the fixed arm that followed the autopilot averaged
+0.5-0.9 % below the other fixed arm of its level, 0.2 % in one with it: within the noise either way.)"""
 
 from __future__ import annotations
 
@@ -12,7 +20,9 @@ import httpx
 from agent_api import plan_and_confirm, stream_items
 
 from agent.bench.engine import EngineProbe
+from agent.sglang.info_view import ServerInfo
 from agent.sglang.live_control import NO_THRESHOLD
+from agent.sglang.rules import MAX_THRESHOLD
 
 RESTORE_TIMEOUT_S = 90.0
 
@@ -37,6 +47,36 @@ def resume_threshold(events: list[dict[str, Any]], until: float, readback: int |
     return probing if probing is not None else readback
 
 
+async def steps_to_reset(probe: EngineProbe, info: ServerInfo) -> tuple[int | None, str]:
+    """The step count each arm starts from, and why; None where the policy does not move (the steps
+    are pinned) or the launch count is not a built state (``agent.bench.compare``'s rule)."""
+    state = await probe.live_state()
+    launch = info.speculative_num_steps
+    if state is None:
+        return None, "no reset: the engine reads back no live state"
+    if state.pinned:
+        return (
+            None,
+            f"no reset: the steps are pinned at {state.pinned_steps}, so SGLang's policy does not move",
+        )
+    if launch is None or launch <= 0 or launch not in state.prebuilt_steps:
+        return None, f"no reset: the launch step count {launch} is not a built state"
+    return launch, (
+        f"before each arm the step policy is pinned at the launch count {launch} and released on the engine "
+        "(as agent bench compare does), so every arm starts from the same policy state"
+    )
+
+
+def none_equivalent(info: ServerInfo) -> int:
+    """A threshold that speculates at every batch this server can run, as "none" (0) does.
+
+    The agent turns the autopilot on only over an operator's threshold (its profile rule: the
+    autopilot needs one), so an autopilot that held "none" re-enters at this instead: the server's
+    running cap + 1, which no batch reaches."""
+    cap = info.max_running_requests
+    return MAX_THRESHOLD if cap is None else min(MAX_THRESHOLD, cap + 1)
+
+
 @dataclass
 class Operator:
     """The operator's setting at the start: what the end (or a signal) puts back."""
@@ -55,6 +95,8 @@ class Session:
     actions: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     snapshots: list[dict[str, Any]] = field(default_factory=list)
+    resets: list[float] = field(default_factory=list)
+    """When the step policy was put back at the launch count (before an arm)."""
     stream_note: str | None = None
 
     def at(self) -> float:

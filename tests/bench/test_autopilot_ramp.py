@@ -30,7 +30,9 @@ import httpx
 import pytest
 
 from agent.profile import load_profile
+from agent.sglang.info_view import parse_server_info
 from agent.sglang.live_control import READBACK_FIELD
+from agent.sglang.rules import MAX_THRESHOLD
 from tests.e2e.agent_proc import REPO, AgentProc, running_agent
 
 SCRIPT = REPO / "bench" / "autopilot_ramp.py"
@@ -80,9 +82,14 @@ def bench_audit(agent: AgentProc) -> list[dict[str, Any]]:
     return [line for line in agent.audit_lines() if line.get("operator") == "bench"]
 
 
-def engine_threshold(agent: AgentProc) -> int:
+def engine_live(agent: AgentProc) -> dict[str, Any]:
     info = httpx.get(f"{agent.status()['engine_url']}/server_info", timeout=10).json()
-    return int(info["internal_states"][0][READBACK_FIELD]["threshold"])
+    live: dict[str, Any] = info["internal_states"][0][READBACK_FIELD]
+    return live
+
+
+def engine_threshold(agent: AgentProc) -> int:
+    return int(engine_live(agent)["threshold"])
 
 
 def running_speculation(agent: AgentProc) -> dict[str, Any]:
@@ -141,6 +148,12 @@ def test_the_arms_interleave_every_switch_is_audited_and_the_operators_setting_c
     spec = running_speculation(sim_agent)
     assert spec["threshold"] == OPERATOR_THRESHOLD and spec["autopilot"]["enabled"] is False
     assert engine_threshold(sim_agent) == OPERATOR_THRESHOLD
+    # Every arm started from the launch step count (pinned, then released on the engine): none is left pinned.
+    assert (
+        len(result["step_resets_at_s"]) == len(windows)
+        and "pinned at the launch count" in result["steps_reset"]
+    )
+    assert engine_live(sim_agent)["pinned_steps"] == -1
     assert f"restored the operator's setting: threshold {OPERATOR_THRESHOLD}, autopilot off" in done.stdout
 
     # The ratios are the windows' totals, with an interval from the fixed arms' repeats (c=1 twice).
@@ -267,6 +280,9 @@ def test_the_autopilot_resumes_from_what_it_held_not_from_a_probe() -> None:
     assert ramp.resume_threshold([probe], until=12.0, readback=1) == 24  # cut mid-probe: what it held
     assert ramp.resume_threshold([probe, end], until=21.0, readback=24) == 24
     assert ramp.resume_threshold([probe, end], until=9.0, readback=32) == 32  # nothing yet: the read-back
+    # "none" cannot be the operator's threshold under the autopilot: it re-enters where no batch reaches.
+    assert ramp.none_equivalent(parse_server_info({"max_running_requests": 256})) == 257
+    assert ramp.none_equivalent(parse_server_info({})) == MAX_THRESHOLD
     assert plan.order_at(0) == ["autopilot", "best", "profile"]
     assert plan.order_at(1) == ["best", "profile", "autopilot"]
     assert plan.order_at(3) == plan.order_at(0)
