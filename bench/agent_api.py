@@ -3,12 +3,15 @@
 ``bench/autopilot_live.py`` (the autopilot on, then off) and ``bench/real/act.py`` (a live threshold or
 step count on the GPU host) both plan an action and confirm it only when the plan is live, as the
 console does, so that the agent's audit and events show the move as an operator's. The socket and
-the token are where ``agent serve --state-dir DIR`` puts them.
+the token are where ``agent serve --state-dir DIR`` puts them. ``bench/autopilot_ramp.py`` switches
+its arms the same way and follows the agent's stream (``stream_items``) for the autopilot's events.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +48,26 @@ async def plan_and_confirm(
         return plan, None
     done: dict[str, Any] = (await client.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
     return plan, done
+
+
+async def plan_only(client: httpx.AsyncClient, kind: str, value: int | bool) -> dict[str, Any]:
+    """Plan ``kind`` -> ``value`` as the operator "bench" and cancel the plan: what the agent would do,
+    with nothing changed (the cancel is audited as one)."""
+    body = {"request_id": f"bench-{secrets.token_hex(6)}", "kind": kind, "value": value, "operator": "bench"}
+    plan: dict[str, Any] = (await client.post("/v1/actions", json=body)).json()
+    if plan.get("mode") in ("live", "restart"):
+        await client.post(f"/v1/actions/{plan['action_id']}/cancel", json={"operator": "bench"})
+    return plan
+
+
+async def stream_items(client: httpx.AsyncClient, since: int) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Each item of ``/v1/stream`` after ``since``, as (its kind: "snapshot", "event", ..., its JSON).
+
+    The stream has no end: the caller stops reading (a timeout, a cancel) when it has what it needs."""
+    async with client.stream("GET", "/v1/stream", params={"since": since}, timeout=None) as stream:
+        kind = None
+        async for line in stream.aiter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind:
+                yield kind, json.loads(line.removeprefix("data: "))

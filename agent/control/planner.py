@@ -91,6 +91,12 @@ def _candidate(
     spec = running.speculation
     if req.kind == "autopilot":
         return _autopilot(req, running, built)
+    # A threshold or steps set by hand while the autopilot is on: the operator takes the wheel, the
+    # autopilot goes off and the value asked for stays. Both in one candidate: a threshold of 0 (none)
+    # with the autopilot still on is no valid profile (it needs a threshold), so one after the other
+    # refused "threshold 0" while the autopilot ran.
+    takes_wheel = req.kind in ("threshold", "steps") and spec.autopilot.enabled
+    off = {"autopilot": {**spec.autopilot.model_dump(mode="json"), "enabled": False}} if takes_wheel else {}
     if req.kind == "threshold":
         value = _int_value(req, "speculation.threshold")
         if isinstance(value, Draft):
@@ -99,12 +105,14 @@ def _candidate(
             return _reject(
                 "speculation.threshold", f"speculation.threshold: must be 0 (none) or more (got {value})"
             )
-        new = _with_speculation(running, threshold=None if value == live_control.NO_THRESHOLD else value)
+        new = _with_speculation(
+            running, threshold=None if value == live_control.NO_THRESHOLD else value, **off
+        )
     elif req.kind == "steps":
         value = _int_value(req, "speculation.num_steps")
         if isinstance(value, Draft):
             return value
-        new = _with_speculation(running, num_steps=value)
+        new = _with_speculation(running, num_steps=value, **off)
     elif req.kind == "topk":
         value = _int_value(req, "speculation.eagle_topk")
         if isinstance(value, Draft):
@@ -144,12 +152,7 @@ def _candidate(
             return _reject(first.key or first.file, "; ".join(str(i) for i in exc.issues))
     if isinstance(new, Draft):
         return new
-    if req.kind in ("threshold", "steps") and spec.autopilot.enabled:
-        # The operator takes the wheel: the autopilot goes off, the value asked for stays.
-        off = _with_speculation(new, autopilot={**spec.autopilot.model_dump(mode="json"), "enabled": False})
-        if isinstance(off, Draft):
-            return off
-        new = off
+    if takes_wheel:
         notes.append(f"the autopilot is on: a {req.kind} set by hand turns it off, and this value stays")
     return new, notes
 

@@ -105,11 +105,14 @@ def test_turning_it_off_is_planned_with_the_threshold_it_returns_to(sim: Profile
     assert draft.new_profile is not None and not draft.new_profile.speculation.autopilot.enabled
 
 
-def test_a_threshold_by_hand_turns_it_off_and_keeps_the_value(sim: Profile) -> None:
+@pytest.mark.parametrize("value", [64, live_control.NO_THRESHOLD])
+def test_a_threshold_by_hand_turns_it_off_and_keeps_the_value(sim: Profile, value: int) -> None:
+    """0 (none) too: with the autopilot still on that profile is invalid (it needs a threshold), so the
+    two changes must be made as one."""
     on = plan_request(req("autopilot", True), sim, no_named).new_profile
     assert on is not None
-    draft = plan_request(req("threshold", 64), on, no_named)
-    assert draft.mode == "live" and draft.live_args == {live_control.LIVE_THRESHOLD_KEY: 64}
+    draft = plan_request(req("threshold", value), on, no_named)
+    assert draft.mode == "live" and draft.live_args == {live_control.LIVE_THRESHOLD_KEY: value}
     assert {c.key for c in draft.changes} == {"speculation.threshold", "speculation.autopilot.enabled"}
     assert "turns it off" in draft.reason
     assert draft.new_profile is not None and not draft.new_profile.speculation.autopilot.enabled
