@@ -41,6 +41,7 @@ from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, S
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.runner import EngineRunner
+from agent.sim.warmup import warm_up
 
 
 class SimServer:
@@ -65,6 +66,7 @@ class SimServer:
         self.runner = EngineRunner(self.engine, speedup)
         self.info = ServerInfo(self.engine, port, seed)
         self.registry = metrics.registry_for(self.engine)
+        self.warmed_up = False
         get, post = frozenset({"GET"}), frozenset({"POST"})
         get_post, post_put = frozenset({"GET", "POST"}), frozenset({"POST", "PUT"})
         self.routes: dict[str, Route] = {
@@ -118,7 +120,7 @@ class SimServer:
     # ------------------------------------------------------------------ plain routes
 
     async def health(self, request: HttpRequest) -> None:
-        await request.respond(200, b"", "text/plain; charset=utf-8")
+        await request.respond(200 if self.warmed_up else 503, b"", "text/plain; charset=utf-8")
 
     async def metrics(self, request: HttpRequest) -> None:
         await request.respond(200, metrics.render(self.registry), metrics.CONTENT_TYPE)
@@ -432,6 +434,8 @@ async def run_sim(
     await uv.startup(sockets=[sock])
     main_loop = asyncio.create_task(uv.main_loop())
     server.runner.start()
+    await warm_up(server.runner)
+    server.warmed_up = True  # /health answers 200 from here, as SGLang's does after its warm-up
     url_host = f"[{host}]" if ":" in host else host
     try:
         yield RunningSim(url=f"http://{url_host}:{actual_port}", port=actual_port, server=server, http=uv)
