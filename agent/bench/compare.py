@@ -20,7 +20,7 @@ import contextlib
 import time
 from typing import Any
 
-from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
@@ -128,7 +128,7 @@ async def run_compare(
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
 ) -> dict[str, Any]:
-    """Every arm at a level, ``repeats`` times interleaved, before the next level."""
+    """Every arm, ``repeats`` times over the levels (``schedule.plan``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -164,8 +164,14 @@ async def run_compare(
             await base_session.probe_request()
         expected = tracker.planned()
         outcomes, switches = await _measure(arms, steps, tracker, live, session)
+    figures, noise = arm_estimates(
+        {(name, i): runs for name, by_level in outcomes.items() for i, runs in by_level.items()}
+    )
     measured: dict[str, list[dict[str, Any]] | str] = {
-        name: [arm_result(c, name, by_level[i]) for i, c in enumerate(options.concurrency)]
+        name: [
+            arm_result(c, name, by_level[i], figures[(name, i)], noise)
+            for i, c in enumerate(options.concurrency)
+        ]
         for name, by_level in outcomes.items()
     }
     if reason is not None:

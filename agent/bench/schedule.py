@@ -36,11 +36,10 @@ class Step:
 
 def plan(levels: Sequence[int], arms: Sequence[str], repeats: int) -> list[Step]:
     steps: list[Step] = []
-    for li, concurrency in enumerate(levels):
-        for repeat in range(repeats):
-            order = list(arms) if repeat % 2 == 0 else list(reversed(arms))
-            for arm in order:
-                steps.append(Step(len(steps), li, concurrency, repeat, arm))
+    forward = [(li, arm) for li in range(len(levels)) for arm in arms]
+    for repeat in range(repeats):
+        for li, arm in forward if repeat % 2 == 0 else reversed(forward):
+            steps.append(Step(len(steps), li, levels[li], repeat, arm))
     return steps
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import engine_fields
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
@@ -340,7 +340,11 @@ async def run_sweep(
         await session.probe_durations(tracker.model)
         expected = tracker.planned()
         outcomes = await measure_levels(session, steps, tracker)
-    levels = [arm_result(c, "sweep", outcomes[i]) for i, c in enumerate(options.concurrency)]
+    figures, noise = arm_estimates({("sweep", i): runs for i, runs in outcomes.items()})
+    levels = [
+        arm_result(c, "sweep", outcomes[i], figures[("sweep", i)], noise)
+        for i, c in enumerate(options.concurrency)
+    ]
     return {
         "kind": "sweep",
         "url": url,
