@@ -25,6 +25,7 @@ from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import Step, plan
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
@@ -127,8 +128,10 @@ async def run_compare(
     progress: ProgressCallback = ignore_progress,
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """Every arm, ``repeats`` times over the levels (``schedule.plan``)."""
+    """Every arm, ``repeats`` times over the levels (``schedule.plan``); ``context``: what the
+    caller knows of where the server runs (``provenance``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -185,6 +188,7 @@ async def run_compare(
         "options": options.public_dict(),
         "server": server_summary(info),
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),
+        "environment": environment(info, context, baseline_info),
         "live_control": live,
         "levels": levels,
         "summary": compare_summary(levels, live.get("original_threshold")),

@@ -10,6 +10,7 @@ from typing import Any
 
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.verdict import resolution_words
+from agent.wire.bench_env import describe, parse_environment
 
 ARMS = ("on", "off", "adaptive", "baseline")
 
@@ -201,3 +202,9 @@ def _recommendation_lines(result: dict[str, Any]) -> list[str]:
     resolved = resolution_words(rec.get("resolution") or [])
     return lines + ([resolved] if resolved else [])
 
+
+def where_lines(result: dict[str, Any]) -> list[str]:
+    """Where the run ran (``agent.wire.bench_env``): one line per fact, unknowns with their reason."""
+    lines = describe(parse_environment(result))
+    width = max(len(label) for label, _ in lines)
+    return [f"{label:>{width}}: {words}" for label, words in lines]

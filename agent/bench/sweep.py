@@ -27,6 +27,7 @@ from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import DurationModel, Step, plan
 from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
 from agent.bench.stats import RequestRecord
@@ -329,8 +330,10 @@ async def run_sweep(
     options: BenchOptions,
     progress: ProgressCallback = ignore_progress,
     cancel: asyncio.Event | None = None,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """A plain sweep of the server as it runs (no speculation setting is touched)."""
+    """A plain sweep of the server as it runs (no speculation setting is touched); ``context``: what
+    the caller knows of where the server runs (``provenance``)."""
     started = time.time()
     steps = plan(options.concurrency, ["sweep"], options.repeats)
     tracker = new_tracker(steps, options, len(options.concurrency), progress)
@@ -350,6 +353,7 @@ async def run_sweep(
         "url": url,
         "options": options.public_dict(),
         "server": server_summary(info),
+        "environment": environment(info, context),
         "levels": levels,
         "expected_duration_s": expected,
         "started_at": started,
