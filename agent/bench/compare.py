@@ -1,7 +1,8 @@
 """Speculation forced on, forced off and adaptive on one server, through the live threshold.
 
-The arms share one server and run interleaved (``schedule.plan``: at each level on, off, adaptive,
-adaptive, off, on, ... for ``repeats`` passes), each step after its own warm-up batch; the original
+The arms share one server and run interleaved (``schedule.plan``: ``repeats`` passes over every
+level, on, off, adaptive at each, each pass the mirror of the last), each step after its own
+warm-up batch; the original
 threshold is written back afterwards whatever happened. An optional baseline arm measures a second
 server launched without a drafter, because "off" inside a speculative server still pays for the
 drafter's memory and KV reserve.

@@ -37,7 +37,7 @@ WINDOWS = (
     "The expected duration is printed first, then a line per step with an ETA (a bar on a terminal)."
 )
 COMPARE = (
-    " The arms run interleaved at each level (on, off, adaptive, adaptive, off, on, ...), forced through the "
+    " Each repeat is a pass over every level (on, off, adaptive at each), the next pass its mirror, forced through the "
     "live threshold, which is restored afterwards; the recommended threshold carries an interval and says "
     "where the arms could not be told apart."
 )
@@ -53,7 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--repeats",
         type=int,
         default=DEFAULT_REPEATS,
-        help=f"windows per arm and level, interleaved on/off/adaptive/adaptive/off/on (default {DEFAULT_REPEATS})",
+        help=f"windows per arm and level: passes over all levels, each the mirror of the last (default {DEFAULT_REPEATS})",
     )
     parser.add_argument(
         "--min-window-s",

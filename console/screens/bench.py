@@ -44,8 +44,8 @@ ARM_STYLE = {
 DRAW_ORDER = ("sweep", "adaptive", "baseline", "off", "on")
 
 MODE_WORDS = {
-    "compare": "compare: at each level speculation on, off and adaptive, interleaved on, off, adaptive, "
-    "adaptive, off, on",
+    "compare": "compare: at each level speculation on, off and adaptive; each repeat a pass over the "
+    "levels, the next its mirror",
     "sweep": "sweep: each level with the server as it runs",
 }
 
