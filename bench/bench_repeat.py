@@ -43,6 +43,9 @@ from typing import Any
 
 from sim_process import AGENT, ROOT, running_sim
 
+from agent.bench.interval import METHOD, Estimate, run_estimates
+from agent.bench.verdict import resolution, resolution_words
+
 ARMS = ("on", "off", "adaptive")
 MEASURED_ARMS = (*ARMS, "baseline")
 """Every arm a result may hold windows for (the baseline arm only with --baseline-url)."""
@@ -86,34 +89,123 @@ def window_noise(results: list[dict[str, Any]]) -> list[tuple[int, str, int, flo
     return out
 
 
-def cross_cover(results: list[dict[str, Any]]) -> tuple[int, int]:
-    """(held, checked): how often one run's 95 % interval holds another run's figure, same level and arm.
+Intervals = dict[tuple[int, str], tuple[float, float]]
+"""(level index, arm) -> a run's 95 % interval of that arm's figure."""
+
+
+def recorded_intervals(result: dict[str, Any]) -> Intervals:
+    """The intervals as the run recorded them (with the method of the version that ran it)."""
+    out: Intervals = {}
+    for li, row in enumerate(result["levels"]):
+        for arm in MEASURED_ARMS:
+            ci = (row.get(arm) or {}).get("output_throughput_ci")
+            if ci:
+                out[(li, arm)] = (float(ci[0]), float(ci[1]))
+    return out
+
+
+def recomputed_intervals(result: dict[str, Any]) -> Intervals:
+    """This version's intervals (``interval.run_estimates``), from the slices every repeat recorded."""
+    figures = recomputed_estimates(result)
+    return {cell: est.interval for cell, est in figures.items() if est.interval is not None}
+
+
+def recomputed_estimates(result: dict[str, Any]) -> dict[tuple[int, str], Estimate]:
+    """This version's estimates, from the slices every repeat recorded (every arm-level of the run)."""
+    cells = {
+        (li, arm): [[(float(t), float(s)) for t, s in w["slices"]] for w in arm_windows(row, arm)]
+        for li, row in enumerate(result["levels"])
+        for arm in MEASURED_ARMS
+        if arm_windows(row, arm) and all(w.get("slices") for w in arm_windows(row, arm))
+    }
+    return run_estimates(cells)[0]
+
+
+def print_resolution(results: list[dict[str, Any]]) -> None:
+    """What a run of this length tells apart, from each run's own intervals (this version's)."""
+    for i, result in enumerate(results):
+        figures = recomputed_estimates(result)
+        levels = []
+        for li, row in enumerate(result["levels"]):
+            pair = {}
+            for arm in ("on", "off"):
+                est = figures.get((li, arm))
+                if est is None or est.interval is None:
+                    break
+                pair[arm] = {
+                    "output_throughput": est.mean,
+                    "output_throughput_ci": list(est.interval),
+                    "ci_df": est.df,
+                }
+            else:
+                levels.append({"concurrency": row["concurrency"], **pair})
+        words = resolution_words(resolution(levels, int(result["options"].get("repeats", 2))))
+        if words:
+            seconds = sum(
+                float(w["duration"])
+                for row in result["levels"]
+                for a in MEASURED_ARMS
+                for w in arm_windows(row, a)
+            )
+            print(
+                f"run {i + 1} ({seconds:.0f} s of windows, {float(result['duration_s']):.0f} s in all): {words}"
+            )
+
+
+def cross_cover(
+    results: list[dict[str, Any]], intervals: list[Intervals] | None = None
+) -> dict[tuple[int, str], tuple[int, int]]:
+    """(level index, arm) -> (held, checked): how often one run's 95 % interval holds another run's
+    figure, every ordered pair of runs.
 
     Two runs of the same setting with honest 95 % intervals hold each other's figure about 83 % of
     the time (the other figure carries its own noise: P(|Z| < 1.96 / sqrt 2)); far fewer says the
     intervals are narrower than the noise between runs."""
-    held = checked = 0
-    for li in range(len(results[0]["levels"])):
-        for arm in MEASURED_ARMS:
-            cells = [r["levels"][li].get(arm) or {} for r in results]
-            for i, mine in enumerate(cells):
-                ci = mine.get("output_throughput_ci")
-                if not ci:
+    intervals = intervals if intervals is not None else [recorded_intervals(r) for r in results]
+    out: dict[tuple[int, str], tuple[int, int]] = {}
+    for i, mine in enumerate(intervals):
+        for cell, (low, high) in mine.items():
+            li, arm = cell
+            for j, other in enumerate(results):
+                figure = (other["levels"][li].get(arm) or {}).get("output_throughput")
+                if i == j or figure is None:
                     continue
-                for j, other in enumerate(cells):
-                    if i != j and other.get("output_throughput") is not None:
-                        checked += 1
-                        held += ci[0] <= other["output_throughput"] <= ci[1]
-    return held, checked
+                held, checked = out.get(cell, (0, 0))
+                out[cell] = (held + (low <= figure <= high), checked + 1)
+    return out
 
 
-def print_cross_cover(results: list[dict[str, Any]]) -> None:
-    held, checked = cross_cover(results)
-    if checked:
+def cover_fraction(cover: dict[tuple[int, str], tuple[int, int]]) -> tuple[int, int]:
+    return sum(h for h, _ in cover.values()), sum(c for _, c in cover.values())
+
+
+def print_cross_cover(results: list[dict[str, Any]], min_cover: float) -> bool:
+    """The coverage line(s); False when this version's intervals hold under ``min_cover``."""
+    recorded = cover_fraction(cross_cover(results))
+    current = cross_cover(results, [recomputed_intervals(r) for r in results])
+    held, checked = cover_fraction(current)
+    if not checked:
+        return True
+    methods = {str((lv.get(a) or {}).get("ci_method")) for r in results for lv in r["levels"] for a in ARMS}
+    if methods != {METHOD} and recorded[1]:
         print(
-            f"one run's interval holds another's figure at {held} of {checked} level-arm checks "
-            f"({held / checked * 100:.0f} %; honest 95 % intervals of equal runs: about 83 %)"
+            f"as recorded, one run's interval holds another's figure at {recorded[0]} of {recorded[1]} "
+            f"level-arm checks ({recorded[0] / recorded[1] * 100:.0f} %; the runs' own interval method)"
         )
+    fraction = held / checked
+    mark = "" if fraction >= min_cover else f"  UNDER {min_cover * 100:.0f} %"
+    print(
+        f"one run's interval holds another's figure at {held} of {checked} level-arm checks "
+        f"({fraction * 100:.0f} %; honest 95 % intervals of equal runs: about 83 %; this version's "
+        f"intervals from the runs' slices){mark}"
+    )
+    if len(results) > 2:
+        cells = "; ".join(
+            f"c={results[0]['levels'][li]['concurrency']} {arm} {h}/{c}"
+            for (li, arm), (h, c) in sorted(current.items())
+        )
+        print(f"  per level and arm: {cells}")
+    return fraction >= min_cover
 
 
 def print_noise(results: list[dict[str, Any]], bound: float) -> None:
@@ -176,6 +268,12 @@ def main() -> int:
     parser.add_argument("--bench-args", default="", help="extra arguments for agent bench compare")
     parser.add_argument("--max-s", type=float, default=240.0)
     parser.add_argument("--max-diff", type=float, default=0.03)
+    parser.add_argument(
+        "--min-cover",
+        type=float,
+        default=0.80,
+        help="least share of one run's intervals holding another's figure",
+    )
     parser.add_argument(
         "--from", dest="sources", nargs="+", type=Path, default=None, help="report on these results"
     )
@@ -278,7 +376,8 @@ def report(
         print(
             f"adaptive's interval holds on's figure wherever adaptive speculates like on ({where}), every run"
         )
-    print_cross_cover(results)
+    ok &= print_cross_cover(results, args.min_cover)
+    print_resolution(results)
     print_noise(results, args.max_diff)
     for i, r in enumerate(results):
         rec = r.get("recommendation") or {}

@@ -1,9 +1,10 @@
 """One arm at one level, from its repeats: the figure with its interval, and bench_serving's fields.
 
 ``output_throughput`` is the mean of the repeats' window figures with ``output_throughput_ci`` (its
-95 % interval, ``interval.estimate``); the other bench_serving fields pool every repeat's window (a
-percentile over all their requests, a rate over all their seconds). ``runs`` keeps each repeat as
-it was measured, in the order it ran.
+95 % interval, ``interval.estimate``, moderated with what the whole run says about its noise:
+``arm_estimates``); the other bench_serving fields pool every repeat's window (a percentile over all
+their requests, a rate over all their seconds). ``runs`` keeps each repeat as it was measured, in the
+order it ran.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.bench.counters import ACCEPT_FROM_COUNTERS, ACCEPT_FROM_SERVER_INFO
-from agent.bench.interval import METHOD, SliceSample, estimate, seed_for
+from agent.bench.interval import METHOD, Estimate, RunNoise, SliceSample, run_estimates
 from agent.bench.window_stats import Part, window_metrics
 
 
@@ -44,10 +45,20 @@ def _accept(runs: Sequence[dict[str, Any]]) -> tuple[float | None, str]:
     return None, "none: the engine reports no speculative verify counts"
 
 
-def arm_result(concurrency: int, arm: str, outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
+Cell = tuple[str, int]
+"""(arm, level index)."""
+
+
+def arm_estimates(outcomes: dict[Cell, Sequence[RunOutcome]]) -> tuple[dict[Cell, Estimate], RunNoise]:
+    """Every measured arm-level's figure and interval, from the whole run's repeats at once."""
+    return run_estimates({cell: [o.slices for o in runs] for cell, runs in outcomes.items()})
+
+
+def arm_result(
+    concurrency: int, arm: str, outcomes: Sequence[RunOutcome], figure: Estimate, noise: RunNoise
+) -> dict[str, Any]:
     runs = [o.result for o in outcomes]
     pooled = window_metrics([o.part for o in outcomes])
-    figure = estimate([o.slices for o in outcomes], seed=seed_for(arm, concurrency))
     engine = _mean([r.get("engine_output_throughput") for r in runs])
     diffs = [r.get("engine_stream_diff") for r in runs]
     diff = None if any(d is None for d in diffs) else max(diffs, key=lambda d: abs(d or 0.0))
@@ -64,6 +75,8 @@ def arm_result(concurrency: int, arm: str, outcomes: Sequence[RunOutcome]) -> di
         "output_throughput_ci_rel": figure.half_width_rel,
         "output_throughput_repeats": [r["output_throughput"] for r in runs],
         "ci_method": METHOD,
+        "ci_df": figure.df,
+        "ci_run_k": round(noise.k, 4),
         "repeats": figure.repeats,
         "window_s": sum(float(r["window_s"]) for r in runs),
         "window_slices": figure.slices,

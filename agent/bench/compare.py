@@ -1,7 +1,8 @@
 """Speculation forced on, forced off and adaptive on one server, through the live threshold.
 
-The arms share one server and run interleaved (``schedule.plan``: at each level on, off, adaptive,
-adaptive, off, on, ... for ``repeats`` passes), each step after its own warm-up batch; the original
+The arms share one server and run interleaved (``schedule.plan``: ``repeats`` passes over every
+level, on, off, adaptive at each, each pass the mirror of the last), each step after its own
+warm-up batch; the original
 threshold is written back afterwards whatever happened. An optional baseline arm measures a second
 server launched without a drafter, because "off" inside a speculative server still pays for the
 drafter's memory and KV reserve.
@@ -20,11 +21,12 @@ import contextlib
 import time
 from typing import Any
 
-from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import Step, plan
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
@@ -134,8 +136,10 @@ async def run_compare(
     progress: ProgressCallback = ignore_progress,
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """Every arm at a level, ``repeats`` times interleaved, before the next level."""
+    """Every arm, ``repeats`` times over the levels (``schedule.plan``); ``context``: what the
+    caller knows of where the server runs (``provenance``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -171,8 +175,14 @@ async def run_compare(
             await base_session.probe_request()
         expected = tracker.planned()
         outcomes, switches = await _measure(arms, steps, tracker, live, session)
+    figures, noise = arm_estimates(
+        {(name, i): runs for name, by_level in outcomes.items() for i, runs in by_level.items()}
+    )
     measured: dict[str, list[dict[str, Any]] | str] = {
-        name: [arm_result(c, name, by_level[i]) for i, c in enumerate(options.concurrency)]
+        name: [
+            arm_result(c, name, by_level[i], figures[(name, i)], noise)
+            for i, c in enumerate(options.concurrency)
+        ]
         for name, by_level in outcomes.items()
     }
     if reason is not None:
@@ -186,6 +196,7 @@ async def run_compare(
         "options": options.public_dict(),
         "server": server_summary(info),
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),
+        "environment": environment(info, context, baseline_info),
         "live_control": live,
         "levels": levels,
         "summary": compare_summary(levels, live.get("original_threshold")),

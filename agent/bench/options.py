@@ -44,7 +44,7 @@ class BenchOptions:
     output_len: int = 256
     chat: bool = False
     repeats: int = DEFAULT_REPEATS
-    """Windows per arm and level (interleaved ABBA across arms)."""
+    """Windows per arm and level: passes over every level, each the mirror of the last (``schedule.plan``)."""
     min_window_s: float = DEFAULT_MIN_WINDOW_S
     """W: each window lasts at least this long (then up to the pacing stream's next completion)."""
     warmup_requests: int = 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent.bench.counters import stream_mismatch_words
+from agent.bench.verdict import resolution_words
+from agent.wire.bench_env import describe, parse_environment
 
 ARMS = ("on", "off", "adaptive", "baseline")
 
@@ -192,8 +194,17 @@ def _recommendation_lines(result: dict[str, Any]) -> list[str]:
         upper = "never" if span[1] is None else str(span[1])
         between = f", interval {span[0]}..{upper}"
     crossover = "" if rec.get("crossover") is None else f"crossover c≈{_num(rec.get('crossover'))}{between}, "
-    return [
+    lines = [
         f"recommended threshold: {threshold}  ({crossover}confidence {rec.get('confidence_label')} "
         f"{_num(rec.get('confidence'), 2)})",
         str(rec.get("reason", "")),
     ]
+    resolved = resolution_words(rec.get("resolution") or [])
+    return lines + ([resolved] if resolved else [])
+
+
+def where_lines(result: dict[str, Any]) -> list[str]:
+    """Where the run ran (``agent.wire.bench_env``): one line per fact, unknowns with their reason."""
+    lines = describe(parse_environment(result))
+    width = max(len(label) for label, _ in lines)
+    return [f"{label:>{width}}: {words}" for label, words in lines]

@@ -25,6 +25,7 @@ from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
 from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
 from agent.bench.progress import BenchProgress
+from agent.bench.provenance import RunContext
 from agent.bench.store import SUMMARY_KEYS, BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.profile.words import given_words
@@ -129,10 +130,12 @@ class BenchRuns:
         baseline_url: str | None = None,
         admin_api_key: str | None = None,
         profile: str | None = None,
+        context: RunContext | None = None,
     ) -> str:
         """Validate, record and launch a run; returns its id at once (needs a running event loop).
 
-        ``profile`` names what the server ran, so a listed run says which deployment it measured."""
+        ``profile`` names what the server ran, so a listed run says which deployment it measured;
+        ``context`` is where it runs, recorded in the result (``provenance``)."""
         mode, options, baseline_url = self.check(body, baseline_url)
         options = options.with_api_key(api_key, admin_api_key)
         busy = self.running()
@@ -155,7 +158,7 @@ class BenchRuns:
         cancel = asyncio.Event()
         self._cancels[bench_id] = cancel
         self._tasks[bench_id] = asyncio.create_task(
-            self._run(record, options, cancel, baseline_url), name=f"bench-{bench_id}"
+            self._run(record, options, cancel, baseline_url, context), name=f"bench-{bench_id}"
         )
         self.publish(
             BenchEvent(
@@ -211,7 +214,12 @@ class BenchRuns:
             await asyncio.wait(pending)
 
     async def _run(
-        self, record: dict[str, Any], options: BenchOptions, cancel: asyncio.Event, baseline_url: str | None
+        self,
+        record: dict[str, Any],
+        options: BenchOptions,
+        cancel: asyncio.Event,
+        baseline_url: str | None,
+        context: RunContext | None = None,
     ) -> dict[str, Any]:
         bench_id = record["bench_id"]
         started = time.monotonic()
@@ -246,9 +254,9 @@ class BenchRuns:
 
         try:
             if record["mode"] == "sweep":
-                result = await run_sweep(record["url"], options, on_progress, cancel)
+                result = await run_sweep(record["url"], options, on_progress, cancel, context)
             else:
-                result = await run_compare(record["url"], options, on_progress, cancel, baseline_url)
+                result = await run_compare(record["url"], options, on_progress, cancel, baseline_url, context)
         except BenchCancelled as exc:
             return self._finish(record, "cancelled", failure_reason(exc))
         except asyncio.CancelledError:

@@ -1,9 +1,13 @@
 """The order a run measures its arms in, and how long it should take.
 
-Order: level by level (low to high); at each level, ``repeats`` passes over the arms, every other
-pass reversed: on, off, adaptive, adaptive, off, on, ... (an ABBA design: a drift of the host or
-the engine that is linear over a level's time adds the same to every arm's mean, and no arm is
-always measured first after a change of level).
+Order: ``repeats`` passes over every level (low to high, at each level on, off, adaptive), each
+pass the mirror of the one before: on, off, adaptive at c=1, ... at the top level, then adaptive,
+off, on at the top level, ... back to c=1. An arm's repeats at a level lie a run apart, so the
+variance between them holds the drift a second run meets (measured back to back, a few seconds
+apart, they missed drift that moved every arm of a level by 2-8 % between two real runs: issue 24);
+and each arm-level's repeats are symmetric about the middle of the run, so a drift linear over the
+run adds the same to every arm's mean at every level (the ABBA property, at the run's scale). A
+run cut short after the first pass holds every level once.
 
 Duration: each step (one arm's loop at one level: its ramp, whose batch is the discarded warm-up,
 then its window) costs about ``overhead + one request + window``, the window being whole cycles of
@@ -36,11 +40,10 @@ class Step:
 
 def plan(levels: Sequence[int], arms: Sequence[str], repeats: int) -> list[Step]:
     steps: list[Step] = []
-    for li, concurrency in enumerate(levels):
-        for repeat in range(repeats):
-            order = list(arms) if repeat % 2 == 0 else list(reversed(arms))
-            for arm in order:
-                steps.append(Step(len(steps), li, concurrency, repeat, arm))
+    forward = [(li, arm) for li in range(len(levels)) for arm in arms]
+    for repeat in range(repeats):
+        for li, arm in forward if repeat % 2 == 0 else reversed(forward):
+            steps.append(Step(len(steps), li, levels[li], repeat, arm))
     return steps
 
 

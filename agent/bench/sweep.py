@@ -20,13 +20,14 @@ from typing import Any
 
 import httpx
 
-from agent.bench.aggregate import RunOutcome, arm_result
+from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import engine_fields
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
+from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import DurationModel, Step, plan
 from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
 from agent.bench.stats import RequestRecord
@@ -329,8 +330,10 @@ async def run_sweep(
     options: BenchOptions,
     progress: ProgressCallback = ignore_progress,
     cancel: asyncio.Event | None = None,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """A plain sweep of the server as it runs (no speculation setting is touched)."""
+    """A plain sweep of the server as it runs (no speculation setting is touched); ``context``: what
+    the caller knows of where the server runs (``provenance``)."""
     started = time.time()
     steps = plan(options.concurrency, ["sweep"], options.repeats)
     tracker = new_tracker(steps, options, len(options.concurrency), progress)
@@ -340,12 +343,17 @@ async def run_sweep(
         await session.probe_durations(tracker.model)
         expected = tracker.planned()
         outcomes = await measure_levels(session, steps, tracker)
-    levels = [arm_result(c, "sweep", outcomes[i]) for i, c in enumerate(options.concurrency)]
+    figures, noise = arm_estimates({("sweep", i): runs for i, runs in outcomes.items()})
+    levels = [
+        arm_result(c, "sweep", outcomes[i], figures[("sweep", i)], noise)
+        for i, c in enumerate(options.concurrency)
+    ]
     return {
         "kind": "sweep",
         "url": url,
         "options": options.public_dict(),
         "server": server_summary(info),
+        "environment": environment(info, context),
         "levels": levels,
         "expected_duration_s": expected,
         "started_at": started,

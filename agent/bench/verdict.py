@@ -3,9 +3,11 @@ name the levels it could not tell apart, what to run to separate them, and the n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from agent.bench.counters import stream_gap_words
+from agent.bench.interval import PRIOR_DF, t975
 from agent.bench.recommend import LevelPair, recommend
 
 
@@ -78,6 +80,56 @@ def noise_words(noise: dict[str, Any], repeats: int) -> str:
     return ("Noise seen: " + "; ".join(parts) + ".") if parts else ""
 
 
+def _half_log(arm: dict[str, Any]) -> float | None:
+    ci = arm.get("output_throughput_ci")
+    if not ci or float(ci[0]) <= 0:
+        return None
+    return math.log(float(ci[1]) / float(ci[0])) / 2
+
+
+def _scaled(h: float, arm: dict[str, Any], repeats: int, more: int) -> float:
+    """h with ``more`` repeats of the same noise: t(df') / t(df) x sqrt(R / R')."""
+    df = int(arm.get("ci_df") or PRIOR_DF + repeats - 1)
+    return h * t975(df + more - repeats) / t975(df) * math.sqrt(repeats / more)
+
+
+def resolution(levels: list[dict[str, Any]], repeats: int) -> list[dict[str, Any]]:
+    """Per level, the smallest on-vs-off difference this run tells apart (their intervals stop
+    overlapping once the figures differ by exp(h_on + h_off) - 1), and the same with twice the
+    repeats; a difference below it reads as "indistinguishable", whatever its sign."""
+    out = []
+    for row in levels:
+        on, off = _arm(row, "on"), _arm(row, "off")
+        if on is None or off is None:
+            continue
+        h_on, h_off = _half_log(on), _half_log(off)
+        if h_on is None or h_off is None:
+            continue
+        more = 2 * max(1, repeats)
+        doubled = _scaled(h_on, on, repeats, more) + _scaled(h_off, off, repeats, more)
+        out.append(
+            {
+                "concurrency": int(row["concurrency"]),
+                "resolves": math.exp(h_on + h_off) - 1,
+                "repeats": repeats,
+                "with_repeats": more,
+                "resolves_with_repeats": math.exp(doubled) - 1,
+            }
+        )
+    return out
+
+
+def resolution_words(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    now = ", ".join(f"c={r['concurrency']} {r['resolves'] * 100:.1f} %" for r in rows)
+    more = ", ".join(f"{r['resolves_with_repeats'] * 100:.1f} %" for r in rows)
+    return (
+        f"This run tells on from off apart (95 %) where they differ by more than: {now}; "
+        f"with --repeats {rows[0]['with_repeats']} about {more}. Smaller differences read as indistinguishable."
+    )
+
+
 def _levels_text(cs: list[int]) -> str:
     return ", ".join(f"c={c}" for c in cs)
 
@@ -139,5 +191,9 @@ def recommendation_from_levels(levels: list[dict[str, Any]], repeats: int = 2) -
     text = noise_words(noise, repeats)
     if text:
         words.append(text)
-    data = rec.as_dict() | {"reason": " ".join(words), "noise": noise}
+    data = rec.as_dict() | {
+        "reason": " ".join(words),
+        "noise": noise,
+        "resolution": resolution(levels, repeats),
+    }
     return {"recommended_threshold": rec.threshold, "recommendation": data}

@@ -1,12 +1,16 @@
-"""``agent bench sweep|compare``: closed-loop concurrency sweeps and the speculation comparison."""
+"""``agent bench sweep|compare|show``: closed-loop concurrency sweeps, the speculation comparison,
+and a stored result read back (where it ran, its table)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
 from agent.bench.engine import EngineError
@@ -18,10 +22,12 @@ from agent.bench.options import (
     parse_concurrency,
 )
 from agent.bench.progress import TerminalProgress
-from agent.bench.report import compare_table, sweep_table
+from agent.bench.provenance import local_context
+from agent.bench.report import compare_table, sweep_table, where_lines
 from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.store import atomic_write_json
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.wire.bench_env import parse_environment
 
 WINDOWS = (
     "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
@@ -31,7 +37,7 @@ WINDOWS = (
     "The expected duration is printed first, then a line per step with an ETA (a bar on a terminal)."
 )
 COMPARE = (
-    " The arms run interleaved at each level (on, off, adaptive, adaptive, off, on, ...), forced through the "
+    " Each repeat is a pass over every level (on, off, adaptive at each), the next pass its mirror, forced through the "
     "live threshold, which is restored afterwards; the recommended threshold carries an interval and says "
     "where the arms could not be told apart."
 )
@@ -47,7 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--repeats",
         type=int,
         default=DEFAULT_REPEATS,
-        help=f"windows per arm and level, interleaved on/off/adaptive/adaptive/off/on (default {DEFAULT_REPEATS})",
+        help=f"windows per arm and level: passes over all levels, each the mirror of the last (default {DEFAULT_REPEATS})",
     )
     parser.add_argument(
         "--min-window-s",
@@ -101,6 +107,18 @@ def register(subparsers: Any) -> None:
     _common(compare)
     compare.add_argument("--baseline-url", default=None, help="a server without a drafter, as a fourth arm")
     compare.set_defaults(handler=_handle, bench_mode="compare")
+    show = sub.add_parser(
+        "show",
+        help="a stored result: where it ran (GPUs, driver, CUDA, SGLang, attention backend, model, profile) and its table",
+        description="Print a result written by --json (or a run the agent stored): the hardware and software "
+        "it ran on, what it could not know and why, then its table. Results from before this record read "
+        "'not recorded'.",
+    )
+    show.add_argument("result", type=Path, help="a result JSON file")
+    show.add_argument(
+        "--json", dest="as_json", action="store_true", help="print only the environment, as JSON"
+    )
+    show.set_defaults(handler=_show)
 
 
 def _options(args: argparse.Namespace) -> BenchOptions:
@@ -153,9 +171,13 @@ def _handle(args: argparse.Namespace) -> int:
     bar = TerminalProgress()
     try:
         if args.bench_mode == "sweep":
-            result = asyncio.run(run_sweep(args.url, options, bar))
+            result = asyncio.run(run_sweep(args.url, options, bar, context=local_context(args.url)))
         else:
-            result = asyncio.run(run_compare(args.url, options, bar, baseline_url=args.baseline_url))
+            result = asyncio.run(
+                run_compare(
+                    args.url, options, bar, baseline_url=args.baseline_url, context=local_context(args.url)
+                )
+            )
     except (EngineError, BenchCancelled) as exc:
         bar.close()
         notes = "; ".join(getattr(exc, "__notes__", []))
@@ -166,6 +188,49 @@ def _handle(args: argparse.Namespace) -> int:
         atomic_write_json(args.json_out, result)
     table = sweep_table(result["levels"]) if args.bench_mode == "sweep" else compare_table(result)
     print(table)
+    print("\n".join(where_lines(result)))
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    path: Path = args.result
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        print(f"agent bench show: {path}: cannot read it ({exc.strerror})", file=sys.stderr)
+        return 2
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"agent bench show: {path}: not JSON ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(result, dict) or not isinstance(result.get("levels"), list):
+        print(
+            f"agent bench show: {path}: not a benchmark result (an object with a 'levels' list, as "
+            "agent bench sweep|compare --json writes)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        env = parse_environment(result)
+    except ValidationError as exc:
+        print(
+            f"agent bench show: {path}: its 'environment' is malformed: {exc.errors()[0]['msg']}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.as_json:
+        print(json.dumps(None if env is None else env.model_dump(), indent=2))
+        return 0
+    print("\n".join(where_lines(result)))
+    try:
+        table = (
+            compare_table(result)
+            if result.get("kind", "compare") == "compare"
+            else sweep_table(result["levels"])
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        print(f"agent bench show: {path}: its levels lack a field the table needs ({exc})", file=sys.stderr)
+        return 2
+    print(table)
     return 0

@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException
 
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.options import BenchOptionError
+from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench
 from agent.sglang.info_view import ServerInfo
@@ -43,6 +44,19 @@ class BenchService:
         probe = EngineProbe(self.daemon.http, url, self.daemon.engine_headers(admin=False))
         return await probe.server_info()
 
+    def _context(self) -> RunContext:
+        """Where the benchmark runs: this agent's GPUs, the launched profile, the stack."""
+        daemon = self.daemon
+        snap = daemon.hub.latest
+        launched = daemon.launched_profile
+        same_file = launched.identity.name == daemon.config.profile.identity.name
+        return agent_context(
+            launched,
+            daemon.config.profile_path if same_file else None,
+            None if snap is None else snap.gpus,
+            daemon.supervisor.kind,
+        )
+
     def add_routes(self, api: APIRouter) -> None:
         runs = self.runs
         daemon = self.daemon
@@ -61,7 +75,7 @@ class BenchService:
                     refused = compare_refusal(body, await self._server_info(url))
                 if refused is not None:
                     raise refused
-                bench_id = runs.start(url, body, api_key=key, profile=identity.name)
+                bench_id = runs.start(url, body, api_key=key, profile=identity.name, context=self._context())
             except BenchOptionError as exc:
                 raise HTTPException(422, str(exc)) from None
             except BenchBusy as exc:

@@ -259,6 +259,9 @@ TOP_FIELDS: Final[dict[str, tuple[tuple[str, ...], Any]]] = {
     "mem_fraction_static": (("mem_fraction_static",), _float),
     "kv_cache_dtype": (("kv_cache_dtype",), _str),
     "attention_backend": (("attention_backend",), _str),
+    "prefill_attention_backend": (("prefill_attention_backend",), _str),
+    "decode_attention_backend": (("decode_attention_backend",), _str),
+    "speculative_draft_model_path": (("speculative_draft_model_path",), _str),
     "speculative_algorithm": (("speculative_algorithm",), _str),
     "speculative_num_steps": (("speculative_num_steps",), _int),
     "speculative_eagle_topk": (("speculative_eagle_topk",), _int),
@@ -294,6 +297,11 @@ class ServerInfo:
     mem_fraction_static: float | None = None
     kv_cache_dtype: str | None = None
     attention_backend: str | None = None
+    """SGLang's resolved default when the launch did not set one (``_attention_backend_default``)."""
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    """Set only when the launch split them; otherwise ``attention_backend`` serves both."""
+    speculative_draft_model_path: str | None = None
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
     """Launch-time steps (the resolved argument; the live tier is in ``state0``)."""
@@ -366,6 +374,13 @@ class ServerInfo:
             draft_tokens=self.speculative_num_draft_tokens or steps + 1,
             max_draft_tokens=widest,
         )
+
+    @property
+    def attention_backends(self) -> tuple[str | None, str | None]:
+        """(prefill, decode) attention backends in force: a split field, else ``attention_backend``
+        (``attention_backends_of`` in ``arg_groups/model_override_base.py``)."""
+        base = self.attention_backend
+        return self.prefill_attention_backend or base, self.decode_attention_backend or base
 
     def summary(self) -> dict[str, Any]:
         """The few fields a stored result needs (never the whole answer: it carries API keys)."""

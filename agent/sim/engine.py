@@ -27,6 +27,7 @@ from agent.sglang import kv
 from agent.sim import acceptance, costmodel
 from agent.sim.adaptive import LiveAdaptiveController
 from agent.sim.config import SimConfig
+from agent.sim.overlap import OverlapRide
 from agent.sim.stats import EngineStats
 from agent.sim.zero_step_path import ZeroStepBook
 
@@ -129,6 +130,7 @@ class Engine:
         self.stats = EngineStats(config)
         self.zero_step = ZeroStepBook(self.cal, config.zero_step_plain and self.controller is not None)
         self._ids = itertools.count()
+        self.ride = OverlapRide()
 
     # ------------------------------------------------------------------ requests
 
@@ -388,9 +390,7 @@ class Engine:
         spec = self.config.mode != "none"
         proposed = (plan.draft_tokens - 1) if plan.steps > 0 else 0
         delivered = 0
-        counted_accept = 0
-        counted_correct = 0
-        live = 0
+        live, counted_accept, counted_correct = self.ride.take()  # last pass's finished requests
         for i, req in enumerate(plan.batch):
             if req.aborted:
                 continue
@@ -410,7 +410,8 @@ class Engine:
         if self.controller is not None and plan.accepted_drafts:
             self.controller.on_verify_complete(plan.accepted_drafts, len(plan.batch))
         self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
-        self.stats.on_decode_pass(self, plan, live, delivered, counted_accept, counted_correct)
+        self.stats.on_decode_pass(self, plan.eager, live, delivered, counted_accept, counted_correct)
+        self.ride.after_pass(self, plan)
 
     # ------------------------------------------------------------------ shared
 
@@ -450,8 +451,7 @@ class Engine:
         req.kv_allocated = 0
 
     def flush(self) -> bool:
-        """``/flush_cache``: only when idle; resets the accept-length totals."""
-        if not self.idle:
-            return False
-        self.stats.reset_spec_totals()
-        return True
+        """``/flush_cache``: only when idle; restarts the decode-log counts and accept-length totals."""
+        if self.idle:
+            self.stats.reset_on_flush()
+        return self.idle

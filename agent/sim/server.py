@@ -41,6 +41,7 @@ from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, S
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.runner import EngineRunner
+from agent.sim.warmup import warm_up
 
 PATCH_03_KEYS = (live_control.ZERO_STEP_KEY, live_control.ROUND_TIMING_KEY)
 """Keys patch 03 adds to ``/set_internal_state`` (``agent.sim.zero_step_path`` answers them)."""
@@ -68,6 +69,7 @@ class SimServer:
         self.runner = EngineRunner(self.engine, speedup)
         self.info = ServerInfo(self.engine, port, seed)
         self.registry = metrics.registry_for(self.engine)
+        self.warmed_up = False
         get, post = frozenset({"GET"}), frozenset({"POST"})
         get_post, post_put = frozenset({"GET", "POST"}), frozenset({"POST", "PUT"})
         self.routes: dict[str, Route] = {
@@ -121,7 +123,7 @@ class SimServer:
     # ------------------------------------------------------------------ plain routes
 
     async def health(self, request: HttpRequest) -> None:
-        await request.respond(200, b"", "text/plain; charset=utf-8")
+        await request.respond(200 if self.warmed_up else 503, b"", "text/plain; charset=utf-8")
 
     async def metrics(self, request: HttpRequest) -> None:
         await request.respond(200, metrics.render(self.registry), metrics.CONTENT_TYPE)
@@ -439,6 +441,8 @@ async def run_sim(
     await uv.startup(sockets=[sock])
     main_loop = asyncio.create_task(uv.main_loop())
     server.runner.start()
+    await warm_up(server.runner)
+    server.warmed_up = True  # /health answers 200 from here, as SGLang's does after its warm-up
     url_host = f"[{host}]" if ":" in host else host
     try:
         yield RunningSim(url=f"http://{url_host}:{actual_port}", port=actual_port, server=server, http=uv)

@@ -6,7 +6,18 @@ into Prometheus text only when ``/metrics`` is scraped (``agent.sim.metrics``). 
 
 * window gauges (``gen_throughput``, ``spec_accept_length``, ``spec_accept_rate``,
   ``num_retracted_reqs``) and the lifetime accept-length totals behind ``avg_spec_accept_length``
-  move every ``decode_log_interval`` decode passes (``metrics_reporter.py``);
+  move every ``decode_log_interval`` decode passes (``metrics_reporter.py``). The pass count and
+  the window's sums run on across idle spells and across requests (SGLang's ``forward_ct_decode``
+  is reset only by ``/flush_cache``), and the window's seconds run from the previous report (idle
+  time included): three requests of 25 passes each report once, at the 40th pass, as the real
+  server does, not never;
+* a decode window counts what the verify accepted (accepted drafts plus one, ``num_generated_tokens``),
+  not what the request kept: a request that needs 3 more tokens from a round that accepts 4 counts
+  4. At the launch step count a finished request rides one more decode pass (the overlap
+  scheduler launched it before the finish was seen): counted as a pass with its accepted tokens,
+  not as a verify call, and not timed (``Engine`` says where the captures show it);
+* the throughput gauge reads 0 while idle and its last window's figure again at the next prefill
+  (``_current_gen_throughput``), until 30 s without a decode report zero ``last_gen_throughput``;
 * tokenizer-side counters and histograms move when a request delivers tokens or finishes;
   inter-token latency is observed per chunk as ``interval / new_tokens`` with count ``new_tokens``.
 """
@@ -20,7 +31,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.sim.config import SimConfig
-    from agent.sim.engine import Engine, SimRequest, StepPlan
+    from agent.sim.engine import Engine, SimRequest
 
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 E2E_BUCKETS = (
@@ -51,6 +62,8 @@ ITL_BUCKETS = (
     0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
     0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
 )  # fmt: skip
+GEN_THROUGHPUT_STALENESS_S = 30.0
+"""``GEN_THROUGHPUT_STALENESS_SECONDS``: a decode report older than this reads as no throughput."""
 QUEUE_TIME_BUCKETS = (
     0.000, 0.001, 0.005, 0.010, 0.050, 0.100, 0.200, 0.500, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60,
     70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
@@ -104,8 +117,9 @@ class EngineStats:
         self.decode_passes = 0
         self.prefill_passes = 0
         self.is_cuda_graph = 0
-        # decode-log window
+        # decode-log window (SGLang's forward_ct_decode, num_generated_tokens, spec_num_*)
         self._window_start = 0.0
+        """When the previous decode report was made (the engine's start before the first)."""
         self._window_passes = 0
         self._window_generated = 0
         self._window_accept_tokens = 0
@@ -120,7 +134,6 @@ class EngineStats:
         self.spec_total_accept_tokens = 0
         self.spec_total_forward_ct = 0
         self.lifetime_generated = 0
-        self._idle = True
 
     # ------------------------------------------------------------------ events
 
@@ -133,6 +146,9 @@ class EngineStats:
 
     def on_prefill_pass(self, engine: Engine) -> None:
         self.prefill_passes += 1
+        if engine.now - self._window_start > GEN_THROUGHPUT_STALENESS_S:
+            self.last_gen_throughput = 0.0
+        self.gen_throughput = self.last_gen_throughput
 
     def on_first_token(self, req: SimRequest) -> None:
         if req.log_metrics and req.first_token_at is not None:
@@ -164,19 +180,19 @@ class EngineStats:
         self.retracted_output_tokens += sum(r.output_len for r in retracted)
 
     def on_decode_pass(
-        self, engine: Engine, plan: StepPlan, live: int, delivered: int, accept_tokens: int, correct: int
+        self, engine: Engine, eager: bool, live: int, delivered: int, accept_tokens: int, correct: int
     ) -> None:
+        """One decode pass of ``live`` requests; with speculation ``accept_tokens`` is what their
+        verify accepted (drafts plus one each), which SGLang counts as the pass's generated tokens."""
         self.decode_passes += 1
-        if self._idle:
-            self._window_start = engine.now - plan.duration
-            self._idle = False
-        mode = "decode_none" if plan.eager else "decode_cuda_graph"
+        mode = "decode_none" if eager else "decode_cuda_graph"
         self.graph_passes[mode] += 1
-        self.is_cuda_graph = 0 if plan.eager else 1
-        self.realtime_tokens["decode"] += delivered
+        self.is_cuda_graph = 0 if eager else 1
+        generated = accept_tokens if self.config.speculative else delivered
+        self.realtime_tokens["decode"] += generated
         self.lifetime_generated += delivered
         self._window_passes += 1
-        self._window_generated += delivered
+        self._window_generated += generated
         self._window_accept_tokens += accept_tokens
         self._window_forward_ct += live if self.config.speculative else 0
         self._window_correct += correct
@@ -201,12 +217,19 @@ class EngineStats:
         self._window_retracted = 0
 
     def on_idle(self, engine: Engine) -> None:
-        """The engine ran dry: the throughput gauge reads 0, ``last_gen_throughput`` keeps its value."""
+        """The engine ran dry: the throughput gauge reads 0 (SGLang's idle report); the decode-log
+        window keeps counting from where it was, and ``last_gen_throughput`` keeps its value."""
         self.gen_throughput = 0.0
-        self._idle = True
+
+    def reset_on_flush(self) -> None:
+        """``/flush_cache`` (``MetricsReporter.reset_metrics``): the pass count, the window's sums and
+        the lifetime accept-length totals start again; the time of the last report does not."""
         self._window_passes = self._window_generated = 0
+        self._window_accept_tokens = self._window_forward_ct = self._window_correct = 0
+        self.reset_spec_totals()
 
     def reset_spec_totals(self) -> None:
+        """The lifetime accept-length totals only (a new ``speculative_accept_threshold_*``)."""
         self.spec_total_accept_tokens = 0
         self.spec_total_forward_ct = 0
 

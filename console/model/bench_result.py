@@ -5,7 +5,8 @@ the one place that knows its keys, so the table, the chart and the recommendatio
 A row is labelled by the concurrency that was asked for; the running requests the engine held
 during the level (what it actually reached) sit beside it. Each arm's figure carries its 95 %
 interval over the repeats (``output_throughput_ci``) when the run measured one; older results have
-none and are shown as figures alone.
+none and are shown as figures alone. ``where`` says where it ran (the words ``agent bench show``
+prints); an older result reads "not recorded".
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
+
+from agent.wire.bench_env import describe, parse_environment
 
 ARMS: tuple[str, ...] = ("sweep", "on", "off", "adaptive", "baseline")
 
@@ -77,6 +82,8 @@ class BenchResult:
     error: str | None
     arms: tuple[str, ...] = field(default=())
     """The arms present in any level, in a fixed order."""
+    where: tuple[tuple[str, str], ...] = field(default=())
+    """Where it ran (``agent.wire.bench_env.describe``): GPUs, server, stack, profile."""
 
     @property
     def has_intervals(self) -> bool:
@@ -145,7 +152,15 @@ def parse_result(data: Mapping[str, Any]) -> BenchResult:
         finished_at=_float(data.get("finished_at")),
         error=str(data["error"]) if data.get("error") else None,
         arms=present,
+        where=_where(data),
     )
+
+
+def _where(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    try:
+        return tuple(describe(parse_environment(dict(data))))
+    except ValidationError as exc:
+        return (("where it ran", f"unreadable ({exc.errors()[0]['msg']})"),)
 
 
 @dataclass(frozen=True)

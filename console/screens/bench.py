@@ -44,8 +44,8 @@ ARM_STYLE = {
 DRAW_ORDER = ("sweep", "adaptive", "baseline", "off", "on")
 
 MODE_WORDS = {
-    "compare": "compare: at each level speculation on, off and adaptive, interleaved on, off, adaptive, "
-    "adaptive, off, on",
+    "compare": "compare: at each level speculation on, off and adaptive; each repeat a pass over the "
+    "levels, the next its mirror",
     "sweep": "sweep: each level with the server as it runs",
 }
 
@@ -70,7 +70,12 @@ def result_title(result: BenchResult) -> str:
 
 
 def result_table(result: BenchResult) -> Table:
-    table = Table(title=f"{result_title(result)}: output tok/s", expand=False, title_justify="left")
+    table = Table(
+        title=f"{result_title(result)}: output tok/s",
+        expand=False,
+        title_justify="left",
+        caption_justify="left",
+    )
     table.add_column("asked", justify="right")
     table.add_column("ran", justify="right")
     for arm in result.arms:
@@ -93,6 +98,7 @@ def result_table(result: BenchResult) -> Table:
         table.caption += "; yellow: fewer than asked"
     if any(arm.counts_differ for level in result.levels for arm in level.arms.values()):
         table.caption += "; !: the engine counted 2 % more or less than we received"
+    table.caption += "".join(f"\n{label}: {words}" for label, words in result.where)
     return table
 
 

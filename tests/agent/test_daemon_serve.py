@@ -507,6 +507,16 @@ async def test_bench_sweep_runs_against_the_engine_and_reports_on_the_stream(sha
     assert stored["state"] == "finished" and stored["bench_id"] == bench_id
     assert any(r["bench_id"] == bench_id for r in runs)
     assert missing.status_code == 404
+    # where it ran: what the agent knows (its profile, its telemetry's GPUs: none with --gpus none)
+    env = stored["environment"]
+    assert env["profile"]["name"] == "sim-shared" and len(env["profile"]["sha256"]) == 64
+    assert env["profile"]["path"] == str(shared_agent.profile)
+    assert (
+        env["gpus"] is None
+        and env["gpus_unknown"] == "the agent's telemetry found none (GPU sampling is off)"
+    )
+    assert env["server"]["sglang_version"] == "0.5.23" and env["server"]["attention_decode"] == "triton"
+    assert env["stack"] is None and env["stack_unknown"] == "the simulated engine runs no SGLang stack"
 
 
 async def test_a_plan_made_before_another_change_expires_instead_of_applying(shared_agent: Agent) -> None:

@@ -266,7 +266,7 @@ async def test_cli_sweep_writes_json_and_uses_the_api_key(tmp_path: Path) -> Non
         )
         assert rc == 0, stderr
         assert "plan: 4 steps (2 levels x 1 arms x 2 repeats), expected about" in stderr
-        assert "[4/4] c=2 sweep r2: " in stderr and "ETA 0 s" in stderr, "a line per step when not a terminal"
+        assert "[4/4] c=1 sweep r2: " in stderr and "ETA 0 s" in stderr, "a line per step when not a terminal"
         rc_nokey, _, err_nokey = await _agent("sweep", "--url", sim.url, *shape)
     result = json.loads(out.read_text())
     assert [lv["max_concurrency"] for lv in result["levels"]] == [1, 2]

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from agent.bench.interval import run_estimates
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -71,5 +73,20 @@ def test_cross_cover_counts_where_one_runs_interval_holds_the_others_figure() ->
         return {"levels": [{"concurrency": 1, "on": arm, "off": {"unavailable": "x"}}]}
 
     # run 1's interval [90, 110] holds run 2's 105; run 2's [104, 106] does not hold run 1's 100
-    assert script.cross_cover([result(100, (90, 110)), result(105, (104, 106))]) == (1, 2)
-    assert script.cross_cover([result(100, (90, 110)), result(101, (95, 107))]) == (2, 2)
+    cover = script.cross_cover([result(100, (90, 110)), result(105, (104, 106))])
+    assert cover == {(0, "on"): (1, 2)} and script.cover_fraction(cover) == (1, 2)
+    assert script.cover_fraction(script.cross_cover([result(100, (90, 110)), result(101, (95, 107))])) == (
+        2,
+        2,
+    )
+
+
+def test_recomputed_intervals_come_from_the_stored_slices_with_this_versions_method() -> None:
+    """A stored result's intervals are recomputed from its repeats' slices (how the real pair,
+    measured with the older bootstrap, is judged with the current method)."""
+    script = _script()
+    windows = [[[100.0, 1.0], [104.0, 1.0]], [[110.0, 1.0], [108.0, 1.0]]]
+    arm = {"output_throughput": 105.5, "runs": [{"slices": w, "duration": 2.0} for w in windows]}
+    result = {"levels": [{"concurrency": 1, "on": arm}]}
+    want, _ = run_estimates({(0, "on"): [[(t, s) for t, s in w] for w in windows]})
+    assert script.recomputed_intervals(result) == {(0, "on"): want[(0, "on")].interval}

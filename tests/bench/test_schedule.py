@@ -1,4 +1,4 @@
-"""The order a run measures in (ABBA at every level) and how its expected duration and ETA are made."""
+"""The order a run measures in (passes over the levels, mirrored) and how its expected duration and ETA are made."""
 
 from __future__ import annotations
 
@@ -8,15 +8,23 @@ from agent.bench.progress import BenchProgress, RunTracker
 from agent.bench.schedule import DurationModel, format_duration, plan
 
 
-def test_arms_interleave_on_off_adaptive_adaptive_off_on_at_every_level() -> None:
+def test_repeats_are_passes_over_every_level_each_the_mirror_of_the_last() -> None:
+    """An arm's repeats at a level lie a whole run apart (their spread holds the drift a second run
+    meets), and each arm-level's repeats are symmetric about the middle of the run: a drift linear
+    over the run adds the same to every arm's mean at every level."""
     steps = plan((1, 4), ("on", "off", "adaptive"), repeats=3)
-    assert [(s.concurrency, s.repeat, s.arm) for s in steps[:9]] == [
-        (1, 0, "on"), (1, 0, "off"), (1, 0, "adaptive"),
-        (1, 1, "adaptive"), (1, 1, "off"), (1, 1, "on"),
-        (1, 2, "on"), (1, 2, "off"), (1, 2, "adaptive"),
+    assert [(s.concurrency, s.repeat, s.arm) for s in steps] == [
+        (1, 0, "on"), (1, 0, "off"), (1, 0, "adaptive"), (4, 0, "on"), (4, 0, "off"), (4, 0, "adaptive"),
+        (4, 1, "adaptive"), (4, 1, "off"), (4, 1, "on"), (1, 1, "adaptive"), (1, 1, "off"), (1, 1, "on"),
+        (1, 2, "on"), (1, 2, "off"), (1, 2, "adaptive"), (4, 2, "on"), (4, 2, "off"), (4, 2, "adaptive"),
     ]  # fmt: skip
     assert [s.index for s in steps] == list(range(18))
     assert {s.level_index for s in steps if s.concurrency == 4} == {1}
+    two = plan((1, 4, 16), ("on", "off"), repeats=2)
+    middle = (len(two) - 1) / 2
+    for cell in {(s.concurrency, s.arm) for s in two}:
+        at = [s.index for s in two if (s.concurrency, s.arm) == cell]
+        assert sum(at) / 2 == middle, cell
 
 
 def test_the_guess_follows_what_was_measured() -> None:

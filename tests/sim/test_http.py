@@ -18,6 +18,7 @@ from agent.profile.schema import Profile
 from agent.sglang import live_control
 from agent.sim.engine import StepPlan
 from agent.sim.server import RunningSim, run_sim
+from agent.sim.warmup import WARMUP_MAX_NEW_TOKENS
 
 MODEL = "kimi-k2.5"
 
@@ -187,10 +188,11 @@ async def test_metrics_parse_and_count_what_was_served(sim: RunningSim, client: 
     response = await client.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain")
     families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    # SGLang's own warm-up request (8 tokens, not streamed) is counted with ours, as on the real server.
     generated = {s.labels["is_streaming"]: s.value for s in families["sglang:generation_tokens"].samples}
-    assert generated == {"true": 30.0, "false": 5.0}
+    assert generated == {"true": 30.0, "false": 5.0 + WARMUP_MAX_NEW_TOKENS}
     requests = {s.labels["is_streaming"]: s.value for s in families["sglang:num_requests"].samples}
-    assert requests == {"true": 1.0, "false": 1.0}
+    assert requests == {"true": 1.0, "false": 2.0}
     running = families["sglang:num_running_reqs"].samples[0]
     assert running.labels == {
         "model_name": MODEL,
@@ -201,15 +203,15 @@ async def test_metrics_parse_and_count_what_was_served(sim: RunningSim, client: 
     }
     assert running.value == 0
     ttft = [s for s in families["sglang:time_to_first_token_seconds"].samples if s.name.endswith("_count")]
-    assert sum(s.value for s in ttft) == 2
+    assert sum(s.value for s in ttft) == 3
     itl_count = next(
         s.value for s in families["sglang:inter_token_latency_seconds"].samples if s.name.endswith("_count")
     )
-    assert itl_count == (30 - 1) + (5 - 1)  # every token after each request's first
+    assert itl_count == (30 - 1) + (5 - 1) + (WARMUP_MAX_NEW_TOKENS - 1)  # every token after each first
     max_total = families["sglang:max_total_num_tokens"].samples[0].value
     assert max_total == sim.engine.config.pool_tokens
     verify = families["sglang:spec_verify_calls"].samples[0].value
-    assert verify >= 2  # at least one verify per request after its prefill
+    assert verify >= 3  # at least one verify per request after its prefill
 
 
 async def test_threshold_takes_effect_at_the_next_step(sim: RunningSim, client: httpx.AsyncClient) -> None:

@@ -1,0 +1,142 @@
+"""What a benchmark records about where it ran (``agent.wire.bench_env`` says why and what).
+
+The caller knows what the benchmark cannot see for itself and hands it over as a ``RunContext``:
+
+* the agent (``POST /v1/bench``): its own telemetry's GPUs, the profile the engine was launched
+  with (name, file, sha256 of its TOML as the agent writes it) and the stack's manifest;
+* ``agent bench`` on the command line (``local_context``): this machine's NVML, only when the URL
+  is on this machine (loopback); otherwise the GPUs are unknown and say so. It knows no profile.
+
+The server's own facts (SGLang's version, the attention backends in force, the model) come from the
+``/server_info`` the run reads anyway, for the baseline server as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agent.install.manifest import manifest_hash, read_manifest
+from agent.profile.schema import Profile
+from agent.profile.store import dump_profile
+from agent.sglang.info_view import ServerInfo
+from agent.wire import Gpus
+from agent.wire.bench_env import BenchEnvironment, GpuFacts, ProfileFacts, ServerFacts, StackFacts
+
+RUN_AT_A_URL = "the benchmark ran straight at a URL, not through the agent that runs a profile"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    gpus: GpuFacts | None = None
+    gpus_unknown: str | None = None
+    profile: ProfileFacts | None = None
+    profile_unknown: str | None = RUN_AT_A_URL
+    stack: StackFacts | None = None
+    stack_unknown: str | None = RUN_AT_A_URL
+
+
+def gpu_facts(gpus: Gpus, where: str) -> tuple[GpuFacts | None, str | None]:
+    """The GPUs of a sample, or why there are none to record."""
+    if gpus.state != "ok" or not gpus.devices:
+        why = "no NVIDIA driver" if gpus.state == "no_driver" else gpus.detail or gpus.state.replace("_", " ")
+        return None, f"{where} found none ({why})"
+    facts = GpuFacts(
+        source=gpus.source,
+        where=where,
+        count=len(gpus.devices),
+        names=[d.name or "unnamed GPU" for d in gpus.devices],
+        driver=gpus.driver_version,
+        cuda=gpus.cuda_driver_version,
+        detail=gpus.detail,
+    )
+    return facts, None
+
+
+def profile_facts(profile: Profile, path: Path | None) -> ProfileFacts:
+    digest = hashlib.sha256(dump_profile(profile).encode()).hexdigest()
+    return ProfileFacts(name=profile.identity.name, path=None if path is None else str(path), sha256=digest)
+
+
+def stack_facts(profile: Profile) -> tuple[StackFacts | None, str | None]:
+    venv = Path(profile.stack.venv).expanduser()
+    manifest = read_manifest(venv)
+    if manifest is None:
+        return None, f"no readable stack manifest in {venv} (a stack not installed by agent install)"
+    facts = StackFacts(
+        torch=manifest.packages.get("torch"),
+        manifest_sha256=manifest_hash(venv),
+        patch_set_sha256=manifest.patch_set_sha256,
+    )
+    return facts, None
+
+
+def agent_context(profile: Profile, path: Path | None, gpus: Gpus | None, engine_kind: str) -> RunContext:
+    """What the agent knows about the engine it runs."""
+    facts, unknown = (
+        gpu_facts(gpus, "the agent's telemetry") if gpus is not None else (None, "no telemetry yet")
+    )
+    stack: StackFacts | None = None
+    stack_unknown: str | None = "the simulated engine runs no SGLang stack"
+    if engine_kind != "sim":
+        stack, stack_unknown = stack_facts(profile)
+    return RunContext(facts, unknown, profile_facts(profile, path), None, stack, stack_unknown)
+
+
+def is_local(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def local_context(url: str) -> RunContext:
+    """``agent bench`` on the command line: this machine's GPUs when the server is on it."""
+    if not is_local(url):
+        return RunContext(gpus_unknown=f"{url} is not on this machine, so its GPUs were not read")
+    from agent.telemetry.nvml import make_sampler
+
+    sampler = make_sampler("auto")
+    try:
+        facts, unknown = gpu_facts(sampler.sample(), "this machine's NVML")
+    finally:
+        sampler.close()
+    return RunContext(gpus=facts, gpus_unknown=unknown)
+
+
+def server_facts(info: ServerInfo) -> ServerFacts:
+    prefill, decode = info.attention_backends
+    return ServerFacts(
+        sglang_version=info.version,
+        attention_prefill=prefill,
+        attention_decode=decode,
+        model_path=info.model_path,
+        draft_model_path=info.speculative_draft_model_path,
+        served_model_name=info.served_model_name,
+        tp_size=info.tp_size,
+    )
+
+
+def environment(
+    info: ServerInfo, context: RunContext | None, baseline: ServerInfo | None = None
+) -> dict[str, Any]:
+    """The result's ``environment``."""
+    ctx = context or RunContext(gpus_unknown="the caller did not say where the server runs")
+    env = BenchEnvironment(
+        gpus=ctx.gpus,
+        gpus_unknown=None if ctx.gpus is not None else ctx.gpus_unknown,
+        server=server_facts(info),
+        baseline=None if baseline is None else server_facts(baseline),
+        stack=ctx.stack,
+        stack_unknown=None if ctx.stack is not None else ctx.stack_unknown,
+        profile=ctx.profile,
+        profile_unknown=None if ctx.profile is not None else ctx.profile_unknown,
+    )
+    return env.model_dump()
