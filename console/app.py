@@ -276,6 +276,11 @@ class ConsoleApp(App[None]):
         if isinstance(screen, KvScreen):
             screen.ask_whatif()
 
+    def action_release_steps(self) -> None:
+        screen = self._on_mode("controls")
+        if isinstance(screen, ControlsScreen):
+            screen.release_steps()
+
     def action_bench_start(self) -> None:
         screen = self._on_mode("bench")
         if isinstance(screen, BenchScreen):

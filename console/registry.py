@@ -84,6 +84,15 @@ COMMANDS: tuple[Command, ...] = (
         footer=False,
     ),
     Command(
+        "Go to command",
+        "app.command_palette",
+        "Type a command's name and run it (k9s' command mode; the palette, ctrl+p)",
+        "App",
+        "colon",
+        key_display=":",
+        footer=False,
+    ),
+    Command(
         "Reconnect now",
         "app.reconnect",
         "Connect to the agent again at once (after the console gave up, or to skip a long wait)",
@@ -103,6 +112,14 @@ COMMANDS: tuple[Command, ...] = (
         "Apply steps",
         "app.apply('steps')",
         "Plan and confirm a new step count",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Release step pin",
+        "app.release_steps",
+        "Unpin the step count: SGLang's adaptive policy chooses again (plan and confirm)",
         "Controls",
         footer=False,
         writes=True,
@@ -139,6 +156,30 @@ COMMANDS: tuple[Command, ...] = (
         writes=True,
     ),
     Command(
+        "Cancel bench run",
+        "cancel_run",
+        "Stop the running benchmark after a confirm: its requests are cut, the threshold put back",
+        "Bench",
+        "ctrl+k",
+        key_display="^k",
+        writes=True,
+        screens=("bench",),
+        short="Cancel run",
+    ),
+    *(
+        Command(
+            f"Filter {what}",
+            "filter",
+            f"Type to show only the {what} that contain it (Esc leaves the field; clear it to show all)",
+            "View",
+            "slash",
+            key_display="/",
+            screens=(mode,),
+            short="Filter",
+        )
+        for mode, what in (("bench", "bench runs"), ("profiles", "profiles"))
+    ),
+    Command(
         "Diff profile",
         "app.profile_diff",
         "Compare the selected profile with what runs",
@@ -165,7 +206,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "Search",
         "search",
-        "Type a term to highlight in the engine log",
+        "Type a term to highlight in the engine log and the events pane",
         "Logs",
         "slash",
         key_display="/",

@@ -122,6 +122,7 @@ class Daemon:
             emit=lambda name, msg, data: self.emit("action", name, msg, data),
             on_profile_applied=self._profile_applied,
             drain_timeout_s=config.drain_timeout_s,
+            live_pinned=lambda: self.hub.latest.speculation.pinned_steps if self.hub.latest else None,
         )
         self.autopilot = AutopilotRunner(
             config.profile,

@@ -39,6 +39,8 @@ def action_label(request: ActionRequest) -> str:
     """ "threshold → 64", "load profile kimi-k25-baseline", "adaptive → off"."""
     if request.kind == "apply_profile":
         return f"load profile {request.value}"
+    if request.kind == "steps" and request.value == -1:
+        return "release the step pin"
     return f"{request.kind} → {human(request.value)}"
 
 
