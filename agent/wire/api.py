@@ -65,6 +65,13 @@ class AgentStatus(_Wire):
     started_at: float
     tick_interval_s: float
     state_dir: str
+    latest_snapshot_at: float | None = Field(None, description="Agent time of the newest snapshot")
+    speculation: dict[str, Any] | None = Field(
+        None, description="The newest snapshot's speculation state: on, steps, topk, threshold, pinned_steps, "
+        "off_reason, off_detail"
+    )  # fmt: skip
+    findings: list[dict[str, Any]] = Field(default_factory=list, description="code, severity, title, since")
+    bench: dict[str, Any] | None = Field(None, description="The running benchmark, else the newest one")
 
 
 class ProfileEntry(_Wire):

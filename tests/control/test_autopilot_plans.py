@@ -10,7 +10,7 @@ import pytest
 
 from agent.control.planner import plan_request
 from agent.profile import Profile, ProfileError, load_profile, parse_profile
-from agent.sglang import rules, live_control
+from agent.sglang import live_control, rules
 from agent.wire import ActionRequest
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
