@@ -78,14 +78,14 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "Leave field",
         "app.blur",
-        "Leave a text field so letter keys switch screens again",
+        "Leave a text field so letter keys switch screens again (shown while a field has the keys)",
         "App",
         "escape",
-        footer=False,
+        key_display="esc",
     ),
     Command(
         "Go to command",
-        "app.command_palette",
+        "app.go_to_command",
         "Type a command's name and run it (k9s' command mode; the palette, ctrl+p)",
         "App",
         "colon",

@@ -19,7 +19,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 from agent.wire import ActionRequest
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
-from console.screens.action_flow import Pending, action_line, ended_text, plan_confirm_apply
+from console.screens.action_flow import (
+    FlowEnd,
+    Pending,
+    action_line,
+    action_words,
+    ended_text,
+    plan_confirm_apply,
+)
 from console.screens.base import LiveScreen
 from console.screens.confirm import RELEASE_PINNED_STEPS
 from console.widgets.autopilot import AutopilotToggle
@@ -66,6 +73,8 @@ class ControlsScreen(LiveScreen):
         self._reset: set[Kind] = set(KINDS)
         self.pending: Pending | None = None
         self._active: int | None = None
+        self._mine: set[str] = set()
+        """Actions this screen planned: their own ends are its result line already."""
         self._said_at: float | None = None
         """Agent time of the newest action when the result line was written: a later action that
         ends (from any console) replaces the line, so no "applied" outlives a later change."""
@@ -199,15 +208,22 @@ class ControlsScreen(LiveScreen):
         (a profile load, another console's change), the line says that one instead."""
         if self._said_at is None or self.pending is not None:
             return
-        later = model.actions.ended_since(self._said_at + 1e-6)
+        later = [a for a in model.actions.ended_since(self._said_at + 1e-6) if a.action_id not in self._mine]
         if later:
             last = later[-1]
-            label = model.actions.labels.get(last.action_id)
-            words = f"{label}: {last.phase}" if label else last.message
-            self.query_one("#control-result", Static).update(
-                Text(f"Latest: {words} at {clock(last.time)} UTC.", style="dim")
-            )
+            event = next((e for e in reversed(model.events) if e.data.get("action_id") == last.action_id
+                          and e.name in SHOWN_PHASES), None)  # fmt: skip
+            line = Text("Latest: ", style="dim")
+            line.append_text(action_words(event, model.actions) if event is not None else Text(last.message))
+            line.append(f" at {clock(last.time)} UTC.", style="dim")
+            self.query_one("#control-result", Static).update(line)
             self._said_at = last.time
+
+    async def _flow(self, kind: Kind, value: int | bool) -> FlowEnd:
+        end = await plan_confirm_apply(self, kind, value, self._say)
+        if end.action_id is not None:
+            self._mine.add(end.action_id)
+        return end
 
     @on(Button.Pressed, "#release-steps")
     def _release_pressed(self) -> None:
@@ -219,7 +235,7 @@ class ControlsScreen(LiveScreen):
         if self.console.readonly:
             self._say(Text("Read-only: controls are disabled.", style="cyan"))
             return
-        end = await plan_confirm_apply(self, "steps", RELEASE_PINNED_STEPS, self._say)
+        end = await self._flow("steps", RELEASE_PINNED_STEPS)
         if end.outcome != "unreachable":
             self._reset.add("steps")
         self.painted_version = -1
@@ -241,7 +257,7 @@ class ControlsScreen(LiveScreen):
             self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
                            style="red"))  # fmt: skip
             return
-        end = await plan_confirm_apply(self, kind, value, self._say)
+        end = await self._flow(kind, value)
         result = end.result
         if result is not None and result.status == "applying":
             self.pending = Pending(result.plan.request, result.action_id)
