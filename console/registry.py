@@ -219,6 +219,7 @@ COMMANDS: tuple[Command, ...] = (
         "Logs",
         "n",
         screens=("logs",),
+        footer=False,  # the search status line says "n next · N previous" where it matters
         short="next",
     ),
     Command(
@@ -228,6 +229,7 @@ COMMANDS: tuple[Command, ...] = (
         "Logs",
         "N",
         screens=("logs",),
+        footer=False,  # the search status line says "n next · N previous" where it matters
         short="prev",
     ),
     Command(

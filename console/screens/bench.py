@@ -263,7 +263,6 @@ class BenchScreen(LiveScreen):
                 compact=True,
             )
             yield Button("Start…", id="bench-start", classes="apply", compact=True)
-            yield Button("Cancel run…", id="bench-cancel", classes="apply", compact=True, disabled=True)
         with Horizontal(classes="form-row", id="bench-form-2"):
             yield Label("requests per window")
             yield Input("", id="bench-requests", type="integer", placeholder="default", compact=True)
@@ -273,6 +272,7 @@ class BenchScreen(LiveScreen):
             yield Input("1024", id="bench-input", type="integer", compact=True)
         with Horizontal(id="bench-progress-row"):
             yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
+            yield Button("Cancel run…", id="bench-cancel", classes="apply", compact=True, disabled=True)
             yield Static("", id="bench-progress-text")
         yield Static("", id="bench-status")
         with Horizontal(classes="form-row"):

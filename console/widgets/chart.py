@@ -236,7 +236,7 @@ class TimeChart(PlotextPlot):
         if data.vline is not None:
             self.plt.text(f" {data.vline.label} ", data.vline.value, y_top, color=rgb(data.vline.color),
                           background=canvas, alignment="left")  # fmt: skip
-        for band in data.bands:
+        for band in data.bands if height - PLOT_FRAME_ROWS >= 6 else ():  # a short chart: the legend names it
             self.plt.text(f" {band.label} ", band.start, y_top, color=rgb("grey"), background=canvas,
                           alignment="left")  # fmt: skip
 
