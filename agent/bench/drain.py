@@ -19,6 +19,9 @@ from typing import Any
 from agent.sglang.client import EngineClient, EngineError
 
 POLL_S = 0.5
+READ_TIMEOUT_S = 2.0
+"""A saturated engine may answer /metrics late (the sim took 75 s while it shed cut requests): a
+read that does not answer in time keeps the last counts, and the wait goes on saying so."""
 DEFAULT_DRAIN_WAIT_S = 120.0
 
 
@@ -58,10 +61,11 @@ class DrainOutcome:
         }
 
 
-async def busy(engine: EngineClient) -> Busy:
+async def busy(engine: EngineClient, timeout_s: float = READ_TIMEOUT_S) -> Busy:
     try:
-        reading = await engine.metrics()
-    except EngineError:
+        async with asyncio.timeout(timeout_s):
+            reading = await engine.metrics()
+    except (EngineError, TimeoutError):
         reading = None
     if reading is None:
         return Busy(None, None)
@@ -82,5 +86,6 @@ async def wait_for_drain(
     while not now.idle and now.running is not None and time.monotonic() - started < limit_s:
         report(now, time.monotonic() - started)
         await asyncio.sleep(poll_s)
-        now = await busy(engine)
+        read = await busy(engine)
+        now = read if read.running is not None else now  # no answer in time: the last counts hold
     return DrainOutcome(now.idle, time.monotonic() - started, first, now)
