@@ -80,7 +80,9 @@ def test_small_screen(snap_compare: Any, key: str) -> None:
 
 @pytest.mark.parametrize("size", [SMALL, SIZE, WIDE], ids=["80x24", "100x30", "160x45"])
 @pytest.mark.parametrize("key", SCREEN_KEYS)
-async def test_the_footer_reads_as_words_and_the_header_keeps_its_clock(key: str, size: tuple[int, int]) -> None:
+async def test_the_footer_reads_as_words_and_the_header_keeps_its_clock(
+    key: str, size: tuple[int, int]
+) -> None:
     """Issue 27: below 150 columns the footer read "ohkgcbpl screensspace Pause"; at 100 the header's
     clock was cut ("@ 09:1…") and the GPU screen lost its clock, PCIe and throttle columns."""
     app = replay_app()
