@@ -20,6 +20,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import BindingType
+from textual.widgets import Input, Select, TextArea
 
 from agent.wire import WIRE_VERSION, Event
 from agent.wire.api import AgentStatus
@@ -218,6 +219,8 @@ class ConsoleApp(App[None]):
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "blur":  # in the footer only while a field holds the keys (then it is the way out)
+            return isinstance(self.focused, Input | TextArea | Select)
         if self.readonly and action in writing_actions():
             return None  # shown greyed, does nothing
         return True
@@ -257,6 +260,12 @@ class ConsoleApp(App[None]):
     def action_blur(self) -> None:
         self.set_focus(None)
 
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()  # the footer's "esc Leave field" comes and goes with a field's focus
+
+    def on_descendant_blur(self) -> None:
+        self.refresh_bindings()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.readonly))
 
@@ -275,6 +284,15 @@ class ConsoleApp(App[None]):
         screen = self._on_mode("kv")
         if isinstance(screen, KvScreen):
             screen.ask_whatif()
+
+    def action_go_to_command(self) -> None:
+        """``:`` as in k9s: the command palette, to type a command's name and run it."""
+        self.action_command_palette()
+
+    def action_release_steps(self) -> None:
+        screen = self._on_mode("controls")
+        if isinstance(screen, ControlsScreen):
+            screen.release_steps()
 
     def action_bench_start(self) -> None:
         screen = self._on_mode("bench")

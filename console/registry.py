@@ -78,9 +78,18 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "Leave field",
         "app.blur",
-        "Leave a text field so letter keys switch screens again",
+        "Leave a text field so letter keys switch screens again (shown while a field has the keys)",
         "App",
         "escape",
+        key_display="esc",
+    ),
+    Command(
+        "Go to command",
+        "app.go_to_command",
+        "Type a command's name and run it (k9s' command mode; the palette, ctrl+p)",
+        "App",
+        "colon",
+        key_display=":",
         footer=False,
     ),
     Command(
@@ -103,6 +112,14 @@ COMMANDS: tuple[Command, ...] = (
         "Apply steps",
         "app.apply('steps')",
         "Plan and confirm a new step count",
+        "Controls",
+        footer=False,
+        writes=True,
+    ),
+    Command(
+        "Release step pin",
+        "app.release_steps",
+        "Unpin the step count: SGLang's adaptive policy chooses again (plan and confirm)",
         "Controls",
         footer=False,
         writes=True,
@@ -139,6 +156,30 @@ COMMANDS: tuple[Command, ...] = (
         writes=True,
     ),
     Command(
+        "Cancel bench run",
+        "cancel_run",
+        "Stop the running benchmark after a confirm: its requests are cut, the threshold put back",
+        "Bench",
+        "ctrl+k",
+        key_display="^k",
+        writes=True,
+        screens=("bench",),
+        short="Cancel run",
+    ),
+    *(
+        Command(
+            f"Filter {what}",
+            "filter",
+            f"Type to show only the {what} that contain it (Esc leaves the field; clear it to show all)",
+            "View",
+            "slash",
+            key_display="/",
+            screens=(mode,),
+            short="Filter",
+        )
+        for mode, what in (("bench", "bench runs"), ("profiles", "profiles"))
+    ),
+    Command(
         "Diff profile",
         "app.profile_diff",
         "Compare the selected profile with what runs",
@@ -165,7 +206,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "Search",
         "search",
-        "Type a term to highlight in the engine log",
+        "Type a term to highlight in the engine log and the events pane",
         "Logs",
         "slash",
         key_display="/",
@@ -178,6 +219,7 @@ COMMANDS: tuple[Command, ...] = (
         "Logs",
         "n",
         screens=("logs",),
+        footer=False,  # the search status line says "n next · N previous" where it matters
         short="next",
     ),
     Command(
@@ -187,6 +229,7 @@ COMMANDS: tuple[Command, ...] = (
         "Logs",
         "N",
         screens=("logs",),
+        footer=False,  # the search status line says "n next · N previous" where it matters
         short="prev",
     ),
     Command(

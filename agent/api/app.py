@@ -168,7 +168,8 @@ def create_app(daemon: Daemon) -> FastAPI:
             is_running = f.name == running or (
                 f.path.resolve() == launched_from and daemon.profile == daemon.config.profile
             )
-            out.append({"name": f.name, "path": str(f.path), "running": is_running})
+            changed = daemon.library.changed_keys(f.name, daemon.profile) if is_running else []
+            out.append({"name": f.name, "path": str(f.path), "running": is_running, "changed": changed})
         return {"profiles": out}
 
     @api.get("/profile", response_model=RunningProfile)

@@ -170,6 +170,7 @@ async def run_compare(
             arms["baseline"] = (base_session, None)
         steps = plan(options.concurrency, list(arms), options.repeats)
         tracker = new_tracker(steps, options, len(options.concurrency), progress)
+        drain = await session.wait_for_drain(tracker)
         await session.probe_durations(tracker.model)
         if base_session is not None:
             await base_session.probe_request()
@@ -203,6 +204,7 @@ async def run_compare(
         "switches": switches,
         "settling": settling(switches),
         "expected_duration_s": expected,
+        "drain": drain.as_dict(),
         "started_at": started,
         "duration_s": time.time() - started,
     }

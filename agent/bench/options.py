@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.window import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
 from agent.profile.words import given_words
@@ -62,6 +63,9 @@ class BenchOptions:
     """For SGLang's ADMIN_OPTIONAL routes (/set_internal_state, /flush_cache) when the server has an
     admin key: then those routes refuse the plain API key (sglang-0.5.23.md §4.1)."""
     seed: int = 1
+    drain_wait_s: float = DEFAULT_DRAIN_WAIT_S
+    """Before its first request, wait this long at most for the engine to finish other clients'
+    requests (``agent.bench.drain``); 0: start at once."""
 
     def requests_at(self, concurrency: int) -> int:
         if self.min_requests is not None:
@@ -128,7 +132,7 @@ def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     """Options from a JSON body (the daemon's POST /v1/bench); unknown keys are refused by name."""
     allowed = {
         "concurrency", "min_requests", "input_len", "output_len", "chat", "repeats", "min_window_s",
-        "warmup_requests", "warmup_output_len", *ALIASES,
+        "warmup_requests", "warmup_output_len", "drain_wait_s", *ALIASES,
     }  # fmt: skip
     unknown = sorted(set(data) - allowed - {"mode", "baseline_url", "confirm_production"})
     if unknown:
@@ -159,6 +163,7 @@ def _options(body: Mapping[str, Any]) -> BenchOptions:
     return BenchOptions(
         concurrency=validate_concurrency(concurrency),
         min_window_s=_seconds_in(body, "min_window_s", DEFAULT_MIN_WINDOW_S),
+        drain_wait_s=_seconds_in(body, "drain_wait_s", DEFAULT_DRAIN_WAIT_S),
         min_requests=_int_in(body, "min_requests", 1, 100_000, None),
         input_len=_int_in(body, "input_len", 1, 1_000_000, 1024) or 1024,
         output_len=_int_in(body, "output_len", 2, 1_000_000, 256) or 256,

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TextIO
 
+from agent.bench.drain import Busy
 from agent.bench.schedule import DurationModel, Step, format_duration
 
-Phase = Literal["planned", "measuring", "measured"]
+Phase = Literal["waiting", "planned", "measuring", "measured"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class BenchProgress:
     """Of the whole run, 0..1, by expected time."""
     message: str = ""
     phase: Phase = "measuring"
-    """"planned" once before the first step, "measured" at the end of each step."""
+    """"waiting" while the engine drains other clients' requests (``agent.bench.drain``), "planned"
+    once before the first step, "measured" at the end of each step."""
     repeat: int = 0
     repeats: int = 1
     step: int = 0
@@ -103,6 +105,16 @@ class RunTracker:
             )
         )
 
+    def waiting(self, busy: Busy, waited_s: float) -> None:
+        """The engine still holds other clients' requests: the run waits before its first request."""
+        if self.steps:
+            self._emit(
+                self.steps[0],
+                "waiting",
+                f"waiting for the engine to drain before the first request: {busy.words()} "
+                f"(other clients' requests, {waited_s:.0f} s so far)",
+            )
+
     def planned(self) -> float:
         """Report the plan; returns the expected duration in seconds."""
         expected = self.model.remaining(self.steps)
@@ -143,12 +155,19 @@ class TerminalProgress:
         self.tty = self.stream.isatty()
         self.width = width
         self._last_draw = 0.0
+        self._last_wait = -1e9
 
     def __call__(self, progress: BenchProgress) -> None:
         eta = "" if progress.eta_s is None else f"ETA {format_duration(progress.eta_s)}"
         where = f"[{progress.step}/{progress.steps}] c={progress.concurrency} {progress.arm} r{progress.repeat + 1}"
         if progress.phase == "planned":
             self._line(f"plan: {progress.message}")
+            return
+        if progress.phase == "waiting":
+            now = time.monotonic()
+            if now - self._last_wait >= (1.0 if self.tty else 10.0):
+                self._last_wait = now
+                self._line(progress.message)
             return
         if not self.tty:
             if progress.phase == "measured":

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.bench.compare import run_compare
@@ -224,19 +224,18 @@ class BenchRuns:
         bench_id = record["bench_id"]
         started = time.monotonic()
         last_sent: float | None = None
+        last: tuple[BenchProgress, float] | None = None
+        """The newest progress and when it came: the heartbeat moves its clock on."""
 
-        def on_progress(progress: BenchProgress) -> None:
+        def send(progress: BenchProgress, now: float) -> None:
             nonlocal last_sent
-            now = time.monotonic()
-            if last_sent is not None and now - last_sent < self.progress_interval_s:
-                return
             last_sent = now
             elapsed = now - started
             eta = progress.eta_s
             left = f", about {eta:.0f} s left" if eta is not None else ""
             what = (
                 progress.message
-                if progress.phase == "planned"
+                if progress.phase in ("planned", "waiting")
                 else f"{progress.arm} c={progress.concurrency} repeat {progress.repeat + 1}/{progress.repeats}"
             )
             self.publish(
@@ -252,6 +251,30 @@ class BenchRuns:
                 )
             )
 
+        def on_progress(progress: BenchProgress) -> None:
+            nonlocal last
+            now = time.monotonic()
+            phase_changed = last is not None and last[0].phase == "waiting" != progress.phase
+            last = (progress, now)
+            if last_sent is not None and now - last_sent < self.progress_interval_s and not phase_changed:
+                return
+            send(progress, now)
+
+        async def heartbeat() -> None:
+            """A step can run for minutes without a completion (a long first request): the bar and the
+            ETA still move, by the clock, at the event interval."""
+            while True:
+                await asyncio.sleep(self.progress_interval_s)
+                now = time.monotonic()
+                if last is None or (last_sent is not None and now - last_sent < self.progress_interval_s):
+                    continue
+                progress, at = last
+                eta = None if progress.eta_s is None else max(0.0, progress.eta_s - (now - at))
+                elapsed = now - started
+                fraction = progress.fraction if eta is None else min(1.0, elapsed / max(elapsed + eta, 1e-9))
+                send(replace(progress, eta_s=eta, fraction=max(progress.fraction, fraction)), now)
+
+        beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
             if record["mode"] == "sweep":
                 result = await run_sweep(record["url"], options, on_progress, cancel, context)
@@ -264,6 +287,8 @@ class BenchRuns:
             raise
         except Exception as exc:
             return self._finish(record, "failed", failure_reason(exc))
+        finally:
+            beat.cancel()
         return self._finish(record, "finished", None, result)
 
     def _finish(

@@ -16,12 +16,13 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import engine_fields
+from agent.bench.drain import DrainOutcome, wait_for_drain
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.loop import LoopResult, measured_loop
@@ -114,6 +115,15 @@ class SweepSession:
         if self.options.chat:
             self.chat_model = await self.probe.served_model()
         return self.info
+
+    async def wait_for_drain(self, tracker: RunTracker) -> DrainOutcome:
+        """Wait (up to ``drain_wait_s``) until other clients' requests have left the engine."""
+        return cast(
+            DrainOutcome,
+            await until_cancelled(
+                wait_for_drain(self.probe, self.options.drain_wait_s, tracker.waiting), self.cancel
+            ),
+        )
 
     def _sender(
         self, output_len: int, seeds: Iterator[int], input_len: int | None = None
@@ -340,6 +350,7 @@ async def run_sweep(
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
+        drain = await session.wait_for_drain(tracker)
         await session.probe_durations(tracker.model)
         expected = tracker.planned()
         outcomes = await measure_levels(session, steps, tracker)
@@ -356,6 +367,7 @@ async def run_sweep(
         "environment": environment(info, context),
         "levels": levels,
         "expected_duration_s": expected,
+        "drain": drain.as_dict(),
         "started_at": started,
         "duration_s": time.time() - started,
     }

@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
+from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.engine import EngineError
 from agent.bench.options import (
     DEFAULT_MIN_WINDOW_S,
@@ -25,8 +27,9 @@ from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
 from agent.bench.settle import WARMUP_OUTPUT_LEN
-from agent.bench.store import atomic_write_json
+from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.cli.status import add_connection_args
 from agent.wire.bench_env import parse_environment
 
 WINDOWS = (
@@ -91,11 +94,30 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="file holding the server's admin API key (for /set_internal_state and /flush_cache)",
     )
+    parser.add_argument(
+        "--drain-wait-s",
+        type=float,
+        default=DEFAULT_DRAIN_WAIT_S,
+        help="before the first request, wait up to this long for the engine to finish other clients' "
+        f"requests (default {DEFAULT_DRAIN_WAIT_S:g}; 0: start at once)",
+    )
+    add_connection_args(parser)  # the agent on this host that serves --url hears the run start and end
 
 
 def register(subparsers: Any) -> None:
-    bench = subparsers.add_parser("bench", help="benchmark an SGLang server (sweep, compare)")
+    bench = subparsers.add_parser("bench", help="benchmark an SGLang server (sweep, compare, cancel)")
     sub = bench.add_subparsers(dest="bench_command", metavar="SUBCOMMAND", required=True)
+    cancel = sub.add_parser(
+        "cancel",
+        help="cancel the benchmark the agent runs (as the console's Bench screen does)",
+        description="Cancel a benchmark the agent runs: its requests in flight are cut and the live threshold "
+        "it forced is put back; the agent audits it. Without BENCH_ID: the one running now.",
+    )
+    cancel.add_argument("bench_id", nargs="?", help="the run's id (default: the running one)")
+    add_connection_args(cancel)
+    cancel.add_argument("--yes", "-y", action="store_true", help="cancel without asking (scripts)")
+    cancel.add_argument("--operator", default=None, help="who asks, for the audit (default: this user)")
+    cancel.set_defaults(handler=cancel_run)
     sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level", description=WINDOWS)
     _common(sweep)
     sweep.set_defaults(handler=_handle, bench_mode="sweep")
@@ -147,6 +169,7 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         warmup_output_len=args.warmup_output_len,
         api_key=api_key,
         admin_api_key=admin_api_key,
+        drain_wait_s=args.drain_wait_s,
     )
 
 
@@ -169,6 +192,8 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"agent bench: --{exc}", file=sys.stderr)
         return 2
     bar = TerminalProgress()
+    announce = Announcer.for_engine(args, args.url)
+    announce("running")
     try:
         if args.bench_mode == "sweep":
             result = asyncio.run(run_sweep(args.url, options, bar, context=local_context(args.url)))
@@ -182,8 +207,15 @@ def _handle(args: argparse.Namespace) -> int:
         bar.close()
         notes = "; ".join(getattr(exc, "__notes__", []))
         print(f"agent bench: failed: {exc}{'; ' + notes if notes else ''}", file=sys.stderr)
+        announce("failed", f"{exc}")
         return 1
+    except KeyboardInterrupt:
+        bar.close()
+        announce("cancelled", "interrupted (Ctrl-C) where it ran")
+        print("agent bench: cancelled", file=sys.stderr)
+        return 130
     bar.close()
+    announce("finished")
     if args.json_out is not None:
         atomic_write_json(args.json_out, result)
     table = sweep_table(result["levels"]) if args.bench_mode == "sweep" else compare_table(result)
@@ -234,3 +266,83 @@ def _show(args: argparse.Namespace) -> int:
         return 2
     print(table)
     return 0
+class Announcer:
+    """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
+    draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""
+
+    def __init__(self, client: Any, bench_id: str, mode: str, url: str) -> None:
+        self.client, self.bench_id, self.mode, self.url = client, bench_id, mode, url
+
+    @classmethod
+    def for_engine(cls, args: argparse.Namespace, url: str) -> Announcer:
+        from agent.api.client import AgentUnreachable, call, connect
+        from agent.serve.paths import default_state_dir
+
+        state_dir = (args.state_dir or default_state_dir()).expanduser()
+        try:
+            client = connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen, timeout_s=3.0)
+            served = call(client, "GET", "/v1/status").get("engine_url")
+        except (AgentUnreachable, OSError, ValueError, httpx.HTTPError):
+            return cls(None, "", args.bench_mode, url)
+        if not served or served.rstrip("/") != url.rstrip("/"):
+            client.close()
+            return cls(None, "", args.bench_mode, url)
+        announcer = cls(client, new_bench_id(), args.bench_mode, url)
+        print(f"the agent on this host serves {url}: its consoles show this run as {announcer.bench_id}")
+        return announcer
+
+    def __call__(self, state: str, error: str | None = None) -> None:
+        if self.client is None:
+            return
+        body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error}
+        try:
+            self.client.post("/v1/bench/external", json=body).raise_for_status()
+        except httpx.HTTPError as exc:
+            print(f"agent bench: could not tell the agent the run is {state}: {exc}", file=sys.stderr)
+        if state != "running":
+            self.client.close()
+
+
+def cancel_run(args: argparse.Namespace) -> int:
+    """``agent bench cancel``: the agent's running benchmark, after a confirm on a terminal."""
+    import getpass
+
+    from agent.api.client import AgentUnreachable, call, connect
+    from agent.serve.paths import default_state_dir
+
+    state_dir = (args.state_dir or default_state_dir()).expanduser()
+    try:
+        with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
+            runs = call(client, "GET", "/v1/bench")["runs"]
+            bench_id = args.bench_id or next(
+                (r["bench_id"] for r in runs if r.get("state") == "running"), None
+            )
+            if bench_id is None:
+                print("agent bench cancel: no benchmark is running; nothing to cancel")
+                return 0
+            run = next((r for r in runs if r.get("bench_id") == bench_id), None)
+            if run is None:
+                print(f"agent bench cancel: no benchmark {bench_id} on this agent", file=sys.stderr)
+                return 1
+            print(f"benchmark {bench_id} ({run.get('mode')}) is {run.get('state')} on {run.get('profile')}")
+            if run.get("state") == "running" and not args.yes:
+                if not sys.stdin.isatty():
+                    print("not a terminal: pass --yes to cancel it", file=sys.stderr)
+                    return 2
+                try:
+                    answer = input("cancel it? its requests in flight are cut [y/N] ")
+                except EOFError:
+                    answer = ""
+                if answer.strip().lower() not in ("y", "yes"):
+                    print("not cancelled; it keeps running")
+                    return 0
+            operator = args.operator or getpass.getuser()
+            answer = call(client, "POST", f"/v1/bench/{bench_id}/cancel", json={"operator": operator})
+    except AgentUnreachable as exc:
+        print(f"agent bench cancel: the agent is not reachable ({exc})", file=sys.stderr)
+        return 1
+    except httpx.HTTPError as exc:
+        print(f"agent bench cancel: the agent refused: {exc}", file=sys.stderr)
+        return 1
+    print(answer.get("message") or ("cancelled" if answer.get("cancelled") else "nothing to cancel"))
+    return 0 if answer.get("cancelled") or run.get("state") != "running" else 1

@@ -95,7 +95,10 @@ def render_table(rows: list[CheckRow]) -> list[str]:
             f"{row.seconds:.1f} s",
         )
         lines.append("  ".join(f"{_cell(v, w):<{w}}" for v, (_, w) in zip(values, COLUMNS, strict=True)))
-        if not row.ok and row.detail:
+        for value, (name, width) in zip(values, COLUMNS, strict=True):
+            if len(value) > width:  # a cell cut to its column is given whole below its row
+                lines.append(f"{'':<9}{name}: {value}")
+        if row.detail and (not row.ok or "refused" in row.measured):
             lines.append(f"{'':<9}why: {row.detail}")
     return lines
 

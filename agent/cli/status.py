@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
@@ -55,5 +57,55 @@ def run(args: argparse.Namespace) -> int:
             print(f"  | {line}")
         if error.get("log"):
             print(f"  (engine log: {error['log']})")
-    print(f"telemetry: every {status['tick_interval_s']} s, last seq {status['last_seq']}")
+    print(telemetry_line(status))
+    for line in speculation_lines(status.get("speculation")):
+        print(line)
+    findings = status.get("findings") or []
+    print(f"findings: {len(findings) or 'none'}")
+    for f in findings:
+        print(f"  {f.get('severity')}: {f.get('title')}")
+    print(bench_line(status.get("bench")))
     return 0
+
+
+def telemetry_line(status: dict[str, Any]) -> str:
+    at = status.get("latest_snapshot_at")
+    when = "no snapshot yet" if at is None else f"newest snapshot {max(0.0, time.time() - at):.0f} s ago"
+    return f"telemetry: every {status['tick_interval_s']:g} s, {when}"
+
+
+def speculation_lines(spec: dict[str, Any] | None) -> list[str]:
+    if spec is None:
+        return ["speculation: unknown (no snapshot yet)"]
+    if not spec.get("configured"):
+        return ["speculation: none (the profile has no drafter)"]
+    threshold = spec.get("threshold")
+    where = (
+        ("no threshold" if not threshold else f"threshold {threshold}")
+        if spec.get("threshold_available")
+        else "no live threshold"
+    )
+    pinned = spec.get("pinned_steps")
+    who = f"pinned at {pinned}" if isinstance(pinned, int) and pinned >= 0 else "SGLang's policy chooses"
+    if spec.get("on") is None:
+        return [f"speculation: unknown now; {where}, steps {who}"]
+    if spec["on"]:
+        return [f"speculation: on, {spec.get('steps')} steps ({who}), topk {spec.get('topk')}; {where}"]
+    lines = [
+        f"speculation: off ({(spec.get('off_reason') or 'unknown').replace('_', ' ')}); {where}, steps {who}"
+    ]
+    if spec.get("off_detail"):
+        lines.append(f"  {spec['off_detail']}")
+    return lines
+
+
+def bench_line(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "bench: none has run on this agent"
+    state = run.get("state")
+    head = f"bench: {run.get('bench_id')} ({run.get('mode')}) {state}"
+    if state == "finished" and run.get("recommended_threshold") is not None:
+        return f"{head}, recommended threshold {run['recommended_threshold']}"
+    if state in ("failed", "cancelled") and run.get("error"):
+        return f"{head}: {run['error']}"
+    return head

@@ -126,8 +126,12 @@ class ActionBook:
         emit: Callable[[str, str, dict[str, Any]], None],
         on_profile_applied: Callable[[Profile], Awaitable[str | None] | None] = lambda p: None,
         drain_timeout_s: float = 60.0,
+        live_pinned: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.engine = engine
+        self.live_pinned = live_pinned
+        """The engine's live pinned step count from its latest read-back (-1 or None: its policy
+        chooses): a profile cannot say whether its step count is pinned."""
         self.load_named = load_named
         self.http = http
         self.engine_headers = engine_headers
@@ -161,7 +165,7 @@ class ActionBook:
             draft = Draft(mode="rejected", reason="no profile is running yet", rejected_field="engine")
             running_base: Profile | None = None
         else:
-            draft = plan_request(request, running, self.load_named, self.engine.launched)
+            draft = plan_request(request, running, self.load_named, self.engine.launched, self.live_pinned())
             running_base = running
         action_id = "act-" + secrets.token_hex(8)
         plan = Plan(

@@ -5,6 +5,7 @@ Names are file stems checked against the profile name rule, so a name can never 
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,15 @@ class ProfileLibrary:
             raise ProfileError(errors)
         self.directory.mkdir(parents=True, exist_ok=True)
         return save_profile(profile, path)
+
+    def changed_keys(self, name: str, running: Profile) -> builtins.list[str]:
+        """Keys where what runs differs from the saved file ``name`` (empty when it cannot be read:
+        its own read says why)."""
+        try:
+            saved = self.load(name)
+        except (UnknownProfile, ProfileError):
+            return []
+        return [c.key for c in diff_profiles(saved, running) if not c.key.startswith("identity.")]
 
     def diff(self, name: str, running: Profile, launched: Profile | None = None) -> dict[str, Any]:
         """What loading ``name`` changes against ``running`` (live values included), and whether the

@@ -188,15 +188,60 @@ def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Pr
     return new, [note]
 
 
+PINNED_KEY = "speculation.pinned_steps"
+"""The change a pin or its release shows: the engine's pinned step count (None: SGLang's policy)."""
+
+
+def _pin_draft(req: ActionRequest, running: Profile, built: Profile, pinned: int | None) -> Draft | None:
+    """A steps request read against the engine's live pin (``pinned``, its read-back; -1 or None: the
+    policy chooses): releasing a pin, or pinning the count the profile already names. A profile cannot
+    say whether its step count is pinned, so the engine's read-back decides; None: not such a case."""
+    value = req.value
+    if req.kind != "steps" or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    is_pinned = pinned is not None and pinned != live_control.RELEASE_PINNED_STEPS
+    releasing = value == live_control.RELEASE_PINNED_STEPS
+    if not releasing and (is_pinned or value != running.speculation.num_steps):
+        return None  # a new pin that the profile's step count shows (or a move between two pins)
+    why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, value)
+    if why is not None:
+        return _reject("speculation.num_steps", why)
+    if releasing and not is_pinned and running.speculation.num_steps == built.speculation.num_steps:
+        return Draft("noop", "no step count is pinned: SGLang's adaptive policy already chooses")
+    updates: dict[str, Any] = {"num_steps": built.speculation.num_steps if releasing else value}
+    auto = running.speculation.autopilot
+    if auto.enabled:  # the operator takes the wheel, as for any steps set by hand
+        updates["autopilot"] = {**auto.model_dump(mode="json"), "enabled": False}
+    new = _with_speculation(running, **updates)
+    if isinstance(new, Draft):
+        return new
+    old = pinned if is_pinned else (running.speculation.num_steps if releasing else None)
+    words = (
+        f"{PINNED_KEY} {value_words(old)} → unset: applied live, SGLang's adaptive policy chooses the step "
+        f"count again (among {value_words(adaptive.live_step_choices(built.speculation))})"
+        if releasing
+        else f"{PINNED_KEY} unset → {value}: applied live, {value} steps were built at start-up"
+    )
+    changes = [Change(key=PINNED_KEY, old=old, new=None if releasing else value)]
+    if auto.enabled:
+        changes.append(Change(key="speculation.autopilot.enabled", old=True, new=False))
+        words += "; the autopilot is on: steps set by hand turn it off"
+    return Draft("live", words, changes, new, {live_control.LIVE_STEPS_KEY: value})
+
+
 def plan_request(
     req: ActionRequest,
     running: Profile,
     load_named: Callable[[str], Profile],
     built: Profile | None = None,
+    pinned: int | None = None,
 ) -> Draft:
     """Plan ``req`` against the server running ``running`` (live values included), launched with
-    ``built`` (``running`` when none is given)."""
+    ``built`` (``running`` when none is given); ``pinned``: the engine's live pinned steps (-1: none)."""
     built = built or running
+    pin = _pin_draft(req, running, built, pinned)
+    if pin is not None:
+        return pin
     made = _candidate(req, running, built, load_named)
     if isinstance(made, Draft):
         return made

@@ -292,10 +292,12 @@ class Speculation(_Section):
                 f"{', '.join(map(str, outside))} not among the live step choices "
                 f"({', '.join(map(str, choices))}: speculation.live_steps)",
             )
-        if self.autopilot.enabled and (not self.adaptive or self.threshold is None):
+        if self.autopilot.enabled and not self.adaptive:
+            # The threshold it also needs at launch is SGLang's rule (agent.sglang.rules): a running
+            # profile whose live threshold is 0 has none, and its launch kept one.
             raise KeyedValueError(
                 "autopilot.enabled",
-                "the autopilot moves the live threshold: it needs adaptive = true and a threshold (so that "
+                "the autopilot moves the live threshold: it needs adaptive = true (and a threshold, so that "
                 "SGLang builds its 0-step state at start-up)",
             )
         return self

@@ -9,17 +9,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.bench.engine import EngineError, EngineProbe
+from agent.bench.estimate import estimate, request_time
 from agent.bench.options import BenchOptionError
 from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench
 from agent.sglang.info_view import ServerInfo
-from agent.wire.api import BenchCancelled, BenchList, BenchRecord, BenchStarted
+from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchRecord, BenchStarted
 
 if TYPE_CHECKING:
     from agent.serve.daemon import Daemon
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
+
+
+_ANNOUNCED = {"running": "bench.started", "finished": "bench.finished", "failed": "bench.failed",
+              "cancelled": "bench.cancelled"}  # fmt: skip
 
 
 class BenchService:
@@ -36,6 +48,69 @@ class BenchService:
         if running is not None:
             self.runs.cancel(running)
             await self.runs.wait(running)
+
+    def cancel(self, bench_id: str, operator: str | None) -> dict[str, Any]:
+        """Stop a run at once (its requests in flight are cut; the live threshold is put back by the
+        run itself). Audited as an operator's decision, like a cancelled plan."""
+        try:
+            record = self.runs.get(bench_id)
+        except UnknownBench:
+            raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+        cancelled = self.runs.cancel(bench_id)
+        state = "cancelled" if cancelled else record.get("state")
+        message = (
+            f"benchmark {bench_id} is being cancelled; its requests in flight are cut"
+            if cancelled
+            else f"benchmark {bench_id} is not running (it is {state}); nothing to cancel"
+        )
+        if cancelled:
+            self.daemon.actions.audit.append(
+                operator=operator,
+                action={"kind": "bench_cancel", "bench_id": bench_id, "mode": record.get("mode")},
+                before={"bench": "running"},
+                after={"bench": "cancelled"},
+                result={"status": "applied", "message": message},
+            )
+        return {"cancelled": cancelled, "state": state, "message": message}
+
+    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What a start with ``body`` would run, and for how long (nothing is started)."""
+        mode, options, baseline_url = self.runs.check(body)
+        snap = self.daemon.hub.latest
+        busy = None
+        request_s = None
+        if snap is not None:
+            load, lat = snap.load, snap.latency
+            if load.running is not None:
+                busy = load.running + (load.queued or 0)
+            request_s = request_time(lat.ttft_p50_s, lat.itl_p50_s, options.output_len)
+        earlier = []
+        for summary in self.runs.list()[:50]:
+            if summary.get("state") == "finished" and summary.get("mode") == mode:
+                try:
+                    earlier.append(self.runs.get(str(summary["bench_id"])))
+                except UnknownBench:
+                    continue
+        est = estimate(
+            mode,
+            options,
+            baseline=baseline_url is not None,
+            earlier=earlier,
+            request_s=request_s,
+            busy_now=busy,
+        )
+        return {**est.as_dict(), "busy_now": busy}
+
+    def announce(self, body: BenchAnnounce) -> None:
+        """A run driven from ``agent bench`` straight at this agent's engine starts or ends."""
+        data = {"bench_id": body.bench_id, "mode": body.mode, "state": body.state, "url": body.url,
+                "error": body.error, "external": True}  # fmt: skip
+        words = "started" if body.state == "running" else body.state
+        error = f": {body.error}" if body.error else ""
+        self.daemon.emit(
+            "bench", _ANNOUNCED[body.state],
+            f"benchmark {body.bench_id} ({body.mode}, agent bench straight at the engine) {words}{error}", data,
+        )  # fmt: skip
 
     async def close(self) -> None:
         await self.runs.close()
@@ -95,6 +170,17 @@ class BenchService:
             except UnknownBench:
                 raise HTTPException(404, f"no benchmark {bench_id!r}") from None
 
+        @api.post("/bench/plan", response_model=BenchPlan)
+        async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return self.plan(body)
+            except BenchOptionError as exc:
+                raise HTTPException(422, str(exc)) from None
+
+        @api.post("/bench/external", status_code=204)
+        async def announce_bench(body: BenchAnnounce) -> None:
+            self.announce(body)
+
         @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
-        async def cancel_bench(bench_id: str) -> dict[str, Any]:
-            return {"cancelled": runs.cancel(bench_id)}
+        async def cancel_bench(bench_id: str, body: CancelBody | None = None) -> dict[str, Any]:
+            return self.cancel(bench_id, body.operator if body else None)

@@ -122,6 +122,7 @@ class Daemon:
             emit=lambda name, msg, data: self.emit("action", name, msg, data),
             on_profile_applied=self._profile_applied,
             drain_timeout_s=config.drain_timeout_s,
+            live_pinned=lambda: self.hub.latest.speculation.pinned_steps if self.hub.latest else None,
         )
         self.autopilot = AutopilotRunner(
             config.profile,
@@ -396,7 +397,26 @@ class Daemon:
             "started_at": self.started_at,
             "tick_interval_s": self.tick_interval_s,
             "state_dir": str(self.paths.root),
+            **self._status_of_latest(),
         }
+
+    def _status_of_latest(self) -> dict[str, Any]:
+        """What ``agent status`` shows beside the engine: speculation, findings, the benchmark."""
+        snap = self.hub.latest
+        out: dict[str, Any] = {"latest_snapshot_at": None, "speculation": None, "findings": [], "bench": None}
+        if snap is not None:
+            spec = snap.speculation
+            keys = ("configured", "on", "steps", "topk", "threshold", "threshold_available", "pinned_steps",
+                    "off_reason", "off_detail")  # fmt: skip
+            out["latest_snapshot_at"] = snap.time
+            out["speculation"] = spec.model_dump(mode="json", include=set(keys))
+            out["findings"] = [f.model_dump(mode="json", include={"code", "severity", "title", "since"})
+                               for f in snap.findings]  # fmt: skip
+        if self.bench is not None:
+            runs = self.bench.runs.list()
+            chosen = next((r for r in runs if r.get("state") == "running"), runs[0] if runs else None)
+            out["bench"] = chosen
+        return out
 
     def log_lines(self, tail: int, search: str | None) -> list[str]:
         lines = self.engine_log.tail(tail, search)

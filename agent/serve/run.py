@@ -7,7 +7,9 @@ import contextlib
 import logging
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import uvicorn
@@ -21,6 +23,25 @@ if TYPE_CHECKING:
     from agent.serve.exporter import AgentExporter
 
 log = logging.getLogger(__name__)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that, on Ctrl-C or SIGTERM, first ends the open event streams.
+
+    A console's stream never ends by itself: uvicorn waited ``timeout_graceful_shutdown`` for it and
+    then cancelled its task, and Starlette printed a 40-line CancelledError traceback. Closing the hub
+    ends every stream at once, so the shutdown is quiet and quick."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        try:  # from a signal handler: hand the close to the loop rather than run it mid-step
+            asyncio.get_running_loop().call_soon_threadsafe(self._on_exit)
+        except RuntimeError:
+            self._on_exit()
+        super().handle_exit(sig, frame)
 
 
 async def serve(
@@ -39,8 +60,9 @@ async def serve(
         exporter.add_source(AutopilotMetrics(daemon.autopilot))
     await daemon.start()
     app = create_app(daemon)
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=3, lifespan="on")
+    server = _Server(
+        uvicorn.Config(app, log_config=None, access_log=False, timeout_graceful_shutdown=3, lifespan="on"),
+        on_exit=daemon.hub.close,
     )
 
     async def exit_when_asked() -> None:

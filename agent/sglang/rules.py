@@ -250,8 +250,8 @@ def _check_live_controls(profile: Profile, report: _Report) -> None:
     if spec.num_steps is not None and spec.num_steps not in choices:
         report.error(
             "speculation.num_steps",
-            f"{spec.num_steps} is not among speculation.live_steps {choices}; SGLang 0.5.23 refuses "
-            "to start when --speculative-num-steps is not in the adaptive candidate steps",
+            f"{spec.num_steps} is not among speculation.live_steps ({value_words(choices)}); SGLang 0.5.23 "
+            "refuses to start when --speculative-num-steps is not in the adaptive candidate steps",
         )
     if len(choices) > 1 and profile.server.mem_fraction_static is None:
         report.warning(
@@ -259,7 +259,10 @@ def _check_live_controls(profile: Profile, report: _Report) -> None:
             f"unset with {len(choices)} live step counts: SGLang captures CUDA graphs for each of them at "
             "start-up and its default memory fraction does not budget for the extra sets; set it explicitly",
         )
-    if spec.threshold is None:
+    if spec.threshold is None and spec.autopilot.enabled:  # a live 0 is fine: its launch kept one
+        report.error("speculation.autopilot.enabled", "the autopilot moves the live threshold: it needs a "
+                     "threshold at launch (so that SGLang builds its 0-step state)")  # fmt: skip
+    elif spec.threshold is None:
         report.warning(
             "speculation.threshold",
             "unset: the 0-step state is not built at start-up, so a threshold cannot be set live later "
@@ -376,11 +379,11 @@ def classify_change(old: Profile, new: Profile, built_with: Profile | None = Non
         elif change.key == "speculation.num_steps":
             if isinstance(change.new, int) and change.new in built:
                 live.append(
-                    f"{what}: applied live, {change.new} steps were built at start-up (built: {built})"
+                    f"{what}: applied live, {change.new} steps were built at start-up (built: {value_words(built)})"
                 )
             elif built:
                 restart.append(
-                    f"{what}: needs a restart, only {built} steps were built at start-up and can be chosen live"
+                    f"{what}: needs a restart, only {value_words(built)} steps were built at start-up and can be chosen live"
                 )
             else:
                 restart.append(f"{what}: needs a restart, the running server has no live step control")
@@ -443,7 +446,7 @@ def validate_live_value(profile: Profile, key: str, value: object) -> str | None
         return None
     if value not in speculating:
         return (
-            f"{field_name}: {value} steps was not built at start-up; choose one of {speculating} "
+            f"{field_name}: {value} steps was not built at start-up; choose one of {value_words(speculating)} "
             f"(or {live_control.RELEASE_PINNED_STEPS} to let SGLang choose)"
         )
     return None

@@ -13,7 +13,6 @@ random head yields one token per verify whatever the step count: ``N/(N-1)``, as
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -167,12 +166,24 @@ class EngineChecks:
                 and (before.threshold, before.pinned_steps, before.prebuilt_steps)
                 == (after.threshold, after.pinned_steps, after.prebuilt_steps)
             )
-            shown = json.dumps(answer)[:60] if answer is not None else ""
-            row.measured = f"HTTP {response.status_code} {shown}".strip()
+            row.measured = refusal_words(response.status_code, answer)
             row.measured += ", state unchanged" if unchanged else ", STATE CHANGED"
+            if response.status_code >= 400:
+                row.detail = f"the engine said: {response.text.strip()}"
             row.ok = refused and unchanged
 
         return await self.run(name, "refused, nothing changed", body)
+
+
+def refusal_words(status: int, answer: Any) -> str:
+    """How the engine answered an invalid value, in words (never its JSON cut at 60 characters)."""
+    if status >= 400:
+        return f"refused with HTTP {status}"
+    if isinstance(answer, list) and answer and not any(x is True for x in answer):
+        return f"refused: {'the scheduler' if len(answer) == 1 else f'all {len(answer)} schedulers'} answered false"
+    if isinstance(answer, list) and not all(x is True for x in answer):
+        return "refused by some schedulers, accepted by others"
+    return f"accepted (HTTP {status})"
 
 
 async def snapshot_check(checks: EngineChecks, kind: EngineKind, pid: int | None, pool_cap: int) -> CheckRow:

@@ -20,11 +20,16 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from agent.profile.schema import Health
+from agent.telemetry.reach import threshold_unreachable
 from agent.wire import Finding, Snapshot
 
 UP_STATES: Final = frozenset({"ready", "draining"})
 """States in which the engine is expected to answer and to serve."""
 SEVERITY_ORDER: Final = {"critical": 0, "warning": 1, "info": 2}
+CLEAR_AFTER_S: Final = 10.0
+"""Hysteresis: a finding is cleared only once its condition has been absent this long. A batch that
+hovers at max_running_requests made "runs its maximum of 256" rise and clear every few seconds; an
+alert manager's ``keep_firing_for`` does the same."""
 
 
 @dataclass(frozen=True)
@@ -296,6 +301,7 @@ RULES: Final[tuple[Callable[[Moment], Finding | None], ...]] = (
     ttft_over_target,
     kv_nearly_full,
     no_traffic,
+    threshold_unreachable,
 )
 
 
@@ -313,6 +319,9 @@ class HealthWatch:
     _counts: EngineCounts | None = None
     _pid: int | None = None
     _first_seen: dict[str, float] = field(default_factory=dict)
+    _held: dict[str, tuple[Finding, float]] = field(default_factory=dict)
+    """Each raised finding as last seen, and when: kept up to ``clear_after_s`` once it stops holding."""
+    clear_after_s: float = CLEAR_AFTER_S
 
     def observe(
         self,
@@ -378,6 +387,16 @@ class HealthWatch:
             self._crashes.clear()  # a start that held (the supervisor reset its count) ends the loop
 
     def _stamp(self, found: list[Finding], now: float) -> list[Finding]:
+        fresh = {f.code for f in found}
+        for f in found:
+            self._held[f.code] = (f, now)
+        for code, (finding, at) in list(self._held.items()):
+            if code in fresh:
+                continue
+            if now - at < self.clear_after_s:
+                found.append(finding)  # absent for less than the hysteresis: held as last seen
+            else:
+                del self._held[code]
         seen = {f.code for f in found}
         for code in list(self._first_seen):
             if code not in seen:

@@ -65,12 +65,24 @@ class AgentStatus(_Wire):
     started_at: float
     tick_interval_s: float
     state_dir: str
+    latest_snapshot_at: float | None = Field(None, description="Agent time of the newest snapshot")
+    speculation: dict[str, Any] | None = Field(
+        None, description="The newest snapshot's speculation state: on, steps, topk, threshold, pinned_steps, "
+        "off_reason, off_detail"
+    )  # fmt: skip
+    findings: list[dict[str, Any]] = Field(default_factory=list, description="code, severity, title, since")
+    bench: dict[str, Any] | None = Field(None, description="The running benchmark, else the newest one")
 
 
 class ProfileEntry(_Wire):
     name: str
     path: str
     running: bool
+    changed: list[str] = Field(
+        default_factory=list,
+        description="For the running profile: the keys where what runs differs from this file (live changes, "
+        "a restart-only change applied since it was loaded)",
+    )
 
 
 class ProfileList(_Wire):
@@ -237,3 +249,31 @@ class BenchCancelled(_Wire):
     """``POST /v1/bench/{id}/cancel``."""
 
     cancelled: bool
+    state: BenchState | None = Field(None, description="The run's state after the call")
+    message: str = ""
+
+
+class BenchPlan(_Wire):
+    """``POST /v1/bench/plan``: what a start with this body would run and how long it should take."""
+
+    mode: str
+    arms: list[str]
+    levels: list[int]
+    steps: int
+    expected_s: float
+    basis: str = Field(description="Where the estimate comes from, in words")
+    drain_wait_s: float = Field(0.0, description="The most it waits first for the engine to drain")
+    busy_now: int | None = Field(None, description="Requests running or queued on the engine now")
+
+
+class BenchAnnounce(_Wire):
+    """``POST /v1/bench/external``: a run that ``agent bench`` drives straight at the engine says when
+    it starts and ends, so every console draws its band (the agent does not run it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bench_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    state: BenchState
+    mode: Literal["sweep", "compare"]
+    url: str | None = Field(None, max_length=500)
+    error: str | None = Field(None, max_length=2000)

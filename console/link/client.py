@@ -14,7 +14,9 @@ from pydantic import BaseModel, ValidationError
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 from agent.wire.api import (
     AgentStatus,
+    BenchCancelled,
     BenchList,
+    BenchPlan,
     BenchRecord,
     BenchStarted,
     KvWhatIf,
@@ -133,6 +135,15 @@ class AgentClient:
     async def bench_record(self, bench_id: str) -> BenchRecord:
         data = await self.link.request("GET", f"/v1/bench/{bench_id}")
         return _parse(BenchRecord, data, "bench result")
+
+    async def bench_plan(self, body: dict[str, Any]) -> BenchPlan:
+        """What a start with ``body`` would run and how long it should take; nothing starts."""
+        data = await self.link.request("POST", "/v1/bench/plan", body=body)
+        return _parse(BenchPlan, data, "bench plan")
+
+    async def bench_cancel(self, bench_id: str, operator: str | None) -> BenchCancelled:
+        data = await self.link.request("POST", f"/v1/bench/{bench_id}/cancel", body={"operator": operator})
+        return _parse(BenchCancelled, data, "bench cancel answer")
 
     async def bench_start(self, body: dict[str, Any]) -> str:
         return (await self.bench_started(body)).bench_id

@@ -47,6 +47,12 @@ class BenchRun:
     error: str | None = None
     stated_eta_s: float | None = None
     """The agent's own estimate on its last progress event, when it sends one (preferred)."""
+    phase: str | None = None
+    """The last progress event's phase: "waiting" (for the engine to drain), "planned", "measuring"..."""
+    phase_words: str = ""
+    """What the run said it does in that phase ("waiting for the engine to drain: 250 running, ...")."""
+    external: bool = False
+    """Driven by ``agent bench`` straight at the engine: the agent only heard it start and end."""
 
     @property
     def eta_s(self) -> float | None:
@@ -102,12 +108,22 @@ class BenchTracker:
             message=event.message,
             error=str(data["error"]) if data.get("error") else run.error,
             stated_eta_s=float(eta) if isinstance(eta := data.get("eta_s"), int | float) else None,
-        )
+            phase=str(data["phase"]) if isinstance(data.get("phase"), str) else run.phase,
+            phase_words=str(data["message"]) if is_progress(event) and isinstance(data.get("message"), str)
+            else run.phase_words,
+            external=run.external or data.get("external") is True,
+        )  # fmt: skip
         if state == "finished":
             run = replace(run, fraction=1.0)
         self.runs[bench_id] = run
         self.latest = run
         return True
+
+    @property
+    def running(self) -> BenchRun | None:
+        """The run going now, if any (the newest one heard of that has not ended)."""
+        going = [r for r in self.runs.values() if r.state == "running"]
+        return max(going, key=lambda r: r.started_at) if going else None
 
     def spans(self) -> list[BenchSpan]:
         """Every run heard of as a span of agent time, oldest first: where the charts draw a band

@@ -16,6 +16,7 @@ from console.model.marks import ChartMarks, SpecSwitch, chart_marks
 from console.model.points import PointRing, point_of
 
 LinkState = Literal["connecting", "connected", "reconnecting", "ended", "failed"]
+HealthWord = Literal["unknown_link", "unknown_data", "findings", "healthy"]
 
 HISTORY_LEN = 1200
 """Whole snapshots kept (the GPU rows' short history, the newest one for every screen). A held
@@ -110,6 +111,22 @@ class ConsoleModel:
     def data_age_s(self) -> float | None:
         """Seconds since the last item arrived, by the console's clock; None before the first one."""
         return None if self.last_data_at is None else max(0.0, self._clock() - self.last_data_at)
+
+    @property
+    def readings(self) -> bool:
+        """The newest snapshot carries the engine's own readings (not a tick before the first scrape,
+        nor one of an engine down): only then can anything be called healthy or ready."""
+        latest = self.latest
+        return latest is not None and latest.metrics_source != "none"
+
+    def health_word(self) -> HealthWord:
+        """One word for the state every screen shows (the status line, Overview): the link first,
+        then whether there is data, then the agent's findings. Never "healthy" while disconnected."""
+        if self.stale:
+            return "unknown_link"
+        if not self.readings:
+            return "unknown_data"
+        return "findings" if self.health.items else "healthy"
 
     @property
     def stale(self) -> bool:

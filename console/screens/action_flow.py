@@ -39,12 +39,16 @@ def action_label(request: ActionRequest) -> str:
     """ "threshold → 64", "load profile kimi-k25-baseline", "adaptive → off"."""
     if request.kind == "apply_profile":
         return f"load profile {request.value}"
+    if request.kind == "steps" and request.value == -1:
+        return "release the step pin"
     return f"{request.kind} → {human(request.value)}"
 
 
 def rejection_text(plan: Plan) -> Text:
     field = f" ({plan.rejected_field})" if plan.rejected_field else ""
-    return Text.assemble(("Rejected", "bold red"), f"{field}: {plan.reason}. Nothing was changed.")
+    return Text.assemble(
+        ("Rejected", "bold red"), f" {action_label(plan.request)}{field}: {plan.reason}. Nothing was changed."
+    )
 
 
 def changes_words(plan: Plan) -> str:
@@ -123,6 +127,8 @@ class FlowEnd:
 
     outcome: Literal["rejected", "noop", "cancelled", "unreachable", "confirmed"]
     result: ActionResult | None = None
+    action_id: str | None = None
+    """The agent's id of the plan, once there was one."""
 
 
 async def plan_confirm_apply(
@@ -145,10 +151,10 @@ async def plan_confirm_apply(
     if plan.mode == "rejected":
         say(rejection_text(plan))
         screen.notify(plan.reason, title=f"{action_label(request)}: rejected", severity="error")
-        return FlowEnd("rejected")
+        return FlowEnd("rejected", action_id=plan.action_id)
     if plan.mode == "noop":
         say(Text(f"Nothing to do: {plan.reason}", style="yellow"))
-        return FlowEnd("noop")
+        return FlowEnd("noop", action_id=plan.action_id)
     latest = app.model.latest
     running = latest.profile_name if latest is not None else None
     production = bool(latest and latest.production)
@@ -159,12 +165,12 @@ async def plan_confirm_apply(
         except LinkError as exc:
             note = f" (could not tell the agent: {exc}; the unconfirmed plan expires there)"
         say(Text(f"Cancelled; nothing was changed{note}.", style="yellow"))
-        return FlowEnd("cancelled")
+        return FlowEnd("cancelled", action_id=plan.action_id)
     say(Text("Applying…", style="yellow"))
     try:
         result = await client.confirm(plan.action_id)
     except LinkError as exc:
         say(Text(f"The agent did not confirm the change: {exc}", style="red"))
-        return FlowEnd("unreachable")
+        return FlowEnd("unreachable", action_id=plan.action_id)
     say(result_text(request, result))
-    return FlowEnd("confirmed", result)
+    return FlowEnd("confirmed", result, plan.action_id)

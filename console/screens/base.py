@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widgets import Input
 
 from console.model import ConsoleModel
 from console.widgets.footer import ConsoleFooter
@@ -45,6 +47,18 @@ class LiveScreen(Screen[None]):
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError
+
+    @on(Input.Submitted)
+    def _leave_field(self, event: Input.Submitted) -> None:
+        """A submitted field lets go of the keyboard (after the screen's own handler ran), so the
+        screen keys work again at once: typed "o" or "k" never land in a field that was done."""
+        field = event.input
+
+        def leave() -> None:
+            if self.focused is field:
+                self.set_focus(None)
+
+        self.call_later(leave)
 
     def on_screen_resume(self) -> None:
         self.painted_version = -1

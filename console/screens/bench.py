@@ -11,24 +11,28 @@ figure is shown with its 95 % interval: ± in the table, a bar through the point
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
+from agent.wire.api import BenchPlan
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.bench import BenchRun
 from console.model.bench_result import ArmResult, BenchResult, RunSummary, parse_result, parse_runs
+from console.registry import screen_bindings
 from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.screens.confirm_dialog import ConfirmDialog
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel
+from console.widgets.filter import row_matches
 from console.widgets.format import clock, duration, num
 from console.widgets.ticks import fmt_count, log2_ticks
 
@@ -152,15 +156,28 @@ def result_chart(result: BenchResult) -> ChartData:
     )
 
 
+STATE_STYLE = {"finished": "green", "cancelled": "yellow", "failed": "red"}
+EXTERNAL = "agent bench straight at the engine"
+
+
 def progress_text(run: BenchRun) -> Text:
     text = Text()
     if run.state != "running":
-        style = "green" if run.state == "finished" else "red"
-        text.append(f"Run {run.bench_id} {run.state}", style=style)
+        style = STATE_STYLE.get(run.state, "red")
+        text.append(f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC", style=style)
         if run.error:
             text.append(f": {run.error}", style=style)
         return text
     text.append(f"Run {run.bench_id} running", style="bold")
+    if run.external:
+        text.append(
+            f" ({EXTERNAL}: the agent hears only its start and end; Ctrl-C in that terminal stops it)"
+        )
+        return text
+    if run.phase == "waiting":
+        text.append(" · ")
+        text.append(run.phase_words or "waiting for the engine to drain", style="yellow")
+        return text
     if run.arm is not None:
         text.append(f" · {run.arm} arm")
     if run.concurrency is not None:
@@ -176,7 +193,23 @@ def progress_text(run: BenchRun) -> Text:
     return text
 
 
-def confirm_body(body: dict[str, Any], profile: str, where: str) -> Table:
+def duration_text(plan: BenchPlan | str) -> Text:
+    """The plan's expected duration and where it comes from (or why there is none)."""
+    if isinstance(plan, str):
+        return Text(plan, style="yellow")
+    text = Text.assemble((f"about {duration(plan.expected_s)}", "bold"), f" ({plan.basis})")
+    if plan.drain_wait_s and plan.busy_now:
+        text.append(
+            f"; first it waits up to {duration(plan.drain_wait_s)} for the {plan.busy_now} requests "
+            "on the engine now to finish",
+            style="yellow",
+        )
+    return text
+
+
+def confirm_body(
+    body: dict[str, Any], profile: str, where: str, plan: BenchPlan | str | None = None
+) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="dim")
     table.add_column()
@@ -196,10 +229,24 @@ def confirm_body(body: dict[str, Any], profile: str, where: str) -> Table:
         "tokens", f"{body.get('input_len', 1024)} in, {body.get('output_len', 256)} out per request"
     )
     table.add_row("against", Text.assemble((profile, "bold"), f" ({where}), beside the traffic it serves"))
+    if plan is not None:
+        table.add_row("duration", duration_text(plan))
     return table
 
 
+def ended_words(run: BenchRun) -> Text:
+    """What the table area says once a run ended without a result (cancelled, failed)."""
+    how = run.error or run.message or "no reason given"
+    return Text(
+        f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC: {how}. It has no table; an "
+        "earlier result can be opened from the list below.",
+        style=STATE_STYLE.get(run.state, "red"),
+    )
+
+
 class BenchScreen(LiveScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("bench")]
+
     def __init__(self) -> None:
         super().__init__()
         self.available: bool | None = None
@@ -231,6 +278,7 @@ class BenchScreen(LiveScreen):
             yield Input("1024", id="bench-input", type="integer", compact=True)
         with Horizontal(id="bench-progress-row"):
             yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
+            yield Button("Cancel run…", id="bench-cancel", classes="apply", compact=True, disabled=True)
             yield Static("", id="bench-progress-text")
         yield Static("", id="bench-status")
         with Horizontal(classes="form-row"):
@@ -239,6 +287,7 @@ class BenchScreen(LiveScreen):
         with Horizontal(id="bench-results"):
             with Vertical(id="bench-left"):
                 yield Static("", id="bench-table")
+                yield Input(id="bench-filter", placeholder="/ filter the runs", compact=True)
                 runs: DataTable[str] = DataTable(id="bench-runs", cursor_type="row")
                 yield runs
             yield ChartPanel("tok/s", id="bench-chart")
@@ -287,13 +336,32 @@ class BenchScreen(LiveScreen):
         else:
             words = "No benchmark has run on this host yet"
         label.update(words + ". Start asks you to confirm.")
-        table = self._runs_table()
-        table.clear()
-        for run in runs[:20]:
-            threshold = "" if run.recommended_threshold is None else str(run.recommended_threshold)
-            table.add_row(run.bench_id, run.mode, run.state, threshold, key=run.bench_id)
+        self._fill_runs()
         if finished and self.shown_result is None and self.bench_id is None:
             self.show_result(finished[0].bench_id)
+
+    def _fill_runs(self) -> None:
+        """The run list, as many as fit the filter (k9s' "/": rows that contain the typed text)."""
+        term = self.query_one("#bench-filter", Input).value.strip().lower()
+        table = self._runs_table()
+        table.clear()
+        for run in [r for r in self.runs if row_matches(term, r.bench_id, r.mode, r.state)][:20]:
+            threshold = "" if run.recommended_threshold is None else str(run.recommended_threshold)
+            table.add_row(run.bench_id, run.mode, run.state, threshold, key=run.bench_id)
+
+    @on(Input.Changed, "#bench-filter")
+    def _filtered(self) -> None:
+        self._fill_runs()
+
+    @on(Input.Submitted, "#bench-filter")
+    def _filter_done(self) -> None:
+        self.set_focus(self.query_one("#bench-runs"))
+
+    def action_filter(self) -> None:
+        self.query_one("#bench-filter", Input).focus()
+
+    def action_cancel_run(self) -> None:
+        self.cancel()
 
     @on(DataTable.RowSelected, "#bench-runs")
     def _run_selected(self, event: DataTable.RowSelected) -> None:
@@ -303,6 +371,10 @@ class BenchScreen(LiveScreen):
     # -- following a run --------------------------------------------------------------------------
     def paint_body(self, model: ConsoleModel) -> None:
         run = model.bench.runs.get(self.bench_id) if self.bench_id else model.bench.latest
+        going = model.bench.running
+        self.query_one("#bench-cancel", Button).disabled = (
+            self.console.readonly or going is None or going.external or model.link.state != "connected"
+        )
         row = self.query_one("#bench-progress-row")
         row.display = run is not None
         if run is None:
@@ -312,10 +384,15 @@ class BenchScreen(LiveScreen):
         if run.state != "running" and run.bench_id not in self._ended_seen:
             self._ended_seen.add(run.bench_id)
             self.load_runs()
-            if run.state == "finished":
+            if run.external:
+                self._status(Text(f"Run {run.bench_id} ({EXTERNAL}) {run.state}; its result is where that "
+                                  "command wrote it (--json).", style=STATE_STYLE.get(run.state, "red")))  # fmt: skip
+            elif run.state == "finished":
                 self.show_result(run.bench_id)
             else:
-                self._status(Text(f"Run {run.bench_id} {run.state}: {run.error or run.message}", style="red"))
+                self._status(ended_words(run))
+                if self.shown_result is None:
+                    self.query_one("#bench-table", Static).update(ended_words(run))
 
     def _status(self, text: Text | str) -> None:
         self.query_one("#bench-status", Static).update(text)
@@ -356,9 +433,17 @@ class BenchScreen(LiveScreen):
         latest = self.console.model.latest
         profile = latest.profile_name if latest is not None and latest.profile_name else "this server"
         production = bool(latest and latest.production)
+        try:
+            plan: BenchPlan | str = await self.console.client.bench_plan(body)
+        except LinkError as exc:
+            if exc.status == 422:
+                reason = exc.detail if isinstance(exc.detail, str) else str(exc)
+                self._status(Text.assemble(("The agent refused the run: ", "bold red"), (reason, "red")))
+                return
+            plan = f"unknown: the agent could not estimate it ({exc})"
         dialog = ConfirmDialog(
             f"Start a benchmark on {profile}?",
-            confirm_body(body, profile, self.console.link.describe()),
+            confirm_body(body, profile, self.console.link.describe(), plan),
             challenge=profile if production else None,
         )
         if not await self.app.push_screen_wait(dialog):
@@ -387,6 +472,42 @@ class BenchScreen(LiveScreen):
         self.query_one(ProgressBar).update(progress=0.0)
         self._status(f"Run {bench_id} started; progress follows.")
         self.load_runs()
+
+    # -- cancelling -------------------------------------------------------------------------------
+    @on(Button.Pressed, "#bench-cancel")
+    def _cancel_pressed(self) -> None:
+        self.cancel()
+
+    @work(exclusive=True, group="bench-cancel")
+    async def cancel(self) -> None:
+        """Stop the running benchmark, after a confirm; the agent audits it and ends the run."""
+        if self.console.readonly:
+            self._status(Text("Read-only: benchmarks cannot be cancelled here.", style="cyan"))
+            return
+        run = self.console.model.bench.running
+        if run is None:
+            self._status(Text("No benchmark is running; nothing to cancel.", style="yellow"))
+            return
+        if run.external:
+            self._status(Text(f"Run {run.bench_id} is {EXTERNAL}: stop it with Ctrl-C where it runs.",
+                              style="yellow"))  # fmt: skip
+            return
+        body = Table.grid(padding=(0, 1))
+        body.add_column(style="dim")
+        body.add_column()
+        body.add_row("now", progress_text(run))
+        body.add_row("then", "its requests in flight are cut, the live threshold it forced is put back, "
+                     "and what it measured so far is not kept")  # fmt: skip
+        if not await self.app.push_screen_wait(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
+            self._status(Text(f"Run {run.bench_id} keeps running.", style="yellow"))
+            return
+        try:
+            answer = await self.console.client.bench_cancel(run.bench_id, self.console.operator)
+        except LinkError as exc:
+            self._status(Text(f"The agent did not cancel run {run.bench_id}: {exc}", style="red"))
+            return
+        style = "yellow" if answer.cancelled else "red"
+        self._status(Text(answer.message or f"Run {run.bench_id}: cancel sent.", style=style))
 
     # -- the result -------------------------------------------------------------------------------
     @on(Button.Pressed, "#bench-apply")

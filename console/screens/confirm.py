@@ -11,19 +11,26 @@ from agent.wire import Plan
 from console.screens.confirm_dialog import ConfirmDialog
 from console.widgets.format import human, human_setting
 
+RELEASE_PINNED_STEPS = -1
+"""The steps request that hands the step choice back to SGLang's policy (the patch's live key value)."""
+
 
 def plan_title(plan: Plan, running: str | None = None) -> str:
     request = plan.request
     value = request.value
     on = f" on {running}" if running else ""
     if request.kind == "apply_profile":
+        if running == value:
+            return f"Load profile {value} again from its file, undoing what changed since it was loaded?"
         return f"Load profile {value}" + (f" in place of {running}?" if running else "?")
     if request.kind == "threshold":
         if value == 0:
             return f"Remove the speculation threshold{on} (speculate at every batch size)?"
         return f"Set the speculation threshold to {human(value)}{on}?"
+    if request.kind == "steps" and value == RELEASE_PINNED_STEPS:
+        return f"Release the pinned step count{on} (SGLang's adaptive policy chooses again)?"
     if request.kind == "steps":
-        return f"Set speculation steps to {human(value)}{on}?"
+        return f"Pin speculation steps at {human(value)}{on}?"
     if request.kind == "topk":
         return f"Set topk to {human(value)}{on}?"
     return f"Turn adaptive speculation {human(value)}{on}?"

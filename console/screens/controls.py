@@ -19,11 +19,19 @@ from textual.widgets import Button, Input, Label, Select, Static
 from agent.wire import ActionRequest
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
-from console.screens.action_flow import Pending, action_line, ended_text, plan_confirm_apply
+from console.screens.action_flow import (
+    FlowEnd,
+    Pending,
+    action_line,
+    action_words,
+    ended_text,
+    plan_confirm_apply,
+)
 from console.screens.base import LiveScreen
+from console.screens.confirm import RELEASE_PINNED_STEPS
 from console.widgets.autopilot import AutopilotToggle
 from console.widgets.badge import badge_text
-from console.widgets.format import DASH, human
+from console.widgets.format import DASH, clock, human
 
 Kind = Literal["threshold", "steps", "topk", "adaptive"]
 KINDS: tuple[Kind, ...] = ("threshold", "steps", "topk", "adaptive")
@@ -41,10 +49,13 @@ def field_text(kind: Kind, live: LiveSettings) -> str | bool | None:
     return "" if value is None else str(value)
 
 
-def live_hint(kind: Kind, live: LiveSettings, edited: bool) -> Text:
+def live_hint(kind: Kind, live: LiveSettings, edited: bool, active: int | None = None) -> Text:
+    """``active``: the step count in force now (the badge's), so Controls and Overview say one thing."""
     value = live.value(kind)
     if kind == "steps" and value is None and live.adaptive:
-        words = "adaptive policy chooses"
+        words = "SGLang's policy chooses" + (f" ({active} now)" if active else "")
+    elif kind == "steps" and value is not None:
+        words = f"pinned at {value}"
     elif kind == "threshold" and value == 0:
         words = "none"
     else:
@@ -61,6 +72,12 @@ class ControlsScreen(LiveScreen):
         """The live value each field was last set to: a field whose value differs is being edited."""
         self._reset: set[Kind] = set(KINDS)
         self.pending: Pending | None = None
+        self._active: int | None = None
+        self._mine: set[str] = set()
+        """Actions this screen planned: their own ends are its result line already."""
+        self._said_at: float | None = None
+        """Agent time of the newest action when the result line was written: a later action that
+        ends (from any console) replaces the line, so no "applied" outlives a later change."""
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="controls-now", classes="value")
@@ -75,6 +92,8 @@ class ControlsScreen(LiveScreen):
                     id=f"in-{kind}", type="integer", max_length=5, placeholder=placeholder, compact=True
                 )
                 yield Button("Apply", id=f"apply-{kind}", classes="apply", compact=True)
+                if kind == "steps":
+                    yield Button("Release", id="release-steps", classes="apply", compact=True, disabled=True)
                 yield Static(id=f"live-{kind}", classes="live-hint")
         with Horizontal(classes="form-row"):
             yield Label("adaptive", classes="field")
@@ -119,7 +138,9 @@ class ControlsScreen(LiveScreen):
                     self._set(kind, value)
                 self._shown[kind] = value
                 self._reset.discard(kind)
-            self.query_one(f"#live-{kind}", Static).update(live_hint(kind, live, self.editing(kind)))
+            self.query_one(f"#live-{kind}", Static).update(
+                live_hint(kind, live, self.editing(kind), self._active)
+            )
 
     def paint_body(self, model: ConsoleModel) -> None:
         snap = model.latest
@@ -127,13 +148,15 @@ class ControlsScreen(LiveScreen):
             return
         spec = snap.speculation
         live = live_settings(spec)
+        self._active = spec.steps if spec.on else None
         self._follow_pending(model)  # first: an action that just ended puts its field back on live
         self._follow(live)
-        text = badge_text(spec, snap.load)
+        text = badge_text(spec, snap.load, stale=model.stale)
         prebuilt = human(spec.prebuilt_steps) if spec.prebuilt_steps else DASH
-        text.append(f"\nbuilt step states: {prebuilt}   live steps: ", style="dim")
-        text.append("adaptive policy" if live.steps is None else str(live.steps))
+        text.append(f"\nbuilt step states: {prebuilt}", style="dim")
         self.query_one("#controls-now", Static).update(text)
+        self.query_one("#release-steps", Button).disabled = self.console.readonly or live.steps is None
+        self._forget_old_result(model)
         self.query_one(AutopilotToggle).show(snap.autopilot)
         actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
         log = Text()
@@ -177,6 +200,46 @@ class ControlsScreen(LiveScreen):
 
     def _say(self, text: Text | str) -> None:
         self.query_one("#control-result", Static).update(text)
+        ended = self.console.model.actions.ended_since(0.0)
+        self._said_at = ended[-1].time if ended else 0.0
+
+    def _forget_old_result(self, model: ConsoleModel) -> None:
+        """A result line is about the last action this screen ran; once another action ends after it
+        (a profile load, another console's change), the line says that one instead."""
+        if self._said_at is None or self.pending is not None:
+            return
+        later = [a for a in model.actions.ended_since(self._said_at + 1e-6) if a.action_id not in self._mine]
+        if later:
+            last = later[-1]
+            event = next((e for e in reversed(model.events) if e.data.get("action_id") == last.action_id
+                          and e.name in SHOWN_PHASES), None)  # fmt: skip
+            line = Text("Latest: ", style="dim")
+            line.append_text(action_words(event, model.actions) if event is not None else Text(last.message))
+            line.append(f" at {clock(last.time)} UTC.", style="dim")
+            self.query_one("#control-result", Static).update(line)
+            self._said_at = last.time
+
+    async def _flow(self, kind: Kind, value: int | bool) -> FlowEnd:
+        end = await plan_confirm_apply(self, kind, value, self._say)
+        if end.action_id is not None:
+            self._mine.add(end.action_id)
+        return end
+
+    @on(Button.Pressed, "#release-steps")
+    def _release_pressed(self) -> None:
+        self.release_steps()
+
+    @work(exclusive=True, group="control")
+    async def release_steps(self) -> None:
+        """Hand the step choice back to SGLang's policy: planned, confirmed and audited like any change."""
+        if self.console.readonly:
+            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+            return
+        end = await self._flow("steps", RELEASE_PINNED_STEPS)
+        if end.outcome != "unreachable":
+            self._reset.add("steps")
+        self.painted_version = -1
+        self.console.paint_now()
 
     @work(exclusive=True, group="control")
     async def apply(self, kind: Kind) -> None:
@@ -194,13 +257,13 @@ class ControlsScreen(LiveScreen):
             self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
                            style="red"))  # fmt: skip
             return
-        end = await plan_confirm_apply(self, kind, value, self._say)
+        end = await self._flow(kind, value)
         result = end.result
         if result is not None and result.status == "applying":
             self.pending = Pending(result.plan.request, result.action_id)
-        elif end.outcome != "rejected":
-            # Applied, failed, cancelled or nothing to do: the field shows the live value again. A
-            # rejected value stays, so the operator can correct it (applying it again is refused again).
+        else:
+            # Applied, failed, cancelled, refused or nothing to do: the field shows what runs again (a
+            # refused value changed nothing; the result line names it and why it was refused).
             self._reset.add(kind)
         self.painted_version = -1  # the terminal event may already be in the model
         self.console.paint_now()

@@ -13,7 +13,8 @@ from console.model import ConsoleModel
 from console.screens.base import LiveScreen
 from console.widgets.format import DASH, gib, num, sparkline
 
-HISTORY = 24
+HISTORY = 12
+"""Samples in the history column: short enough that every column fits 100 columns."""
 
 COLUMNS: tuple[tuple[str, str, Callable[[Gpu], str]], ...] = (
     ("name", "name", lambda g: (g.name or DASH).replace("NVIDIA ", "")[:22]),
@@ -46,13 +47,16 @@ class GpusScreen(LiveScreen):
         table: DataTable[str] = DataTable(id="gpu-table", cursor_type="row", zebra_stripes=True)
         yield table
 
-    def _ensure_columns(self, table: DataTable[str]) -> None:
-        """Columns are added on the first paint: a paint may come before this screen's mount handler."""
-        if table.columns:
+    def _ensure_columns(self, table: DataTable[str], named: bool) -> None:
+        """Columns are added on the first paint (a paint may come before this screen's mount
+        handler); ``named``: the GPUs differ, so each row says which it is (else the source line)."""
+        if table.columns and ("name" in table.columns) == named:
             return
+        table.clear(columns=True)
         table.add_column("GPU", key="index")
         for key, label, _ in COLUMNS[:2]:
-            table.add_column(label, key=key)
+            if key != "name" or named:
+                table.add_column(label, key=key)
         table.add_column("history", key="history")
         for key, label, _ in COLUMNS[2:]:
             table.add_column(label, key=key)
@@ -62,17 +66,20 @@ class GpusScreen(LiveScreen):
         if snap is None:
             return
         gpus = snap.gpus
-        source = f"source {gpus.source}, driver {gpus.driver_version or DASH}, CUDA {gpus.cuda_driver_version or DASH}"
+        names = {(g.name or DASH).replace("NVIDIA ", "") for g in gpus.devices}
+        one_kind = len(names) == 1
+        kind = f"{len(gpus.devices)} × {next(iter(names))}, " if one_kind and gpus.devices else ""
+        source = f"{kind}source {gpus.source}, driver {gpus.driver_version or DASH}, CUDA {gpus.cuda_driver_version or DASH}"
         if gpus.state != "ok":
             source = f"no GPU telemetry: {gpus.detail or gpus.state}  ({source})"
         self.query_one("#gpu-source", Static).update(source)
         table: DataTable[str] = self.query_one(DataTable)
-        self._ensure_columns(table)
+        self._ensure_columns(table, named=not one_kind)
         seen: set[str] = set()
         for gpu in gpus.devices:
             key = str(gpu.index)
             seen.add(key)
-            cells = {k: render(gpu) for k, _, render in COLUMNS}
+            cells = {k: render(gpu) for k, _, render in COLUMNS if k in table.columns}
             cells["history"] = sparkline(utilization_history(model, gpu.index), 100.0)
             if key not in table.rows:
                 table.add_row(

@@ -27,6 +27,7 @@ TAIL_LINES = 300
 """Lines asked of the agent per fetch; consecutive fetches overlap and are joined."""
 KEEP_LINES = 2000
 POLL_S = 2.0
+EVENT_LINES = 1000
 _KIND_STYLE = {"action": "bold cyan", "engine": "yellow", "speculation": "green", "finding": "magenta"}
 UNLISTED = frozenset({"speculation.steps"})
 """Counted in the title instead of listed (see the module docstring)."""
@@ -63,16 +64,19 @@ class LogsScreen(LiveScreen):
         """Position in ``matches`` of the match in view, or None."""
         self.following = True
         self.error: str | None = None
+        self.event_lines: list[Text] = []
+        """The events pane's lines as written, so a search can highlight and count them too."""
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(classes="form-row"):
             yield Label("search")
-            yield Input(id="log-search", placeholder="a term to highlight (enter), then n / N", compact=True)
+            yield Input(id="log-search", placeholder="a term to find in the log and the events (enter), then n / N",
+                        compact=True)  # fmt: skip
         yield Static(id="log-status")
         yield Label("Engine log", classes="section")
-        yield RichLog(id="engine-log", max_lines=KEEP_LINES, wrap=False, auto_scroll=True)
+        yield RichLog(id="engine-log", max_lines=KEEP_LINES, wrap=True, auto_scroll=True)
         yield Label("Events and audit", id="events-title", classes="section")
-        yield RichLog(id="event-log", max_lines=1000, wrap=True)
+        yield RichLog(id="event-log", max_lines=EVENT_LINES, wrap=True)
 
     def on_mount(self) -> None:
         self.refresh_log()
@@ -135,6 +139,24 @@ class LogsScreen(LiveScreen):
         else:
             log.scroll_end(animate=False)
 
+    def _redraw_events(self) -> None:
+        log = self.query_one("#event-log", RichLog)
+        log.clear()
+        for line in self.event_lines:
+            log.write(self._marked(line))
+
+    def _marked(self, line: Text) -> Text:
+        if not self.term:
+            return line
+        marked = line.copy()
+        marked.highlight_words([self.term], style=MATCH_STYLE, case_sensitive=False)
+        return marked
+
+    @property
+    def event_matches(self) -> int:
+        term = self.term.lower()
+        return sum(1 for line in self.event_lines if term and term in line.plain.lower())
+
     def _show_status(self) -> None:
         text = Text()
         if self.error:
@@ -146,7 +168,8 @@ class LogsScreen(LiveScreen):
         if self.term:
             count = len(self.matches)
             where = f"{self.current + 1} of {count}" if self.current is not None and count else f"{count}"
-            text.append(f"   {where} match{'es' if count != 1 else ''} for ", style="bold")
+            text.append(f"   {where} match{'es' if count != 1 else ''} in the engine log, ", style="bold")
+            text.append(f"{self.event_matches} in events for ", style="bold")
             text.append(self.term, style=MATCH_STYLE)
             if count:
                 text.append("   n next · N previous", style="dim")
@@ -159,6 +182,7 @@ class LogsScreen(LiveScreen):
         self.matches = matching_lines(self.lines, self.term)
         self.current = None
         self.set_focus(None)  # n / N work at once
+        self._redraw_events()
         if self.matches:
             self._jump(forward=False)  # the newest match first: in a log, the latest is the one wanted
         else:
@@ -209,4 +233,7 @@ class LogsScreen(LiveScreen):
             line.append_text(
                 action_words(event, model.actions) if event.kind == "action" else Text(event.message)
             )
-            log.write(line)
+            self.event_lines = [*self.event_lines, line][-EVENT_LINES:]
+            log.write(self._marked(line))
+        if self.term:
+            self._show_status()

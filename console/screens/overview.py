@@ -120,7 +120,7 @@ class OverviewScreen(LiveScreen):
             self.query_one("#badge", Static).update("waiting for the first snapshot from the agent…")
             return
         raw = self.console.show_raw
-        self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load))
+        self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load, stale=model.stale))
         self.query_one(AutopilotLine).show(snap.autopilot)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
         self.query_one("#figures", Static).update(figures)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import ValidationError
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Static, TextArea
 
 from agent.profile import Profile, ProfileError, dump_profile, parse_profile
-from agent.wire.api import ProfileDiff, ProfileIssues, ProfileIssueView
+from agent.wire.api import ProfileDiff, ProfileEntry, ProfileIssues, ProfileIssueView
 from console.link import LinkError
 from console.model import ConsoleModel
+from console.registry import screen_bindings
 from console.screens.action_flow import Pending, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
+from console.widgets.filter import row_matches
 from console.widgets.format import human_setting
 
 
@@ -73,9 +78,23 @@ def renamed(profile: Profile, new_name: str) -> Profile:
     return profile.model_copy(update={"identity": profile.identity.model_copy(update={"name": new_name})})
 
 
+def running_mark(entry: ProfileEntry) -> str:
+    """ "● running", or "● running, changed: topk" when what runs is no longer the saved file."""
+    if not entry.running:
+        return ""
+    if not entry.changed:
+        return "● running"
+    keys = ", ".join(k.removeprefix("speculation.").removeprefix("server.") for k in entry.changed[:3])
+    more = f" +{len(entry.changed) - 3}" if len(entry.changed) > 3 else ""
+    return f"● running, changed: {keys}{more}"
+
+
 class ProfilesScreen(LiveScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("profiles")]
+
     def __init__(self) -> None:
         super().__init__()
+        self.entries: list[ProfileEntry] = []
         self.selected: str | None = None
         self.running: str | None = None
         self.pending: Pending | None = None
@@ -84,6 +103,7 @@ class ProfilesScreen(LiveScreen):
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="profiles-panes"):
             with Vertical(id="profiles-left"):
+                yield Input(id="profile-filter", placeholder="/ filter", compact=True)
                 table: DataTable[str] = DataTable(id="profile-list", cursor_type="row")
                 yield table
                 yield Button("Diff", id="profile-diff", compact=True)
@@ -129,25 +149,45 @@ class ProfilesScreen(LiveScreen):
         except LinkError as exc:
             self._say(Text(f"Cannot list profiles: {exc}", style="red"))
             return
+        self.entries = profiles
+        self.running = next((e.name for e in profiles if e.running), None)
+        self._fill()
+        if self.selected is None and profiles:
+            first = self.running or profiles[0].name
+            self.selected = first
+            table: DataTable[str] = self.query_one(DataTable)
+            if first in table.rows:
+                table.move_cursor(row=table.get_row_index(first))
+            self.show_profile(first)
+
+    def _fill(self) -> None:
+        """The list as the filter keeps it; the running profile says what changed since its file."""
         table: DataTable[str] = self.query_one(DataTable)
         if not table.columns:  # added on first use: a paint may reload the list before on_mount
             table.add_column("profile", key="name")
             table.add_column("", key="running")
-        self.running = None
-        for entry in profiles:
-            name = entry.name
-            mark = "● running" if entry.running else ""
-            if entry.running:
-                self.running = name
-            if name in table.rows:
-                table.update_cell(name, "running", mark)
+        term = self.query_one("#profile-filter", Input).value.strip()
+        shown = [e for e in self.entries if row_matches(term, e.name, running_mark(e))]
+        keep = {e.name for e in shown}
+        for gone in [str(k.value) for k in table.rows if str(k.value) not in keep]:
+            table.remove_row(gone)
+        for entry in shown:
+            mark = running_mark(entry)
+            if entry.name in table.rows:
+                table.update_cell(entry.name, "running", mark)
             else:
-                table.add_row(name, mark, key=name)
-        if self.selected is None and profiles:
-            first = self.running or profiles[0].name
-            self.selected = first
-            table.move_cursor(row=table.get_row_index(first))
-            self.show_profile(first)
+                table.add_row(entry.name, mark, key=entry.name)
+
+    @on(Input.Changed, "#profile-filter")
+    def _filtered(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#profile-filter")
+    def _filter_done(self) -> None:
+        self.set_focus(self.query_one("#profile-list"))
+
+    def action_filter(self) -> None:
+        self.query_one("#profile-filter", Input).focus()
 
     @on(DataTable.RowHighlighted, "#profile-list")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

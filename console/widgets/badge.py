@@ -52,13 +52,28 @@ def accept_text(spec: Speculation, load: Load, *, since_switch_on: float | None 
     return Text.assemble((DASH, "bold"), (f" ({why})", "dim"))
 
 
-def badge_text(spec: Speculation, load: Load | None = None) -> Text:
+def steps_words(spec: Speculation) -> str:
+    """The step count in force and who chose it, the same words on Overview and Controls: "3 steps
+    (SGLang's policy)", "2 steps (pinned)"."""
+    pinned = spec.pinned_steps is not None and spec.pinned_steps >= 0
+    who = "pinned" if pinned else "SGLang's policy" if spec.threshold_available else None
+    return f"{spec.steps} steps" + (f" ({who})" if who else "")
+
+
+def badge_text(spec: Speculation, load: Load | None = None, *, stale: bool = False) -> Text:
+    """``stale``: the link is down; the badge shows the last state it heard, greyed and saying so."""
     text = Text()
     threshold = threshold_words(spec)
     running = load.running if load is not None else None
+    if stale and spec.on is not None:
+        text.append(f" SPEC {'ON' if spec.on else 'OFF'} (last heard) ", style="bold black on grey50")
+        text.append(" not connected: the server's state now is unknown", style="dim")
+        if threshold is not None:
+            text.append(f"   {threshold}", style="dim")
+        return text
     if spec.on:
         text.append(" SPEC ON ", style="bold black on green")
-        parts = [spec.algorithm or "", f"{spec.steps} steps", f"topk {spec.topk}"]
+        parts = [spec.algorithm or "", steps_words(spec), f"topk {spec.topk}"]
         if spec.draft_tokens is not None:
             parts.append(f"{spec.draft_tokens} draft tokens")
         text.append(" " + " · ".join(p for p in parts if p))

@@ -17,7 +17,7 @@ from textual.color import Color
 from textual.events import Resize
 from textual_plotext import PlotextPlot
 
-from console.widgets.ticks import Formatter, fmt_count, nice_ticks, time_ticks
+from console.widgets.ticks import Formatter, axis_labels, even_ticks, fmt_count, time_ticks
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "cyan": (40, 200, 230),
@@ -98,6 +98,8 @@ class ChartData:
     hline: Rule | None = None
     vline: Rule | None = None
     y_min: float = 0.0
+    y_min_step: float = 0.0
+    """The least step between y ticks: 1 for counts (requests, tok/s), so an empty axis reads 0 / 1."""
     x_range: tuple[float, float] | None = None
     """Set for a chart whose x is not time (the bench's log2 concurrency axis)."""
     x_ticks: tuple[tuple[float, str], ...] = field(default=())
@@ -123,9 +125,21 @@ def data_top(data: ChartData) -> float:
     return top
 
 
+PLOT_FRAME_ROWS = 3
+"""plotext's rows around the canvas: the top frame, the x axis, its labels."""
+
+
+def y_axis(data: ChartData, top: float, height: int) -> tuple[list[float], float]:
+    """The y ticks at this height, evenly spaced on the canvas rows, and the axis top
+    (``ticks.even_ticks``: at or a little above the last tick)."""
+    rows = max(2, height - PLOT_FRAME_ROWS)
+    min_step = data.y_min_step or (1.0 if data.y_format is fmt_count else 0.0)
+    return even_ticks(data.y_min, max(top, data.y_min), rows, y_tick_count(height), min_step)
+
+
 def y_ticks_of(data: ChartData, top: float, height: int) -> list[float]:
-    """The y ticks at this height: the axis runs from the first to the last."""
-    return nice_ticks(data.y_min, max(top, data.y_min + 1e-9), y_tick_count(height))
+    """The y ticks at this height."""
+    return y_axis(data, top, height)[0]
 
 
 class TimeChart(PlotextPlot):
@@ -169,9 +183,9 @@ class TimeChart(PlotextPlot):
         left = data.x_range[0] if data.x_range is not None else -data.window_s
         self._built_for_height = self.size.height
         if data.bands:  # first, so every line is drawn over them; they reach the top tick of this height
-            y_ticks = y_ticks_of(data, top, self.size.height)
+            y_ticks, y_top = y_axis(data, top, self.size.height)
             for band in data.bands:
-                plt.plot([band.start, band.end], [y_ticks[-1], y_ticks[-1]], color=rgb(band.color),
+                plt.plot([band.start, band.end], [y_top, y_top], color=rgb(band.color),
                          marker=BAND_GLYPH, fillx=y_ticks[0])  # fmt: skip
         rule = data.hline
         if rule is not None:
@@ -207,9 +221,9 @@ class TimeChart(PlotextPlot):
         if data is None or height == self._ticks_for_height:
             return
         self._ticks_for_height = height
-        ticks = y_ticks_of(data, self._top, height)
-        self.plt.ylim(ticks[0], ticks[-1])
-        self.plt.yticks(ticks, [data.y_format(t) for t in ticks])
+        ticks, y_top = y_axis(data, self._top, height)
+        self.plt.ylim(ticks[0], y_top)
+        self.plt.yticks(ticks, axis_labels(data.y_format, ticks))
         # Rule labels sit on their line at the left (a threshold) or the top (a vertical rule), in the
         # canvas colour so the label reads as a gap in the line.
         canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
@@ -220,10 +234,10 @@ class TimeChart(PlotextPlot):
             self.plt.text(f" {data.hline.label} ", self._left, at, color=rgb(data.hline.color),
                           background=canvas, alignment="left")  # fmt: skip
         if data.vline is not None:
-            self.plt.text(f" {data.vline.label} ", data.vline.value, ticks[-1], color=rgb(data.vline.color),
+            self.plt.text(f" {data.vline.label} ", data.vline.value, y_top, color=rgb(data.vline.color),
                           background=canvas, alignment="left")  # fmt: skip
-        for band in data.bands:
-            self.plt.text(f" {band.label} ", band.start, ticks[-1], color=rgb("grey"), background=canvas,
+        for band in data.bands if height - PLOT_FRAME_ROWS >= 6 else ():  # a short chart: the legend names it
+            self.plt.text(f" {band.label} ", band.start, y_top, color=rgb("grey"), background=canvas,
                           alignment="left")  # fmt: skip
 
     def render(self) -> RenderResult:

@@ -19,7 +19,9 @@ _STYLE_GLYPH = {"braille": "⣤", "dot": "•", "hd": "▄", "fhd": "▄", "sd":
 
 
 def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
-    text = Text(title, style="bold")
+    """One row, cut with an ellipsis when narrow: two panels side by side keep their charts level
+    (a legend that wrapped on one of them pushed its chart a row down at 80 columns)."""
+    text = Text(title, style="bold", no_wrap=True, overflow="ellipsis")
     if note:
         text.append(f" {note}", style="dim")
     if data is None:
@@ -68,7 +70,7 @@ class ChartPanel(Vertical):
 
     DEFAULT_CSS = """
     ChartPanel { height: 1fr; }
-    ChartPanel > .chart-legend { height: auto; }
+    ChartPanel > .chart-legend { height: 1; }
     ChartPanel > TimeChart { height: 1fr; }
     """
 

@@ -12,7 +12,15 @@ def num(value: float | int | None, fmt: str = ",.0f", unit: str = "") -> str:
 
 
 def ms(seconds: float | None) -> str:
-    return DASH if seconds is None else f"{seconds * 1000:,.0f} ms"
+    """A latency in one operator's unit: "62 ms" below a second, "66.2 s" from one (never "66,244 ms"
+    beside a finding's "79.7 s")."""
+    if seconds is None:
+        return DASH
+    if seconds >= 100:
+        return f"{seconds:,.0f} s"
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    return f"{seconds * 1000:,.0f} ms"
 
 
 def latency(seconds: float | None, above_top: bool = False) -> str:
@@ -89,6 +97,8 @@ def human_setting(key: str, value: object) -> str:
     """``human`` with the meaning of a few settings spelled out (an unset threshold speculates always)."""
     if key.endswith("threshold") and (value is None or value == 0):
         return "none (speculate at every batch size)"
+    if key.endswith("pinned_steps") and (value is None or value == -1):
+        return "none (SGLang's policy chooses)"
     return human(value)
 
 

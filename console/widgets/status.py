@@ -22,10 +22,17 @@ _HEALTH = {
 
 
 def health_chip(model: ConsoleModel) -> Text:
+    """Healthy only when the link is up and the engine's readings are in: a console that is
+    reconnecting, or has no readings yet, knows nothing about health and says so."""
     items = model.health.items
     worst = model.health.worst
-    if model.latest is None:
+    word = model.health_word()
+    if model.latest is None and word != "unknown_link":
         return Text("")
+    if word == "unknown_link":
+        return Text("? health unknown", style="dim")
+    if word == "unknown_data" and worst is None:
+        return Text("? no readings yet", style="dim")
     if worst is None:
         return Text("✓ healthy", style="green")
     glyph, style = _HEALTH.get(worst, ("●", "bold"))
@@ -56,9 +63,9 @@ def status_left(model: ConsoleModel, where: str) -> Text:
         left.append(" PRODUCTION ", style="bold white on red")
         left.append(" ")
     left.append(latest.profile_name if latest and latest.profile_name else "?", style="bold")
+    if latest is not None:  # the time before the place: the socket path is what gives way
+        left.append(f"  {clock(latest.time)} UTC", style="dim")
     left.append(f"  {where}", style="dim")
-    if latest is not None:
-        left.append(f"  @ {clock(latest.time)} UTC", style="dim")
     return left
 
 
@@ -66,7 +73,10 @@ def status_right(model: ConsoleModel, *, paused: bool, readonly: bool, unseen: i
     """What state: the engine, the link, health, read-only, paused; never cut."""
     latest = model.latest
     right = Text(no_wrap=True)
-    if latest is not None:
+    if latest is not None and model.stale:
+        # The last state the agent reported, not a live one: "ready" must not read as now.
+        right.append(f"engine was {latest.engine_state} {age(model.data_age_s())}  ", style="dim")
+    elif latest is not None:
         right.append(f"engine {latest.engine_kind or '?'} {latest.engine_state}  ")
     right.append_text(link_chip(model))
     chip = health_chip(model)

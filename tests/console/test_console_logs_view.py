@@ -64,7 +64,7 @@ async def test_the_log_follows_new_lines_and_searches_with_a_count_and_n_between
         assert screen.following
         write_engine_log(agent, "Decode batch. marker-four")
         await until(lambda: len(screen.matches) == count + 1, what="a new match counted")
-        assert f"{count + 1} matches for" in text_of(app, "#log-status")
+        assert f"{count + 1} matches in the engine log" in text_of(app, "#log-status")
         events = screen.query_one("#event-log", RichLog)
         assert not any("bench.progress" in s.text for s in events.lines)
 

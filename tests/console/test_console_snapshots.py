@@ -28,6 +28,7 @@ from console.link.replay import ReplayLink
 RECORDING = Path(__file__).parent / "data" / "local-sim.jsonl"
 SIZE = (100, 30)
 WIDE = (160, 45)
+SMALL = (80, 24)
 SCREEN_KEYS = ["o", "h", "k", "g", "c", "b", "p", "l"]
 REPRS = ("{'", "None", "True", "False", "[]")
 
@@ -66,9 +67,40 @@ def test_screen(snap_compare: Any, key: str) -> None:
     assert snap_compare(replay_app(), run_before=keys_then_settle(key), terminal_size=SIZE)
 
 
-@pytest.mark.parametrize("key", ["o", "b"])
+@pytest.mark.parametrize("key", SCREEN_KEYS)
 def test_wide_screen(snap_compare: Any, key: str) -> None:
     assert snap_compare(replay_app(), run_before=keys_then_settle(key), terminal_size=WIDE)
+
+
+@pytest.mark.parametrize("key", SCREEN_KEYS)
+def test_small_screen(snap_compare: Any, key: str) -> None:
+    """80x24: every screen usable (issue 27)."""
+    assert snap_compare(replay_app(), run_before=keys_then_settle(key), terminal_size=SMALL)
+
+
+@pytest.mark.parametrize("size", [SMALL, SIZE, WIDE], ids=["80x24", "100x30", "160x45"])
+@pytest.mark.parametrize("key", SCREEN_KEYS)
+async def test_the_footer_reads_as_words_and_the_header_keeps_its_clock(
+    key: str, size: tuple[int, int]
+) -> None:
+    """Issue 27: below 150 columns the footer read "ohkgcbpl screensspace Pause"; at 100 the header's
+    clock was cut ("@ 09:1…") and the GPU screen lost its clock, PCIe and throttle columns."""
+    app = replay_app()
+    async with app.run_test(size=size) as pilot:
+        await keys_then_settle(key)(pilot)
+        lines = screen_text(app).splitlines()
+    footer, header = lines[-1], lines[0]
+    assert "q Quit" in footer and "? Help" in footer, footer
+    assert "screensspace" not in footer and re.search(r"\bPause\b", footer), footer
+    if size != SMALL:  # at 80 the profile and the state come first; the clock gives way
+        assert re.search(r"\d\d:\d\d:\d\d UTC", header), header
+    if key == "g" and size != SMALL:
+        table = "\n".join(lines)
+        for column in ("SM/mem MHz", "PCIe", "throttle"):
+            assert column in table, f"{column} cut at {size}:\n{table}"
+    if key == "h":  # the two charts of a row start on the same line: no legend pushed one down
+        tops = [i for i, line in enumerate(lines) if line.count("┌") >= 2]
+        assert tops, "\n".join(lines)
 
 
 def test_help(snap_compare: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -84,3 +85,27 @@ def test_the_window_cycles_through_the_presets_and_says_so() -> None:
         seen.append(next_window(seen[-1]))
     assert seen == [300.0, 900.0, 3600.0, 60.0, 300.0]
     assert [window_label(w) for w in CHART_WINDOWS_S] == ["1 m", "5 m", "15 m", "1 h"]
+
+
+@pytest.mark.parametrize("rows", range(4, 40))
+@pytest.mark.parametrize("top", [3.0, 97.0, 4_367.8, 61_000.0])
+def test_ticks_fall_on_evenly_spaced_rows(rows: int, top: float) -> None:
+    """Issue 27: History's 0 → 2.5k was twice 2.5k → 5k apart. With the axis top even_ticks gives,
+    plotext's linear row mapping puts every tick the same number of rows from the next."""
+    from console.widgets.ticks import even_ticks
+
+    ticks, y_top = even_ticks(0.0, top, rows, 4, 1.0)
+    assert ticks[-1] >= top and y_top >= ticks[-1]
+    positions = [round((t - ticks[0]) / (y_top - ticks[0]) * (rows - 1)) for t in ticks]
+    gaps = {b - a for a, b in itertools.pairwise(positions)}
+    assert len(gaps) == 1 and min(gaps) >= 1, (ticks, y_top, positions)
+
+
+def test_an_axis_has_one_unit() -> None:
+    from console.widgets.ticks import axis_labels, even_ticks, fmt_count, fmt_ms
+
+    assert axis_labels(fmt_ms, [0.0, 500.0, 1000.0, 1500.0]) == ["0 s", "0.5 s", "1 s", "1.5 s"]
+    assert axis_labels(fmt_ms, [0.0, 50.0, 100.0]) == ["0 ms", "50 ms", "100 ms"]
+    assert axis_labels(fmt_count, [0.0, 2500.0, 5000.0]) == ["0", "2.5k", "5k"]
+    empty, _ = even_ticks(0.0, 0.1, 10, 4, 1.0)  # no traffic yet: 0 / 1, never 0 / 0 / 0
+    assert len(set(axis_labels(fmt_count, empty))) == len(empty)

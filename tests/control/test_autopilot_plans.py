@@ -10,7 +10,7 @@ import pytest
 
 from agent.control.planner import plan_request
 from agent.profile import Profile, ProfileError, load_profile, parse_profile
-from agent.sglang import live_control
+from agent.sglang import live_control, rules
 from agent.wire import ActionRequest
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -79,12 +79,25 @@ def test_bad_values_are_refused_with_their_key(lines: str, key: str, words: str)
     assert issue.key == key and words in issue.rule and issue.file == "p.toml"
 
 
-def test_it_needs_a_threshold_that_was_built() -> None:
+def test_a_file_needs_a_threshold_to_launch_with() -> None:
+    """A profile file without a threshold builds no 0-step state: SGLang's rules refuse it (what
+    `agent profile validate` and `agent serve` run); the format alone allows it, for a running
+    profile whose live threshold is 0."""
     text = with_autopilot("enabled = true").replace(f"threshold = {SIM_THRESHOLD}\n", "")
-    with pytest.raises(ProfileError) as err:
-        parse_profile(text, "p.toml")
-    assert err.value.issues[0].key == "speculation.autopilot.enabled"
-    assert "0-step state" in err.value.issues[0].rule
+    errors = rules.errors_of(rules.check_profile(parse_profile(text, "p.toml"), "p.toml"))
+    assert [e.key for e in errors] == ["speculation.autopilot.enabled"]
+    assert "0-step state" in errors[0].rule
+
+
+def test_it_turns_on_while_the_live_threshold_is_0(sim: Profile) -> None:
+    """Issue 27: the live threshold at 0 (speculate at every size) left the autopilot refused, though
+    the server launched with a threshold has its 0-step state."""
+    at_zero = plan_request(req("threshold", 0), sim, no_named).new_profile
+    assert at_zero is not None and at_zero.speculation.threshold is None
+    draft = plan_request(req("autopilot", True), at_zero, no_named, sim)
+    assert draft.mode == "live", draft.reason
+    assert "returns to no threshold" in draft.reason
+    assert draft.new_profile is not None and draft.new_profile.speculation.autopilot.enabled
 
 
 def test_turning_it_on_is_a_live_plan_that_says_what_it_will_do(sim: Profile) -> None:

@@ -182,7 +182,8 @@ def test_steps_among_built_is_live_else_restart(running: Profile) -> None:
     plan = rules.classify_change(running, _with(running, "speculation", num_steps=5, live_steps=[1, 2, 3, 5]))
     assert plan.mode == "restart"
     assert any("live_steps" in r and "built" in r for r in plan.reasons)
-    assert any("num_steps" in r and "[1, 2, 3]" in r for r in plan.reasons)
+    assert any("num_steps" in r and "only 1, 2, 3 steps" in r for r in plan.reasons)
+    assert not any("[" in r for r in plan.reasons), "a list's repr in an operator's reason"
 
 
 @pytest.mark.parametrize(
@@ -272,7 +273,7 @@ def test_live_values_refused_on_tree_server_with_the_reason() -> None:
 
 def test_steps_reason_lists_the_built_steps(running: Profile) -> None:
     reason = rules.validate_live_value(running, live_control.LIVE_STEPS_KEY, 5)
-    assert reason is not None and "[1, 2, 3]" in reason
+    assert reason is not None and "choose one of 1, 2, 3" in reason and "[" not in reason
 
 
 def test_adaptive_graph_memory_and_padding_warnings() -> None:

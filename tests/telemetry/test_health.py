@@ -113,11 +113,13 @@ def test_a_planned_restart_is_info_a_crash_a_warning_and_three_crashes_a_crash_l
 def test_restarts_age_out_of_the_window() -> None:
     snaps = [snap(t) for t in range(70)]
     counts = [EngineCounts(0, 0)] + [EngineCounts(1, 0)] * 69
-    assert found(feed(HealthWatch(), snaps, counts), "engine_restarted") is None  # 69 s > 60 s ago
+    assert (
+        found(feed(HealthWatch(clear_after_s=0), snaps, counts), "engine_restarted") is None
+    )  # 69 s > 60 s ago
 
 
 def test_stale_telemetry_from_a_ready_engine_names_the_last_error() -> None:
-    watch = HealthWatch()
+    watch = HealthWatch(clear_after_s=0)
     watch.observe(snap(0), LIMITS)
     for t in range(1, 6):
         s = watch.observe(snap(t, metrics_source="none"), LIMITS, scrape_error="GET /metrics: ReadTimeout")
@@ -127,12 +129,12 @@ def test_stale_telemetry_from_a_ready_engine_names_the_last_error() -> None:
     assert f is not None and f.since == T0 + 1 and "ReadTimeout" in f.explanation
     assert found(watch.observe(snap(7), LIMITS), "telemetry_stale") is None
     down = [snap(t, engine_state="stopped", metrics_source="none") for t in range(10)]
-    assert found(feed(HealthWatch(), down), "telemetry_stale") is None
+    assert found(feed(HealthWatch(clear_after_s=0), down), "telemetry_stale") is None
 
 
 def test_every_finding_carries_since_when_it_began_and_a_break_resets_it() -> None:
     upstream = Finding(code="retractions", severity="warning", title="t", explanation="e", action="a")
-    watch = HealthWatch()
+    watch = HealthWatch(clear_after_s=0)
     first = watch.observe(snap(0, findings=[upstream]), LIMITS)
     later = watch.observe(snap(3, findings=[upstream]), LIMITS)
     assert first.findings[0].since == later.findings[0].since == T0
@@ -150,3 +152,21 @@ def test_a_saturated_tick_says_queue_ttft_and_kv_together() -> None:
     ]  # fmt: skip
     codes = {f.code for f in feed(HealthWatch(), snaps).findings}
     assert {"queue_growing", "ttft_over_target", "kv_nearly_full"} <= codes
+
+
+def test_a_finding_that_flickers_is_held_and_clears_only_after_its_hysteresis() -> None:
+    """Issue 27: "runs its maximum of 256" rose and cleared every few seconds while the batch
+    hovered at the cap. A finding absent for less than CLEAR_AFTER_S stays, with its first since;
+    one absent longer clears."""
+    watch = HealthWatch()
+    flicker = Finding(code="queueing", severity="info", title="t", explanation="e", action="a")
+    shown = []
+    for t in range(20):  # the condition holds every other tick
+        out = watch.observe(snap(t, findings=[flicker] if t % 2 == 0 else []), LIMITS)
+        shown.append(found(out, "queueing"))
+    assert all(f is not None for f in shown), "it flapped"
+    assert {f.since for f in shown if f is not None} == {T0}
+    after = [found(watch.observe(snap(t), LIMITS), "queueing") for t in range(20, 40)]
+    cleared_at = next(i for i, f in enumerate(after) if f is None) + 20
+    assert cleared_at - 18 >= 10  # last held at t=18, cleared 10 s later, not before
+    assert all(f is None for f in after[cleared_at - 20 :])

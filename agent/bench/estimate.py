@@ -1,0 +1,105 @@
+"""How long a run will take, said before it starts (the confirm dialog, ``POST /v1/bench/plan``).
+
+The best guess is an earlier run of the same plan on this host: how long it took. Without one, the
+run's own duration model (``schedule.DurationModel``) guesses from a request's time at one stream,
+taken from the engine's recent latencies (TTFT plus one ITL per output token) when it has any, and
+says it is rough. A run also waits first for other clients' requests to leave the engine
+(``agent.bench.drain``): when the engine is busy now, the estimate says how long that may add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.bench.options import BenchOptions
+from agent.bench.schedule import DurationModel, format_duration, plan
+
+COMPARE_ARMS = ("on", "off", "adaptive")
+SAME_PLAN_KEYS = ("concurrency", "repeats", "input_len", "output_len", "min_requests", "min_window_s", "chat")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    mode: str
+    arms: tuple[str, ...]
+    levels: tuple[int, ...]
+    steps: int
+    expected_s: float
+    basis: str
+    """Where the figure comes from, in words."""
+    drain_wait_s: float
+    """The most the run waits for the engine to drain first (0 when it is idle now)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "arms": list(self.arms),
+            "levels": list(self.levels),
+            "steps": self.steps,
+            "expected_s": round(self.expected_s, 1),
+            "basis": self.basis,
+            "drain_wait_s": self.drain_wait_s,
+        }
+
+
+def arms_of(mode: str, baseline: bool) -> tuple[str, ...]:
+    arms = COMPARE_ARMS if mode == "compare" else ("sweep",)
+    return (*arms, "baseline") if baseline else arms
+
+
+def same_plan(record: Mapping[str, Any], mode: str, options: BenchOptions) -> bool:
+    recorded = record.get("options")
+    if record.get("mode") != mode or not isinstance(recorded, Mapping):
+        return False
+    mine = options.public_dict()
+    return all(recorded.get(k) == mine.get(k) for k in SAME_PLAN_KEYS)
+
+
+def estimate(
+    mode: str,
+    options: BenchOptions,
+    *,
+    baseline: bool = False,
+    earlier: Iterable[Mapping[str, Any]] = (),
+    request_s: float | None = None,
+    busy_now: int | None = None,
+) -> Estimate:
+    """``earlier``: stored run records, newest first; ``request_s``: one request's time at one stream
+    from the engine's recent telemetry; ``busy_now``: requests running or queued on it now."""
+    arms = arms_of(mode, baseline)
+    steps = plan(options.concurrency, arms, options.repeats)
+    drain = options.drain_wait_s if busy_now else 0.0
+    for record in earlier:
+        took = record.get("duration_s")
+        if (
+            record.get("state") == "finished"
+            and isinstance(took, int | float)
+            and same_plan(record, mode, options)
+        ):
+            basis = f"run {record.get('bench_id')} of the same plan took {format_duration(float(took))}"
+            return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
+    model = DurationModel(options.min_window_s, probe_s=request_s)
+    expected = model.remaining(steps)
+    basis = (
+        f"from the engine's recent latency ({request_s:.1f} s a request at one stream); rough"
+        if request_s
+        else "a rough guess: no run of this plan and no latency from the engine yet"
+    )
+    return Estimate(mode, arms, options.concurrency, len(steps), expected, basis, drain)
+
+
+def request_time(ttft_s: float | None, itl_s: float | None, output_len: int) -> float | None:
+    """One request's time from latencies: its first token, then one ITL per further token."""
+    if itl_s is None:
+        return None
+    return (ttft_s or 0.0) + itl_s * max(0, output_len - 1)
+
+
+def estimate_words(est: Estimate) -> str:
+    """ "about 4 m 10 s (run X of the same plan took 4 m 10 s)"."""
+    words = f"about {format_duration(est.expected_s)} ({est.basis})"
+    if est.drain_wait_s:
+        words += f", after up to {format_duration(est.drain_wait_s)} waiting for the engine to drain"
+    return words
