@@ -266,6 +266,8 @@ def _show(args: argparse.Namespace) -> int:
         return 2
     print(table)
     return 0
+
+
 class Announcer:
     """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
     draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""

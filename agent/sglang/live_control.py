@@ -71,7 +71,7 @@ ZERO_STEP_READBACK_KEYS: Final = (
     "forced_zero",  # int, batches planned at 0 steps that the policy would have moved
     "catchups",  # int, draft catch-ups on resume
     "catchup_tokens",  # int, tokens they re-extended
-    "catchups_skipped",  # int, resumes where some request had nothing to catch up on
+    "catchups_skipped",  # int, requests of resume batches that had nothing to catch up on
     "errors",  # int, catch-ups that failed (the draft then resumed cold)
     "last_error",  # str | None
     "last_reserve",  # int | None, per-request KV reserve of the last decode batch prepared

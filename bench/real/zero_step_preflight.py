@@ -123,8 +123,9 @@ class World:
 
     HIDDEN = 12
 
-    def __init__(self, runtime: Any, device: str) -> None:
+    def __init__(self, runtime: Any, device: str, cpu_lens: bool) -> None:
         self.device = device
+        self.cpu_lens = cpu_lens
         self.runtime = runtime
         self.req_to_token = torch.arange(8 * 64, device=device, dtype=torch.int64).reshape(8, 64)
         self.extends: list[tuple[Any, Any]] = []
@@ -172,11 +173,11 @@ class World:
     def batch(self, slots: list[int], lens: list[int], mode: Any) -> Any:
         dev = self.device
         return types.SimpleNamespace(
-            reqs=[object()] * len(slots),
+            reqs=[types.SimpleNamespace(req_pool_idx=s) for s in slots],
             req_pool_indices=torch.tensor(slots, device=dev, dtype=torch.int64),
             req_pool_indices_cpu=torch.tensor(slots, dtype=torch.int64),
             seq_lens=torch.tensor(lens, device=dev, dtype=torch.int64),
-            seq_lens_cpu=torch.tensor(lens, dtype=torch.int64),
+            seq_lens_cpu=torch.tensor(lens, dtype=torch.int64) if self.cpu_lens else None,
             forward_mode=mode,
             is_extend_in_batch=False,
             extend_lens=None,
@@ -231,7 +232,17 @@ def check(name: str, ok: bool, detail: str = "") -> bool:
 
 def run(site: Path, device: str) -> int:
     policy, runtime = load(site)
-    w = World(runtime, device)
+    results = [
+        *scenario(policy, runtime, device, cpu_lens=True),
+        *scenario(policy, runtime, device, cpu_lens=False),
+    ]
+    print(f"{sum(results)}/{len(results)} checks passed on {device} (torch {torch.__version__})")
+    return 0 if all(results) else 1
+
+
+def scenario(policy: Any, runtime: Any, device: str, cpu_lens: bool) -> list[bool]:
+    print(f"-- with{'' if cpu_lens else 'out'} a CPU copy of the sequence lengths")
+    w = World(runtime, device, cpu_lens)
     policy.register(w.ctl)
     results = []
     # Request in slot 2: 10-token prompt, then 6 plain 0-step rounds (positions 10..15).
@@ -320,17 +331,40 @@ def run(site: Path, device: str) -> int:
     w.ctl.maybe_catch_up(batch)
     results.append(check("a second drafting round does not catch up again", w.ctl.counters.catchups == 1))
 
-    # A request whose draft state is current (prefilled after the last 0-step round) → skip.
+    # A request whose draft state is current (prefilled after the last 0-step round) keeps it.
     w.prefill([6], [5], [5])
     for s in (2, 5, 0, 1):
         lens[s] += 1
     w.zero_round([2, 5, 0, 1], [lens[s] for s in (2, 5, 0, 1)])
     for s in (2, 5, 0, 1):
         lens[s] += 1
-    batch = w.batch([2, 5, 0, 1, 7], [lens[s] for s in (2, 5, 0, 1)] + [9], ForwardMode.DECODE)
+    batch = w.batch([2, 5, 0, 1, 6], [lens[s] for s in (2, 5, 0, 1)] + [5], ForwardMode.DECODE)
+    batch.spec_info.topk_index = torch.full((5, 1), 3, device=device)
     w.ctl.maybe_catch_up(batch)
+    kept = [int(x) for x in batch.spec_info.topk_index[:, 0].tolist()]
     results.append(
-        check("a row with nothing to catch up skips the catch-up", w.ctl.counters.catchups_skipped == 1)
+        check(
+            "a resume batch with a request prefilled after the 0-step rounds: all caught up",
+            kept == [7] * 5,
+            f"{kept}",
+        )
+    )
+    held = [int(x) for x in w.ctl.last_caught.tolist()]
+    results.append(
+        check("a request prefilled last catches up over its prompt's end only", held[4] == 1, f"{held}")
+    )
+    w.ctl.streak.missed([2, 7])
+    lens[2] += 3  # a gap: the positions before s are not the ones the ring holds
+    batch = w.batch([2, 7], [lens[2], 9], ForwardMode.DECODE)
+    batch.spec_info.topk_index = torch.full((2, 1), 3, device=device)
+    w.ctl.maybe_catch_up(batch)
+    kept = [int(x) for x in batch.spec_info.topk_index[:, 0].tolist()]
+    results.append(
+        check(
+            "rows with nothing held before s keep their draft input",
+            kept == [3, 3] and w.ctl.counters.catchups_skipped >= 2,
+            f"{kept}",
+        )
     )
 
     # The path switch and its validation.
@@ -341,8 +375,7 @@ def run(site: Path, device: str) -> int:
             policy.check_path("plain", True) is not None and policy.check_path(0, True) is None,
         )
     )
-    print(f"{sum(results)}/{len(results)} checks passed on {device} (torch {torch.__version__})")
-    return 0 if all(results) else 1
+    return results
 
 
 def main() -> int:

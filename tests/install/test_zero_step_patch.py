@@ -146,24 +146,6 @@ def test_the_reserve_of_a_decode_batch(policy: Any, zero: bool, inflight: tuple[
     assert planner.reserve(zero, alloc_len_per_decode=4, default_reserve=1) == 1, "never above SGLang's"
 
 
-def test_the_streak_book_says_what_each_request_missed(policy: Any) -> None:
-    book = policy.StreakBook()
-    book.extended([3], [10])  # prompt of 10: its last position 9
-    assert not book.pending
-    for length in range(10, 16):  # six 0-step rounds: positions 10..15
-        book.decoded([3], [length])
-    assert book.pending
-    assert book.catchup_lengths([3], [16], width=4) == [4]
-    assert book.catchup_lengths([3], [16], width=8) == [7], "the prompt's last position counts"
-    assert book.catchup_lengths([3], [18], width=4) == [0], "a run that does not end at s-1 is stale"
-    book.extended([3], [5])  # the slot now holds a new request
-    assert book.catchup_lengths([3], [5], width=4) == [1]
-    assert book.catchup_lengths([9], [5], width=4) == [0], "a slot never seen"
-    book.decoded([3], [5])
-    book.decoded([3], [7])  # a gap (a speculating round in between): a new run
-    assert book.catchup_lengths([3], [8], width=4) == [1]
-
-
 @pytest.mark.parametrize(
     "flag",
     ["idle", "has_grammar", "return_logprob", "hisparse", "mamba", "mrope", "watermark", "input_embeds"],
@@ -205,11 +187,10 @@ def test_add_readback_leaves_a_server_without_the_patch_alone(policy: Any) -> No
 
 def test_only_requests_that_missed_something_are_caught_up(policy: Any) -> None:
     book = policy.StreakBook()
-    book.extended([1, 2], [8, 8])
     assert not book.pending
-    book.decoded([1, 2], [8, 8])
+    book.missed([1, 2])
     assert book.pending and book.pending_in([2, 7]) and not book.pending_in([7])
     book.caught_up([1])
     assert book.pending_in([2]) and not book.pending_in([1])
-    book.extended([2], [30])  # the slot holds a new request now: nothing missed
+    book.caught_up([2])  # an extend of the slot (a new request) or its catch-up
     assert not book.pending
