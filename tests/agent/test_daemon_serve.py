@@ -206,7 +206,7 @@ async def test_token_and_engine_key_never_leave_the_agent(shared_agent: Agent) -
 async def test_profiles_list_read_save_and_diff(shared_agent: Agent) -> None:
     async with shared_agent.client() as c:
         listed = (await c.get("/v1/profiles")).json()["profiles"]
-        assert set(listed[0]) == {"name", "path", "running"}
+        assert set(listed[0]) == {"name", "path", "running", "changed"}
         assert any(p["name"] == "sim-shared" and p["running"] for p in listed)
         read = (await c.get("/v1/profiles/sim-shared")).json()
         assert read["profile"]["identity"]["name"] == "sim-shared"
