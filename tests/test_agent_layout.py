@@ -35,6 +35,10 @@ OWN_KEYS = {
     ("bench/options.py", "admin_api_key"),
     ("bench/compare.py", "token_capacity"),  # the bench result's own key (off_memory)
     ("install/stack.py", "version"),  # the install's import-check script prints its own JSON lines
+    ("cli/control.py", "status"),  # the agent's own action result (agent.wire.ActionResult)
+    ("cli/status.py", "threshold"),  # the agent's own snapshot (agent.wire Speculation)
+    ("cli/status.py", "pinned_steps"),
+    ("wire/bench_env.py", "tp_size"),  # a bench result's own server summary, read back
 }
 
 

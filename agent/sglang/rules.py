@@ -1,13 +1,12 @@
 """SGLang 0.5.23's speculation rules, applied to a profile before anything runs.
 
 Each rule names the SGLang source it mirrors. The profile schema (``agent.profile.schema``) already
-refuses what is wrong in any SGLang version (types, ranges, unknown keys); this module adds what
-0.5.23 itself does with the values: what it refuses at start-up (an error here), and what it
-silently changes or where it silently loses something (a warning here).
+refuses what is wrong in any SGLang version (types, ranges, unknown keys); this module adds what 0.5.23
+itself does with the values: what it refuses at start-up (an error here), and what it silently changes or
+where it silently loses something (a warning here).
 
-It also decides, for a change from profile A to profile B, whether the running server can take it
-live (through the ``/set_internal_state`` keys our patch adds) or needs a restart.
-"""
+It also decides, for a change from profile A to profile B, whether the running server can take it live
+(through the ``/set_internal_state`` keys our patch adds) or needs a restart."""
 
 from __future__ import annotations
 
@@ -120,16 +119,14 @@ def _check_extra_flags(profile: Profile, report: _Report) -> None:
                 "use server.api_key_file / server.admin_api_key_file",
             )
         elif name in RENDERED_FLAGS:
-            report.error(
-                "server.extra_flags", f"{name} is rendered from {RENDERED_FLAGS[name]}; set it there instead"
-            )
+            why = f"{name} is rendered from {RENDERED_FLAGS[name]}; set it there instead"
+            report.error("server.extra_flags", why)
     for problem in extra_flag_problems(flags):
         hint = RENAMED_FLAGS.get(problem.split(" ", 1)[0])
         report.error("server.extra_flags", f"{problem}; {hint}" if hint else problem)
     if has_flag(flags, "--speculative-use-rejection-sampling") and (profile.speculation.eagle_topk or 1) != 1:
-        report.error(
-            "server.extra_flags", "--speculative-use-rejection-sampling requires speculation.eagle_topk = 1"
-        )
+        why = "--speculative-use-rejection-sampling requires speculation.eagle_topk = 1"
+        report.error("server.extra_flags", why)
 
 
 def _check_sm120(profile: Profile, report: _Report) -> None:

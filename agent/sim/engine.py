@@ -8,11 +8,10 @@ its tokens become visible. The asynchronous driver in ``agent.sim.runner`` sleep
 calibration test and what-ifs call them back to back, so a modelled hour takes seconds.
 
 KV: each request holds its committed tokens plus, with speculation, SGLang's reserve
-(``agent.sglang.kv.next_alloc_len``); admission counts what every running request may still need
-(all of it with ``ignore_eos``, else ``new_token_ratio`` of it, as ``PrefillAdder`` does); when a
-decode step does not fit, requests are retracted shortest-output-first and queued again, their
-tokens re-prefilled later (``ScheduleBatch.retract_decode``).
-"""
+(``agent.sglang.kv.next_alloc_len``); admission counts what every running request may still need (all of
+it with ``ignore_eos``, else ``new_token_ratio`` of it, as ``PrefillAdder`` does); when a decode step does
+not fit, requests are retracted shortest-output-first and queued again, their tokens re-prefilled later
+(``ScheduleBatch.retract_decode``)."""
 
 from __future__ import annotations
 
@@ -150,9 +149,8 @@ class Engine:
         self.waiting.append(req)
 
     def _refuse(self, req: SimRequest) -> None:
-        need = (
-            req.prefill_target + min(req.remaining_new, CLIP_MAX_NEW_TOKENS) + self.config.reserve_per_decode
-        )
+        budget = min(req.remaining_new, CLIP_MAX_NEW_TOKENS)
+        need = req.prefill_target + budget + self.config.reserve_per_decode
         message = (
             f"The request needs about {need} KV cache slots (input plus output budget), more than the "
             f"{self.config.pool_tokens} the pool holds (max_total_num_tokens)."
@@ -270,9 +268,7 @@ class Engine:
             completes.append(prefix + take >= req.prefill_target)
         new_tokens = sum(chunks)
         duration = costmodel.prefill_step_s(self.cal, new_tokens, pairs, cfg.speculative)
-        plan = StepPlan(
-            kind="prefill", duration=duration, batch=batch, tokens=chunks, completes_prefill=completes
-        )
+        plan = StepPlan("prefill", duration, batch, tokens=chunks, completes_prefill=completes)
         # The request that does not finish its prefill continues in the next prefill pass.
         self.chunked = next((r for r, done in zip(batch, completes, strict=True) if not done), None)
         return plan
@@ -358,8 +354,8 @@ class Engine:
             plain = self.zero_step.plain and steps == 0
             shape = (steps, topk, draft_tokens, eager, cfg.skip_zero_step_draft_extend, plain)
             duration = costmodel.spec_step_s(self.cal, size, kv_tokens, *shape)
-            rids = [r.rid for r in batch]
-            duration += self.zero_step.round(steps, plain, rids, draft_tokens, kv_tokens, shape[4])
+            rids, skip = [r.rid for r in batch], shape[4]
+            duration += self.zero_step.round(steps, plain, rids, draft_tokens, kv_tokens, skip)
             depth = min(steps, draft_tokens - 1)
             for req in batch:
                 if depth <= 0:
@@ -375,16 +371,9 @@ class Engine:
                 n = acceptance.draw_accepted_drafts(probs, req.rng or self.rng)
                 accepted.append(n)
                 tokens.append(n + 1)
-        return StepPlan(
-            kind="decode",
-            duration=duration,
-            batch=batch,
-            tokens=tokens,
-            accepted_drafts=accepted,
-            steps=steps,
-            draft_tokens=draft_tokens,
-            eager=eager,
-        )
+        plan = StepPlan("decode", duration, batch, tokens=tokens, accepted_drafts=accepted, eager=eager)
+        plan.steps, plan.draft_tokens = steps, draft_tokens
+        return plan
 
     def _commit_decode(self, plan: StepPlan) -> None:
         spec = self.config.mode != "none"

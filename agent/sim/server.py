@@ -1,10 +1,9 @@
 """The simulated SGLang 0.5.23 server: its HTTP surface over the engine model.
 
-Served by uvicorn (httptools) with a small ASGI app of its own: at speedup 20 and 250 streaming
-clients the simulator writes ~15,000 SSE chunks a second on one core, and a framework's per-chunk
-middleware would make it the bottleneck, so routing, auth and responses are a few lines here and
-each chunk goes straight to the server's ``send``. Handlers stay thin and hand requests to the
-engine through ``agent.sim.runner``.
+Served by uvicorn (httptools) with a small ASGI app of its own: at speedup 20 and 250 streaming clients
+the simulator writes ~15,000 SSE chunks a second on one core, and a framework's per-chunk middleware would
+make it the bottleneck, so routing, auth and responses are a few lines here and each chunk goes straight
+to the server's ``send``. Handlers stay thin and hand requests to the engine through ``agent.sim.runner``.
 
 Authentication follows ``srt/utils/auth.py``: ``/health*``, ``/ready``, ``/metrics`` always open;
 NORMAL routes need the API key when one is set; ADMIN_OPTIONAL routes (``/set_internal_state``,
@@ -59,12 +58,9 @@ class SimServer:
         admin_api_key: str | None = None,
         draft_acceptance: str = "calibrated",
     ) -> None:
-        self.config = sim_config(
-            profile,
-            api_key=api_key,
-            admin_api_key=admin_api_key,
-            calibration=with_draft_acceptance(draft_acceptance),
-        )
+        calibration = with_draft_acceptance(draft_acceptance)
+        keys = {"api_key": api_key, "admin_api_key": admin_api_key}
+        self.config = sim_config(profile, calibration=calibration, **keys)
         self.engine = Engine(self.config, seed=seed)
         self.runner = EngineRunner(self.engine, speedup)
         self.info = ServerInfo(self.engine, port, seed)
@@ -158,9 +154,8 @@ class SimServer:
         if not isinstance(server_args, dict) or not all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in server_args.values()
         ):
-            await request.respond_error(
-                400, "server_args must be an object of numbers (Dict[str, Union[int, float]])", "Bad Request"
-            )
+            why = "server_args must be an object of numbers (Dict[str, Union[int, float]])"
+            await request.respond_error(400, why, "Bad Request")
             return
         await request.respond_json([self.apply_internal_state(server_args)])
 

@@ -227,8 +227,10 @@ async def test_speculation_on_and_the_kv_view(
     assert (view.reserve_per_request_on, view.reserve_per_request_off) == (on, off)
     assert view.reserved_tokens == 2 * on
     assert view.speculation_share == pytest.approx(2 * (on - off) / 136_800, abs=1e-4)
-    # "off" against no drafter (agent.sglang.kv.view_fields): 0 steps keeps the widest reserve
-    assert view.reserve_per_request_zero_step == on
+    # "off" against no drafter (agent.sglang.kv.view_fields): on patch 03's plain path (the profile's
+    # default) a 0-step batch reserves a plain decode's KV, not the widest candidate's
+    assert prof.speculation.zero_step == "plain"
+    assert view.reserve_per_request_zero_step == kv.PLAIN_DECODE_RESERVE < on
     assert view.pool_tokens_without_drafter == kv.drafter_cost(prof, 136_800).pool_tokens_without_drafter
     assert view.draft_share_of_cell is not None and view.draft_weight_bytes is not None
 
