@@ -137,6 +137,15 @@ def y_axis(data: ChartData, top: float, height: int) -> tuple[list[float], float
     return even_ticks(data.y_min, max(top, data.y_min), rows, y_tick_count(height), min_step)
 
 
+def labelled_ticks(ticks: list[float], labels: list[str], height: int) -> tuple[list[float], list[str]]:
+    """The ticks that get a label at this height. A chart of one canvas row (80x24's Bench chart)
+    has room for one: the top, which says the scale. Two labels on one row made plotext draw
+    either one, so the same data read "1k" in one run and "0" in the next."""
+    if height - PLOT_FRAME_ROWS >= 2 or len(ticks) < 2:
+        return ticks, labels
+    return ticks[-1:], labels[-1:]
+
+
 def y_ticks_of(data: ChartData, top: float, height: int) -> list[float]:
     """The y ticks at this height."""
     return y_axis(data, top, height)[0]
@@ -223,7 +232,8 @@ class TimeChart(PlotextPlot):
         self._ticks_for_height = height
         ticks, y_top = y_axis(data, self._top, height)
         self.plt.ylim(ticks[0], y_top)
-        self.plt.yticks(ticks, axis_labels(data.y_format, ticks))
+        shown, labels = labelled_ticks(ticks, axis_labels(data.y_format, ticks), height)
+        self.plt.yticks(shown, labels)
         # Rule labels sit on their line at the left (a threshold) or the top (a vertical rule), in the
         # canvas colour so the label reads as a gap in the line.
         canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb

@@ -61,7 +61,7 @@ async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> 
         concurrency=(16,),
         input_len=128,
         output_len=256,
-        min_requests=32,
+        min_requests=64,
         repeats=1,
         min_window_s=0,
         chat=chat,
@@ -77,7 +77,11 @@ async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> 
     gap_tokens = abs(run["engine_stream_diff"]) * run["engine_stream_tokens"]
     assert abs(run["engine_stream_diff"]) <= 0.02 or gap_tokens <= run["engine_race_tokens"]
     assert run["engine_stream_mismatch"] is False and level["engine_stream_mismatch"] is False
-    assert level["engine_output_throughput"] == pytest.approx(level["output_throughput"], rel=0.05)
+    # the level's rate beside ours: within 5 %, or within the same race (CI once saw 5.7 % on a 0.2 s
+    # window, where one request finishing during a read is 3 % of the tokens)
+    race_rate = run["engine_race_tokens"] / run["engine_window_s"]
+    gap_rate = abs(level["engine_output_throughput"] - level["output_throughput"])
+    assert gap_rate <= max(0.05 * level["output_throughput"], race_rate), (gap_rate, race_rate)
     assert 0 < run["engine_generated_tokens"] <= engine_total, "the window is part of what the engine made"
     assert level["concurrency_reached"] is True and run["window"]["target"] == 16
     assert run["engine_running_samples"] > 0 and 12 <= run["engine_max_running_reqs"] <= 16

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from console.model.window import CHART_WINDOWS_S, DEFAULT_WINDOW_S, next_window, window_label
-from console.widgets.chart import y_tick_count
+from console.widgets.chart import PLOT_FRAME_ROWS, labelled_ticks, y_tick_count
 from console.widgets.ticks import (
     fmt_count,
     fmt_ms,
@@ -76,6 +76,13 @@ def test_bench_levels_sit_on_a_log2_axis() -> None:
 
 def test_the_y_axis_has_as_many_ticks_as_rows_allow() -> None:
     assert y_tick_count(6) == 2 and y_tick_count(12) == 3 and y_tick_count(40) == 4
+
+
+def test_a_one_row_chart_labels_only_its_top_tick() -> None:
+    """80x24's Bench chart has one canvas row: two labels on it read "1k" or "0" from run to run."""
+    ticks, labels = [0.0, 1000.0], ["0", "1k"]
+    assert labelled_ticks(ticks, labels, PLOT_FRAME_ROWS + 1) == ([1000.0], ["1k"])
+    assert labelled_ticks(ticks, labels, PLOT_FRAME_ROWS + 2) == (ticks, labels)
 
 
 def test_the_window_cycles_through_the_presets_and_says_so() -> None:
