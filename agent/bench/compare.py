@@ -171,6 +171,7 @@ async def run_compare(
         steps = plan(options.concurrency, list(arms), options.repeats)
         tracker = new_tracker(steps, options, len(options.concurrency), progress)
         drain = await session.wait_for_drain(tracker)
+        tracker.probing(max(options.concurrency))
         await session.probe_durations(tracker.model)
         if base_session is not None:
             await base_session.probe_request()

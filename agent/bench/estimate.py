@@ -1,9 +1,10 @@
 """How long a run will take, said before it starts (the confirm dialog, ``POST /v1/bench/plan``).
 
 The best guess is an earlier run of the same plan on this host: how long it took. Without one, the
-run's own duration model (``schedule.DurationModel``) guesses from a request's time at one stream,
-taken from the engine's recent latencies (TTFT plus one ITL per output token) when it has any, and
-says it is rough. A run also waits first for other clients' requests to leave the engine
+run's own duration model (``schedule.DurationModel``) guesses from a request's time taken from the
+engine's recent latencies (TTFT plus one ITL per output token) when it has any, at the concurrency
+those latencies were seen at (the demo's 249 running requests take 18 s each; read as one stream's
+time, that made a 30-minute run "about 4 h 50 m"), and says it is rough. A run also waits first for other clients' requests to leave the engine
 (``agent.bench.drain``): when the engine is busy now, the estimate says how long that may add.
 """
 
@@ -64,10 +65,12 @@ def estimate(
     baseline: bool = False,
     earlier: Iterable[Mapping[str, Any]] = (),
     request_s: float | None = None,
+    request_at: int = 1,
     busy_now: int | None = None,
 ) -> Estimate:
-    """``earlier``: stored run records, newest first; ``request_s``: one request's time at one stream
-    from the engine's recent telemetry; ``busy_now``: requests running or queued on it now."""
+    """``earlier``: stored run records, newest first; ``request_s``: one request's time from the
+    engine's recent telemetry, seen with ``request_at`` requests running; ``busy_now``: requests
+    running or queued on it now."""
     arms = arms_of(mode, baseline)
     steps = plan(options.concurrency, arms, options.repeats)
     drain = options.drain_wait_s if busy_now else 0.0
@@ -80,10 +83,15 @@ def estimate(
         ):
             basis = f"run {record.get('bench_id')} of the same plan took {format_duration(float(took))}"
             return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
-    model = DurationModel(options.min_window_s, probe_s=request_s)
+    at = max(1, request_at)
+    if request_s and at > 1:
+        model = DurationModel(options.min_window_s, probes={at: request_s})
+    else:
+        model = DurationModel(options.min_window_s, probe_s=request_s)
     expected = model.remaining(steps)
+    streams = "one stream" if at == 1 else f"{at} running"
     basis = (
-        f"from the engine's recent latency ({request_s:.1f} s a request at one stream); rough"
+        f"from the engine's recent latency ({request_s:.1f} s a request at {streams}); rough"
         if request_s
         else "a rough guess: no run of this plan and no latency from the engine yet"
     )

@@ -15,7 +15,7 @@ from typing import Any, Literal, TextIO
 from agent.bench.drain import Busy
 from agent.bench.schedule import DurationModel, Step, format_duration
 
-Phase = Literal["waiting", "planned", "measuring", "measured"]
+Phase = Literal["waiting", "probing", "planned", "measuring", "measured"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,17 @@ class RunTracker:
                 "waiting",
                 f"waiting for the engine to drain before the first request: {busy.words()} "
                 f"(other clients' requests, {waited_s:.0f} s so far)",
+            )
+
+    def probing(self, top: int) -> None:
+        """The run times a request alone and a batch at its top level before its first window; at a
+        top level of 250 that took the demo 74 s, with no progress said (the bar sat empty)."""
+        if self.steps:
+            self._emit(
+                self.steps[0],
+                "probing",
+                f"timing one request alone and a batch of up to {top} before the first window, "
+                "to estimate the run's length",
             )
 
     def planned(self) -> float:

@@ -38,6 +38,10 @@ every console's event log, and a compare that sent one a second filled it with a
 The run's end is its own event (bench.finished / failed / cancelled), never coalesced away."""
 
 
+BEFORE_WINDOWS = ("waiting", "probing")
+"""Phases before the first window: the next phase is sent at once, not after the event interval."""
+
+
 class BenchBusy(RuntimeError):
     """A benchmark is already running; two at once would measure each other."""
 
@@ -235,7 +239,7 @@ class BenchRuns:
             left = f", about {eta:.0f} s left" if eta is not None else ""
             what = (
                 progress.message
-                if progress.phase in ("planned", "waiting")
+                if progress.phase in ("planned", "waiting", "probing")
                 else f"{progress.arm} c={progress.concurrency} repeat {progress.repeat + 1}/{progress.repeats}"
             )
             self.publish(
@@ -254,7 +258,9 @@ class BenchRuns:
         def on_progress(progress: BenchProgress) -> None:
             nonlocal last
             now = time.monotonic()
-            phase_changed = last is not None and last[0].phase == "waiting" != progress.phase
+            phase_changed = (
+                last is not None and last[0].phase in BEFORE_WINDOWS and last[0].phase != progress.phase
+            )
             last = (progress, now)
             if last_sent is not None and now - last_sent < self.progress_interval_s and not phase_changed:
                 return

@@ -351,6 +351,7 @@ async def run_sweep(
         session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
         drain = await session.wait_for_drain(tracker)
+        tracker.probing(max(options.concurrency))
         await session.probe_durations(tracker.model)
         expected = tracker.planned()
         outcomes = await measure_levels(session, steps, tracker)

@@ -79,10 +79,12 @@ class BenchService:
         snap = self.daemon.hub.latest
         busy = None
         request_s = None
+        running = 1
         if snap is not None:
             load, lat = snap.load, snap.latency
             if load.running is not None:
                 busy = load.running + (load.queued or 0)
+                running = load.running
             request_s = request_time(lat.ttft_p50_s, lat.itl_p50_s, options.output_len)
         earlier = []
         for summary in self.runs.list()[:50]:
@@ -97,6 +99,7 @@ class BenchService:
             baseline=baseline_url is not None,
             earlier=earlier,
             request_s=request_s,
+            request_at=running,
             busy_now=busy,
         )
         return {**est.as_dict(), "busy_now": busy}

@@ -178,6 +178,9 @@ def progress_text(run: BenchRun) -> Text:
         text.append(" · ")
         text.append(run.phase_words or "waiting for the engine to drain", style="yellow")
         return text
+    if run.phase == "probing":
+        text.append(f" · {run.phase_words or 'timing a first request and batch'}")
+        return text
     if run.arm is not None:
         text.append(f" · {run.arm} arm")
     if run.concurrency is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import itertools
 import json
 import sys
 from dataclasses import replace
@@ -215,6 +216,11 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
     assert "could not restore the live threshold" in record["error"]
     assert events[0].name == "bench.started" and events[-1].name == "bench.failed"
     assert runs.list()[0]["state"] == "failed"
+    # Before the plan, the run says it is timing its probes (the demo's bar sat empty for 74 s).
+    progress = [e for e in events if e.name == "bench.progress"]
+    phases = [phase for phase, _ in itertools.groupby(e.data["phase"] for e in progress)]
+    assert phases[:2] == ["probing", "planned"], phases
+    assert "timing one request alone and a batch of up to 4" in progress[0].message
 
 
 async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:

@@ -47,3 +47,15 @@ def test_the_estimate_prefers_an_earlier_run_of_the_same_plan() -> None:
     assert same.expected_s == 250.0 and "b-1" in same.basis and same.steps == 3 * 3 * 2
     other = estimate("compare", BenchOptions(concurrency=(1, 2), repeats=2), earlier=earlier, busy_now=12)
     assert "rough" in other.basis and other.drain_wait_s == options.drain_wait_s and other.expected_s > 0
+
+
+def test_a_latency_seen_under_load_is_not_read_as_one_streams() -> None:
+    """The demo's confirm said "about 4 h 50 m" for a run of about half an hour: the engine's recent
+    latency (18.6 s a request, with 249 running) was taken for a request's time at one stream."""
+    options = BenchOptions(concurrency=(1, 2, 4, 8, 16, 32, 64, 128, 250), repeats=2)
+    loaded = estimate("compare", options, request_s=18.6, request_at=249, busy_now=249)
+    alone = estimate("compare", options, request_s=18.6, request_at=1)
+    assert "18.6 s a request at 249 running" in loaded.basis and "one stream" in alone.basis
+    assert loaded.expected_s < alone.expected_s / 3
+    # the slowest level costs what the engine showed at that load: about its request time per cycle
+    assert loaded.expected_s > 18.6 * 3 * 2
