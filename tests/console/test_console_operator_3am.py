@@ -5,6 +5,7 @@ before issue 27."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -313,3 +314,29 @@ async def test_ctrl_c_on_agent_serve_with_a_console_attached_prints_no_traceback
         code = await asyncio.to_thread(agent.proc.wait, 30)
     assert code == 0
     assert "Traceback" not in agent.log and "CancelledError" not in agent.log, agent.log
+
+
+# -- 10. agent audit: what changed, who asked, what came of it, with filters -------------------------
+
+
+async def test_agent_audit_lists_filters_and_prints_json(agent: RunningAgent) -> None:
+    empty = await asyncio.to_thread(agent_cli, agent, "audit")
+    assert empty.returncode == 0 and empty.stdout.strip() == "no audit lines yet", empty.stdout + empty.stderr
+    for change in (("threshold", "40"), ("steps", "2")):
+        done = await asyncio.to_thread(agent_cli, agent, "control", *change, "--yes", "--operator", "nightly")
+        assert done.returncode == 0, done.stdout + done.stderr
+    shown = await asyncio.to_thread(agent_cli, agent, "audit")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert len(lines) == 2 and all("nightly" in line and "applied" in line for line in lines), lines
+    assert "threshold" in lines[0] and "→ 40" in lines[0] and "→ 2" in lines[1]
+    assert not any(s in shown.stdout for s in ("{'", "None", "True", "[]"))
+    steps = await asyncio.to_thread(agent_cli, agent, "audit", "--kind", "steps", "--since", "1h")
+    assert steps.stdout.splitlines() == lines[1:], steps.stdout
+    later = await asyncio.to_thread(agent_cli, agent, "audit", "--since", "2099-01-01T00:00")
+    assert later.stdout.strip() == "no audit lines match"
+    as_json = await asyncio.to_thread(agent_cli, agent, "audit", "--json")
+    records = [json.loads(x) for x in as_json.stdout.splitlines()]
+    assert [r["action"]["kind"] for r in records] == ["threshold", "steps"]
+    bad = await asyncio.to_thread(agent_cli, agent, "audit", "--since", "yesterday")
+    assert bad.returncode == 2 and "--since" in bad.stderr and "30m" in bad.stderr

@@ -1,0 +1,136 @@
+"""``agent audit``: the audit log of a running agent, read through its socket, newest last.
+
+What changed, who asked, from where and what came of it, one line each, in an operator's words; with
+``--json`` the lines as the agent keeps them. Filters: ``--since`` (a time, or how long ago: "30m",
+"2h", "1d") and ``--kind`` (an action's kind: threshold, steps, bench_cancel, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.cli.status import add_connection_args
+from agent.profile.words import value_words
+
+AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
+UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MOST_LINES = 10_000
+"""The agent answers at most this many lines at once (its /v1/audit limit)."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "audit", help="show the agent's audit log: what changed, who asked, what came of it"
+    )
+    add_connection_args(p)
+    p.add_argument(
+        "--since", help='only lines from this time on: "2026-12-03T14:00", or ago: "30m", "2h", "1d"'
+    )
+    p.add_argument("--kind", help="only actions of this kind (threshold, steps, topk, bench_cancel, ...)")
+    p.add_argument("--limit", type=int, default=200, help="at most this many lines, newest (default 200)")
+    p.add_argument("--json", action="store_true", help="print the lines as JSON, one per line")
+    p.set_defaults(handler=run)
+
+
+def since_epoch(text: str, now: float) -> float:
+    """``--since``: an ISO time (UTC unless it says otherwise) or a span before ``now``."""
+    ago = AGO.match(text.strip())
+    if ago:
+        return now - float(ago.group(1)) * UNIT_S[ago.group(2)]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f'--since: "{text}" is neither a time (2026-12-03T14:00) nor a span ago (30m, 2h, 1d)'
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def kind_of(line: Mapping[str, Any]) -> str:
+    action = line.get("action")
+    return str(action.get("kind", "")) if isinstance(action, Mapping) else ""
+
+
+def selected(
+    lines: Iterable[Mapping[str, Any]], since: float | None, kind: str | None
+) -> list[Mapping[str, Any]]:
+    out = []
+    for line in lines:
+        at = line.get("time")
+        if since is not None and not (isinstance(at, int | float) and at >= since):
+            continue
+        if kind is not None and kind_of(line) != kind:
+            continue
+        out.append(line)
+    return out
+
+
+def change_words(before: Any, after: Any) -> str:
+    """ "threshold 143 → 40" for each key that a line's before and after name."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        keys = list(dict.fromkeys([*before, *after]))
+        return "; ".join(f"{k} {value_words(before.get(k))} → {value_words(after.get(k))}" for k in keys)
+    if before is None and after is None:
+        return ""
+    return f"{value_words(before)} → {value_words(after)}"
+
+
+def line_words(line: Mapping[str, Any]) -> str:
+    at = line.get("time")
+    when = (
+        datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if isinstance(at, int | float)
+        else "unknown time"
+    )
+    who = line.get("operator") or "unknown operator"
+    result = line.get("result")
+    outcome: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
+    status = outcome.get("status") or "no outcome"
+    message = outcome.get("message")
+    change = change_words(line.get("before"), line.get("after"))
+    parts = [when, str(who), kind_of(line) or "unknown action", change, str(status)]
+    text = "  ".join(p for p in parts if p)
+    return f"{text}: {message}" if message else text
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent.api.client import AgentUnreachable, call, connect
+    from agent.serve.paths import default_state_dir
+
+    try:
+        since = None if args.since is None else since_epoch(args.since, time.time())
+    except ValueError as exc:
+        print(f"agent audit: {exc}", file=sys.stderr)
+        return 2
+    if not 1 <= args.limit <= MOST_LINES:
+        print(f"agent audit: --limit must be between 1 and {MOST_LINES}, not {args.limit}", file=sys.stderr)
+        return 2
+    state_dir = (args.state_dir or default_state_dir()).expanduser()
+    # The filters cut after the read: ask for the most lines when a filter may drop some.
+    ask = MOST_LINES if since is not None or args.kind else args.limit
+    try:
+        with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
+            answer = call(client, "GET", "/v1/audit", params={"limit": ask})
+    except AgentUnreachable as exc:
+        print(f"agent: not running ({exc})", file=sys.stderr)
+        return 1
+    lines = selected(answer.get("lines") or [], since, args.kind)[-args.limit :]
+    if args.json:
+        for line in lines:
+            print(json.dumps(line, sort_keys=True))
+        return 0
+    if not lines:
+        print("no audit lines" + (" match" if since is not None or args.kind else " yet"))
+        return 0
+    for line in lines:
+        print(line_words(line))
+    return 0
