@@ -29,12 +29,17 @@ How the numbers were chosen:
 * Patch 03's plain path (``calibration.H200_PLAIN_ZERO_STEP``): derived, not fitted, from the timing
   table and the c = 1 comparison (``plain_zero_step_from``). The model's off ÷ baseline with it lies
   inside the comparison's noise band at every level where both arms held the asked load
-  (``zerostep.ratio_band``).
+  (``zerostep.ratio_band``): within 2 points at c = 1, 4 and 16, 4 below at 64 and 128, 12 above at
+  32 (where the off arm's three repeats lay 31 % apart, ``compare-chain-1.txt``). The timing
+  ran at longer contexts than the comparison (``round_timing.py``'s load: 256-token prompts, up to
+  1,024 output tokens, against 256 + 128): should the prepare grow with the KV it indexes, the
+  per-request figure is an upper bound at the comparison's contexts, which is the side the model errs on.
 * SGLang's verify path (``H200_BIG_VERIFY_ZERO_STEP``): fitted to the two runs before the patch
   (``zerostep.fit_zero_step`` with ``VERIFY_REQUEST_GRID_S``; ``bench/zero_step_tax.py --deployment
-  h200-big --fit``): the one-token verify through the extend kernel over each request's whole KV
-  costs 0.19 ms a request more than the decode kernel (33.4 against 5.9 ms at 57 requests in the
-  timing table, where the four engines' contexts ran longer), which is why "off" fell to 0.45.
+  h200-big --fit``): 0.62 ms a round plus 0.17 ms a request, within 1.5 points at c = 1, 16, 64. That
+  is the one-token verify through the extend kernel over each request's whole KV in place of the
+  decode kernel (about 11 ms more at 64 requests here; 27.5 ms at 57 in the timing table, whose
+  contexts ran longer), which is why "off" fell to 0.45.
 """
 
 from __future__ import annotations
