@@ -43,7 +43,15 @@ from agent.sim.calibration import (
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS, H200_ZERO_STEP
-from agent.sim.calibration_h200_big import H200_BIG, H200_BIG_RECORDS, VERIFY_REQUEST_GRID_S
+from agent.sim.calibration_h200_big import (
+    H200_BIG,
+    H200_BIG_PLAIN_RECORD,
+    H200_BIG_RECORDS,
+    H200_BIG_VERIFY_RECORD,
+    VERIFY_REQUEST_GRID_S,
+    fit_target,
+    measured_baseline,
+)
 from agent.sim.zerostep import (
     REQUEST_GRID_S,
     fit_zero_step,
@@ -141,12 +149,32 @@ def carried_over(spec: Profile, base: Profile) -> None:
     )
 
 
+def fit_big_target() -> None:
+    """The GPU-bound H200's target costs fitted again to its records' baseline arms (``fit_target``)."""
+    paths = (*H200_BIG_VERIFY_RECORD.results, *H200_BIG_PLAIN_RECORD.results)
+    measured = measured_baseline([json.loads((ROOT / path).read_text()) for path in paths])
+    base = load_profile(ROOT / H200_BIG_PLAIN_RECORD.baseline_profile)
+    print(
+        f"baseline arms (mean of {', '.join(paths)}): "
+        + ", ".join(f"c={c} {t:.0f}" for c, t in measured.items())
+    )
+    target, worst = fit_target(base, measured)
+    now = fit_target(base, measured, rounds=0)[1]
+    print(f"largest difference: {now:.1%} with the calibration's costs, {worst:.1%} fitted")
+    print(target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--deployment", choices=sorted(DEPLOYMENTS), default="kimi")
     parser.add_argument("--fit", action="store_true", help="fit the costs to every record again")
+    parser.add_argument(
+        "--fit-target",
+        action="store_true",
+        help="h200-big: fit the target's costs to the records' baseline arms again (about six minutes)",
+    )
     parser.add_argument(
         "--from",
         dest="sources",
@@ -167,6 +195,11 @@ def main() -> None:
     parser.add_argument("--baseline-profile", help="the baseline server's profile (repository path)")
     args = parser.parse_args()
     calibration, records = DEPLOYMENTS[args.deployment]
+    if args.fit_target:
+        if args.deployment != "h200-big":
+            parser.error("--fit-target is for --deployment h200-big")
+        fit_big_target()
+        return
 
     if not args.sources:
         for name, record in records.items():

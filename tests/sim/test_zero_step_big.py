@@ -38,6 +38,8 @@ from agent.sim.calibration_h200_big import (
     PLAIN_ROUND_KIND,
     SHARED_STAGES,
     TIMING,
+    fit_target,
+    measured_baseline,
     plain_zero_step_from,
 )
 from agent.sim.zerostep import (
@@ -111,8 +113,9 @@ def test_on_the_plain_path_the_model_lies_inside_the_real_noise_band() -> None:
         dataclasses.replace(record, zero_step=H200_BIG_VERIFY_RECORD.zero_step), spec, base, H200_BIG
     )
     assert outside(verify, band).keys() >= {16, 64}
+    batch = load(TIMING)[PLAIN_ROUND_KIND]["table"]["kinds"][PLAIN_ROUND_KIND]["mean_batch_size"]
     flat = ZeroStepCosts(
-        round_s=H200_PLAIN_ZERO_STEP.round_s + 58 * H200_PLAIN_ZERO_STEP.request_s, request_s=0.0
+        round_s=H200_PLAIN_ZERO_STEP.round_s + batch * H200_PLAIN_ZERO_STEP.request_s, request_s=0.0
     )
     per_round = record_model(dataclasses.replace(record, zero_step=flat), spec, base, H200_BIG)
     assert 1 in outside(per_round, band)
@@ -138,15 +141,14 @@ def test_the_model_of_the_target_gives_back_the_baseline_arms() -> None:
     """The ratios mean something only if the plain step is the real one: the baseline arms (the mean of
     the runs per level, before and after the patch) within ``BASELINE_TOLERANCE``."""
     _, base = profiles(H200_BIG_PLAIN_RECORD)
-    runs: dict[int, list[float]] = {}
-    for path in (*H200_BIG_VERIFY_RECORD.results, *H200_BIG_PLAIN_RECORD.results):
-        for row in load(path)["levels"]:
-            runs.setdefault(int(row["concurrency"]), []).append(float(row["baseline"]["output_throughput"]))
-    assert sorted(runs) == [1, 4, 16, 32, 64, 128]
-    for concurrency, figures in runs.items():
-        measured = sum(figures) / len(figures)
+    paths = (*H200_BIG_VERIFY_RECORD.results, *H200_BIG_PLAIN_RECORD.results)
+    measured = measured_baseline([load(path) for path in paths])
+    assert list(measured) == [1, 4, 16, 32, 64, 128]
+    for concurrency, figure in measured.items():
         model = baseline_throughput(base, concurrency, 256, 128, H200_BIG)
-        assert abs(model / measured - 1) <= BASELINE_TOLERANCE, (concurrency, model, measured)
+        assert abs(model / figure - 1) <= BASELINE_TOLERANCE, (concurrency, model, figure)
+    # what the fit leaves: "within 9.1 % at every level", as the calibration's docstring says
+    assert fit_target(base, measured, rounds=0)[1] < 0.0915
 
 
 def test_kimis_plain_estimate_is_the_h200_figure_scaled_by_memory_bandwidth() -> None:
