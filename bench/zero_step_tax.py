@@ -3,8 +3,10 @@
 A 0-step round inside a speculative server costs a plain decode step plus the 0-step path
 (``ZeroStepCosts``: so many ms a round and so many a request) plus the draft-extend pass unless the
 profile skips it. Each deployment the model knows has its records (``ZeroStepRecord``): Kimi K2.5's
-estimate (``agent.sim.calibration``) and the two real-engine runs on one H200
-(``agent.sim.calibration_h200``).
+estimate (``agent.sim.calibration``), the two real-engine runs of the heavy tiny target on one H200
+(``agent.sim.calibration_h200``) and the GPU-bound target's runs before patch 03 (SGLang's verify
+path) and with its plain path (``agent.sim.calibration_h200_big``; the plain record's costs are
+derived from the timing table, not fitted: ``--fit`` shows what a fit would give).
 
 Without ``--from``: prints, for every record of the deployment, the model's off ÷ baseline next to
 the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record).
@@ -17,7 +19,7 @@ costs with the deployment's calibration and prints the ``ZeroStepRecord`` to pas
 ``tests/sim/test_zero_step.py`` checks the model against it. ``--levels`` keeps some levels only
 (say, where both arms ran the asked concurrency).
 
-    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy] [--fit]
+    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy|h200-big] [--fit]
     .venv/bin/python bench/zero_step_tax.py --deployment h200-heavy --from RESULT.json --skip \\
         --spec-profile bench/real/profiles/heavy-skip.toml --baseline-profile bench/real/profiles/heavy-base.toml
 """
@@ -41,10 +43,21 @@ from agent.sim.calibration import (
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS, H200_ZERO_STEP
+from agent.sim.calibration_h200_big import (
+    H200_BIG,
+    H200_BIG_PLAIN_RECORD,
+    H200_BIG_RECORDS,
+    H200_BIG_VERIFY_RECORD,
+    VERIFY_REQUEST_GRID_S,
+    fit_target,
+    measured_baseline,
+)
 from agent.sim.zerostep import (
+    REQUEST_GRID_S,
     fit_zero_step,
     measured_off_over_baseline,
     off_over_baseline,
+    on_path,
     record_model,
     with_zero_step,
 )
@@ -54,7 +67,10 @@ KIMI_LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
 DEPLOYMENTS: dict[str, tuple[Calibration, dict[str, ZeroStepRecord]]] = {
     "kimi": (CALIBRATION, {"estimate": ZERO_STEP_RECORD}),
     "h200-heavy": (H200_HEAVY, H200_RECORDS),
+    "h200-big": (H200_BIG, H200_BIG_RECORDS),
 }
+GRIDS = {"h200-big": VERIFY_REQUEST_GRID_S}
+"""The ``request_s`` values a fit tries, where a deployment needs more than ``REQUEST_GRID_S``."""
 
 
 def measured_ratios(results: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -85,6 +101,7 @@ def record_literal(record: ZeroStepRecord) -> str:
         f"    spec_profile={record.spec_profile!r},\n"
         f"    baseline_profile={record.baseline_profile!r},\n"
         f"    skip_zero_step_draft_extend={record.skip_zero_step_draft_extend},\n"
+        f"    zero_step_path={record.zero_step_path!r},\n"
         f"    input_len={record.input_len},\n"
         f"    output_len={record.output_len},\n"
         f"    results={record.results!r},\n"
@@ -92,18 +109,22 @@ def record_literal(record: ZeroStepRecord) -> str:
     )
 
 
-def show(name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool) -> None:
+def show(
+    name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool, grid: tuple[float, ...]
+) -> None:
     spec, base = load_profile(ROOT / record.spec_profile), load_profile(ROOT / record.baseline_profile)
     costs = record.zero_step
     print(f"{name}: {'measured' if record.measured else 'not measured'}; {record.source}")
-    print(f"  costs: {costs.round_s * 1e3:.3f} ms a round + {costs.request_s * 1e3:.3f} ms a request"
-          f"{' (draft-extend skipped)' if record.skip_zero_step_draft_extend else ' + the draft-extend pass'}")  # fmt: skip
+    tail = " (draft-extend skipped)" if record.skip_zero_step_draft_extend else " + the draft-extend pass"
+    if record.zero_step_path == "plain":
+        tail = " (patch 03's plain path: no draft-extend pass)"
+    print(f"  costs: {costs.round_s * 1e3:.4f} ms a round + {costs.request_s * 1e3:.4f} ms a request{tail}")
     model = record_model(record, spec, base, calibration)
     print(f"  {'c':>5} {'model off/baseline':>20} {'recorded':>10} {'difference':>11}")
     for c, ratio in record.off_over_baseline:
         print(f"  {c:>5} {model[c]:>20.3f} {ratio:>10.3f} {model[c] - ratio:>+11.3f}")
     if fit:
-        fitted = fit_zero_step(record, spec, base, calibration)
+        fitted = fit_zero_step(record, spec, base, calibration, request_grid_s=grid)
         print(
             f"  costs that fit the record: {fitted.round_s * 1e3:.3f} ms a round + {fitted.request_s * 1e3:.3f} ms a request"
         )
@@ -128,12 +149,32 @@ def carried_over(spec: Profile, base: Profile) -> None:
     )
 
 
+def fit_big_target() -> None:
+    """The GPU-bound H200's target costs fitted again to its records' baseline arms (``fit_target``)."""
+    paths = (*H200_BIG_VERIFY_RECORD.results, *H200_BIG_PLAIN_RECORD.results)
+    measured = measured_baseline([json.loads((ROOT / path).read_text()) for path in paths])
+    base = load_profile(ROOT / H200_BIG_PLAIN_RECORD.baseline_profile)
+    print(
+        f"baseline arms (mean of {', '.join(paths)}): "
+        + ", ".join(f"c={c} {t:.0f}" for c, t in measured.items())
+    )
+    target, worst = fit_target(base, measured)
+    now = fit_target(base, measured, rounds=0)[1]
+    print(f"largest difference: {now:.1%} with the calibration's costs, {worst:.1%} fitted")
+    print(target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--deployment", choices=sorted(DEPLOYMENTS), default="kimi")
     parser.add_argument("--fit", action="store_true", help="fit the costs to every record again")
+    parser.add_argument(
+        "--fit-target",
+        action="store_true",
+        help="h200-big: fit the target's costs to the records' baseline arms again (about six minutes)",
+    )
     parser.add_argument(
         "--from",
         dest="sources",
@@ -144,20 +185,41 @@ def main() -> None:
     parser.add_argument(
         "--skip", action="store_true", help="the off arm ran with skip_zero_step_draft_extend"
     )
+    parser.add_argument(
+        "--path",
+        choices=("verify", "plain"),
+        help="the 0-step path the off arm ran (speculation.zero_step; default: the deployment's first record's)",
+    )
     parser.add_argument("--levels", help="comma-separated levels to keep in the record")
     parser.add_argument("--spec-profile", help="the speculative server's profile (repository path)")
     parser.add_argument("--baseline-profile", help="the baseline server's profile (repository path)")
     args = parser.parse_args()
     calibration, records = DEPLOYMENTS[args.deployment]
+    if args.fit_target:
+        if args.deployment != "h200-big":
+            parser.error("--fit-target is for --deployment h200-big")
+        fit_big_target()
+        return
 
     if not args.sources:
         for name, record in records.items():
-            show(name, record, calibration, args.fit)
+            show(name, record, calibration, args.fit, GRIDS.get(args.deployment, REQUEST_GRID_S))
         if args.deployment == "kimi":
-            spec = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
+            loaded = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
+            spec = on_path(loaded, ZERO_STEP_RECORD.zero_step_path)
             base = load_profile(ROOT / ZERO_STEP_RECORD.baseline_profile)
             model = off_over_baseline(spec, base, KIMI_LEVELS, calibration=calibration)
-            print("  model at every level: " + ", ".join(f"c={c} {r:.3f}" for c, r in model.items()))
+            print(
+                f"  model at every level ({ZERO_STEP_RECORD.zero_step_path} path): "
+                + ", ".join(f"c={c} {r:.3f}" for c, r in model.items())
+            )
+            plain = off_over_baseline(on_path(loaded, "plain"), base, KIMI_LEVELS, calibration=calibration)
+            costs = calibration.spec.plain_zero_step
+            print(
+                f"  patch 03's plain path ({costs.round_s * 1e3:.3f} ms a round + {costs.request_s * 1e3:.4f} ms "
+                "a request, the H200's measured cost scaled by memory bandwidth): "
+                + ", ".join(f"c={c} {r:.3f}" for c, r in plain.items())
+            )
             carried_over(spec, base)
         return
 
@@ -182,15 +244,17 @@ def main() -> None:
         spec_profile=args.spec_profile or first.spec_profile,
         baseline_profile=args.baseline_profile or first.baseline_profile,
         skip_zero_step_draft_extend=args.skip,
+        zero_step_path=args.path or first.zero_step_path,
         input_len=int(options.get("input_len") or 1024),
         output_len=int(options.get("output_len") or 256),
         results=tuple(_repo_path(path) for path in args.sources),
     )
     spec, base = load_profile(ROOT / draft.spec_profile), load_profile(ROOT / draft.baseline_profile)
-    record = dataclasses.replace(draft, zero_step=fit_zero_step(draft, spec, base, calibration))
-    levels = [c for c, _ in ratios]
-    cal = with_zero_step(calibration, record.zero_step)
-    model = off_over_baseline(spec, base, levels, record.input_len, record.output_len, cal)
+    grid = GRIDS.get(args.deployment, REQUEST_GRID_S)
+    record = dataclasses.replace(
+        draft, zero_step=fit_zero_step(draft, spec, base, calibration, request_grid_s=grid)
+    )
+    model = record_model(record, spec, base, calibration)
     print(f"{'c':>5} {'measured off/baseline':>22} {'model at the fitted costs':>26} {'difference':>11}")
     for c, ratio in ratios:
         print(f"{c:>5} {ratio:>22.3f} {model[c]:>26.3f} {model[c] - ratio:>+11.3f}")

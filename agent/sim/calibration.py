@@ -43,7 +43,10 @@ Why the model has the shape it has (each parameter below says what it stands for
   baseline, measured the way the GPU benchmark measures it, equals the recorded ratio within
   ``ZERO_STEP_TOLERANCE``, for Kimi (an estimate) and for the deployment where it was measured
   (``agent.sim.calibration_h200``: the real engine on one H200). Public reports put the tax at
-  +2 % … +22 % (vLLM: +1.9 % after its fix, +0.6 % when it skips K = 0).
+  +2 % … +22 % (vLLM: +1.9 % after its fix, +0.6 % when it skips K = 0). Patch 03's plain path
+  (``zero_step = "plain"``) has its own, smaller costs (``SpecCosts.plain_zero_step``): measured on
+  one H200 (``H200_PLAIN_ZERO_STEP``, ``agent.sim.calibration_h200_big``) and scaled to Kimi's GPUs
+  by memory bandwidth (``PLAIN_ZERO_STEP_ESTIMATE``).
 * Speculation costs KV capacity: the draft's weights come out of the same memory budget, the draft
   adds its share to every KV cell (``agent.sglang.kv.mla_cell_bytes``), and every running request
   keeps the widest candidate's reserve (``agent.sglang.kv.reserve_per_decode``).
@@ -65,7 +68,8 @@ concurrency  no spec      model          2/4/16       model
 The steps 3 / topk 1 / 4 draft-token configuration is not calibrated separately: it follows from
 the same parameters (fewer verify tokens, deeper chain): ~147 tok/s at concurrency 1, and
 speculation stays ahead of 0-step rounds up to a running batch of 125 at this workload's mean
-context (``CROSSOVER_CONTEXT``), which is the threshold kimi-k25-eagle3 carries.
+context (``CROSSOVER_CONTEXT``) on SGLang's verify path, which is the threshold kimi-k25-eagle3
+carries; on patch 03's plain path (the profile's, with ``PLAIN_ZERO_STEP_ESTIMATE``) it is 124.
 """
 
 from __future__ import annotations
@@ -131,11 +135,48 @@ class ZeroStepCosts:
     """Per running request of the round: the accept and KV bookkeeping the verify path does per request."""
 
 
-PLAIN_ZERO_STEP_ESTIMATE = ZeroStepCosts(round_s=0.0002, request_s=0.0)
-"""What a 0-step round costs beyond a plain decode step with patch 03's plain path (``speculation.
-zero_step = "plain"``): the verify sampler's one-node pass, the commit and the speculative worker's
-bookkeeping, no draft-extend pass. An estimate until the real engine measures it
-(``bench/real/round_timing.py``)."""
+H200_PLAIN_ZERO_STEP = ZeroStepCosts(round_s=0.0001475, request_s=0.0000052)
+"""MEASURED on the real engine (patched SGLang 0.5.23, one H200, the Llama-3-8B-shape target under
+triton, ``bench/results/real-h200-2026-12-03-big``): what a 0-step round on patch 03's plain path
+(``speculation.zero_step = "plain"``) costs beyond a plain decode step of a server without a
+drafter. ``request_s`` and ``round_s`` are derived from two committed figures by
+``agent.sim.calibration_h200_big.plain_zero_step_from`` (a test keeps these literals equal to it):
+
+* ``round_s``: off's mean time per output token minus the baseline's at c = 1 (``compare-chain-1.json``:
+  4.657 − 4.509 ms), the one level where a round is one request's step;
+* ``request_s``: the plain round's GPU time outside the target forward and the sampling a plain server
+  runs too (``timing-big-chain-triton.json``, ``zero_plain``: prepare 0.396 ms, input, commit, the
+  empty draft extend: 0.449 ms in all at 58 requests), less ``round_s``, over the 58 requests.
+
+Under fa3 the same stages take 0.08 ms (``timing-big-chain-fa3.json``): the cost is the triton
+backend's decode metadata, built outside the decode graph once a round. Every shipped profile runs
+triton, so the triton figure is the one the model carries."""
+
+H200_HBM_BYTES_S = 4.8e12
+"""An H200's memory bandwidth (bytes/s)."""
+KIMI_HBM_BYTES_S = 1.7e12
+"""An RTX PRO 6000 Blackwell's memory bandwidth as this model uses it (``experts_read_s`` is set from it)."""
+
+
+def scaled(costs: ZeroStepCosts, factor: float) -> ZeroStepCosts:
+    """``costs`` ``factor`` times as long (both parts), rounded to 0.1 µs."""
+    return ZeroStepCosts(
+        round_s=round(costs.round_s * factor, 7), request_s=round(costs.request_s * factor, 8)
+    )
+
+
+PLAIN_ZERO_STEP_ESTIMATE = scaled(H200_PLAIN_ZERO_STEP, H200_HBM_BYTES_S / KIMI_HBM_BYTES_S)
+"""ESTIMATE for Kimi K2.5 on 8 RTX PRO 6000: the plain 0-step path's cost beyond a plain decode step,
+scaled from the H200 measurement (``H200_PLAIN_ZERO_STEP``) the way the rest of Kimi's hardware-bound
+figures are set: by memory bandwidth (the experts' read, ``TargetCosts.experts_read_s``, is ~63 GB at
+``KIMI_HBM_BYTES_S``). The extra is small GPU kernels that build the decode batch's metadata (index
+tensors of the batch, not weights): the same work on every rank at TP 8, bound by memory, not by the
+model's size, so neither the step's length nor the layer count scales it, and the H200's 4.8 TB/s
+against 1.7 TB/s makes it 2.8 times as long: 0.42 ms a round plus 0.015 ms a request (4 % of a plain
+step at one request, 3.4 % at a batch of 125; off ÷ baseline 0.95-0.96 at every level through the
+model, ``bench/zero_step_tax.py``). Never measured on the Kimi host: a comparison there
+(``agent bench compare --baseline-url``, then ``bench/zero_step_tax.py --from … --path plain``)
+replaces it."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +189,8 @@ class SpecCosts:
     where they came from. The draft's pass over prefilled tokens is not part of it
     (``Calibration.prefill_draft_factor``), nor is the KV the drafter holds."""
     plain_zero_step: ZeroStepCosts = PLAIN_ZERO_STEP_ESTIMATE
-    """The same on patch 03's plain path (``zero_step = "plain"``): no draft extend, the decode graph."""
+    """The same on patch 03's plain path (``zero_step = "plain"``): the decode graph, no draft extend,
+    the decode batch's metadata built outside the graph (Kimi: ``PLAIN_ZERO_STEP_ESTIMATE``)."""
 
 
 @dataclass(frozen=True)
@@ -159,8 +201,10 @@ class ZeroStepRecord:
     ``off`` arm of ``agent bench compare``); "baseline" is the same target launched without a
     drafter (its ``--baseline-url`` arm). ``zero_step`` are the costs with which the engine model,
     run with the record's calibration and profiles (``agent.sim.zerostep``), reproduces these ratios
-    within ``ZERO_STEP_TOLERANCE`` (``tests/sim/test_calibration.py``; ``bench/zero_step_tax.py``
-    prints the model against every record and fits the costs to a new result file).
+    within ``ZERO_STEP_TOLERANCE`` where they were fitted to them (``tests/sim/test_zero_step.py``;
+    ``bench/zero_step_tax.py`` prints the model against every record and fits the costs to a new
+    result file), or inside the comparison's noise band where they were derived from a timing table
+    instead (the GPU-bound H200's plain record, ``tests/sim/test_zero_step_big.py``; its source says so).
     """
 
     zero_step: ZeroStepCosts

@@ -159,10 +159,12 @@ def stage_split(
     """The round's kind and the cost model's seconds per patch-03 stage."""
     if steps == 0:
         zero = cal.spec.plain_zero_step if plain else cal.spec.zero_step
-        stages = {
-            "target_forward": costmodel.decode_step_s(cal, size, kv_tokens),
-            "sample": zero.round_s + zero.request_s * size,
-        }
+        extra = zero.round_s + zero.request_s * size
+        decode = costmodel.decode_step_s(cal, size, kv_tokens)
+        # Where the real timing table shows the path's cost (bench/results/real-h200-2026-12-03-big):
+        # the plain path's in "prepare" (the decode batch's metadata, outside the graph), SGLang's in
+        # the target forward (its one-token verify through the extend kernel).
+        stages = {"prepare": extra, "target_forward": decode} if plain else {"target_forward": decode + extra}
         if not plain and not skip:
             stages["draft_extend"] = costmodel.draft_pass_s(cal, size)
         return ("zero_plain" if plain else "zero_verify"), stages

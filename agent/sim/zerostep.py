@@ -15,6 +15,7 @@ the zero-step costs, and ``agent kv`` shows it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -118,6 +119,45 @@ def measured_off_over_baseline(results: Sequence[Mapping[str, Any]]) -> dict[int
     return {c: (sum(offs[c]) / len(offs[c])) / (sum(bases[c]) / len(bases[c])) for c in sorted(offs)}
 
 
+def equal_load_levels(results: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The levels where both the off and the baseline arm of every result held the asked concurrency
+    (``concurrency_reached``): only there is off ÷ baseline a ratio of equal loads."""
+    levels: set[int] | None = None
+    for result in results:
+        ok = {
+            int(row["concurrency"])
+            for row in result.get("levels", [])
+            if all((row.get(arm) or {}).get("concurrency_reached") for arm in ("off", "baseline"))
+        }
+        levels = ok if levels is None else levels & ok
+    return sorted(levels or ())
+
+
+def ratio_band(results: Sequence[Mapping[str, Any]]) -> dict[int, tuple[float, float]]:
+    """Per level, the range real off ÷ baseline figures can take within their noise.
+
+    Each run's ratio with its 95 % interval: the two arms' relative half-widths
+    (``output_throughput_ci_rel``) added in quadrature, as for the ratio of two independent means;
+    over several runs, from the lowest run's low end to the highest run's high end. Levels without
+    both arms, or without an interval, are left out.
+    """
+    bands: dict[int, tuple[float, float]] = {}
+    for result in results:
+        for row in result.get("levels", []):
+            off, base = row.get("off") or {}, row.get("baseline") or {}
+            off_rel, base_rel = off.get("output_throughput_ci_rel"), base.get("output_throughput_ci_rel")
+            if not (off.get("output_throughput") and base.get("output_throughput")):
+                continue
+            if off_rel is None or base_rel is None:
+                continue
+            ratio = float(off["output_throughput"]) / float(base["output_throughput"])
+            half = ratio * math.hypot(float(off_rel), float(base_rel))
+            level = int(row["concurrency"])
+            lo, hi = bands.get(level, (math.inf, -math.inf))
+            bands[level] = (min(lo, ratio - half), max(hi, ratio + half))
+    return dict(sorted(bands.items()))
+
+
 def record_model(
     record: ZeroStepRecord, spec_profile: Profile, baseline_profile: Profile, calibration: Calibration
 ) -> dict[int, float]:
@@ -139,13 +179,16 @@ def fit_zero_step(
     baseline_profile: Profile,
     calibration: Calibration = CALIBRATION,
     tolerance_s: float = 1e-6,
+    request_grid_s: Sequence[float] = REQUEST_GRID_S,
 ) -> ZeroStepCosts:
-    """The zero-step costs whose modelled off ÷ baseline is nearest the record's at every level.
+    """The zero-step costs of the record's path whose modelled off ÷ baseline is nearest the record's at
+    every level.
 
-    For each ``request_s`` of ``REQUEST_GRID_S``, ``round_s`` is bisected so that the mean ratio over
+    For each ``request_s`` of ``request_grid_s``, ``round_s`` is bisected so that the mean ratio over
     the levels is the record's (the ratio falls as the cost grows); the pair with the smallest
     largest difference at any level wins. The baseline arm does not depend on the costs and runs once.
     """
+    spec_profile = on_path(spec_profile, record.zero_step_path)
     levels = [c for c, _ in record.off_over_baseline]
     measured = dict(record.off_over_baseline)
     target = sum(measured.values()) / len(levels)
@@ -153,14 +196,14 @@ def fit_zero_step(
     base = {c: baseline_throughput(baseline_profile, c, *lens, calibration) for c in levels}
 
     def ratios(costs: ZeroStepCosts) -> dict[int, float]:
-        cal = with_zero_step(calibration, costs)
+        cal = with_zero_step(calibration, costs, record.zero_step_path)
         return {c: off_throughput(spec_profile, c, *lens, cal) / base[c] for c in levels}
 
     def mean(round_s: float, request_s: float) -> float:
         return sum(ratios(ZeroStepCosts(round_s, request_s)).values()) / len(levels)
 
     best: tuple[float, ZeroStepCosts] | None = None
-    for request_s in REQUEST_GRID_S:
+    for request_s in request_grid_s:
         lo, hi = ROUND_SEARCH_S
         if not mean(hi, request_s) <= target <= mean(lo, request_s):
             continue
@@ -173,7 +216,7 @@ def fit_zero_step(
             best = (worst, costs)
     if best is None:
         raise ValueError(
-            f"no zero-step costs in round {ROUND_SEARCH_S} s, request {REQUEST_GRID_S[-1]} s give a mean "
+            f"no zero-step costs in round {ROUND_SEARCH_S} s, request {request_grid_s[-1]} s give a mean "
             f"off ÷ baseline of {target:.3f}"
         )
     return best[1]

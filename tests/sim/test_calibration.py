@@ -88,3 +88,8 @@ def test_shipped_threshold_is_the_models_crossover(eagle3_profile: Profile) -> N
         costmodel.crossover_batch(CALIBRATION, 2, 4, 16, CROSSOVER_CONTEXT) == 2
     )  # the tree loses from 2 up
     assert eagle3_profile.speculation.threshold == crossover
+    # The profile runs patch 03's plain path (the schema's default); with Kimi's plain estimate
+    # (the H200's measured plain cost scaled by memory bandwidth) its crossover is one request lower.
+    assert eagle3_profile.speculation.zero_step == "plain"
+    plain = costmodel.crossover_batch(CALIBRATION, 3, 1, 4, CROSSOVER_CONTEXT, plain=True)
+    assert plain is not None and abs(plain - crossover) <= 1, (plain, crossover)
