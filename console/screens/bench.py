@@ -27,9 +27,9 @@ from console.model import ConsoleModel
 from console.model.bench import BenchRun
 from console.model.bench_result import ArmResult, BenchResult, RunSummary, parse_result, parse_runs
 from console.registry import screen_bindings
-from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.screens.confirm_dialog import ConfirmDialog
+from console.session import Session
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel
 from console.widgets.filter import row_matches
@@ -247,8 +247,8 @@ def ended_words(run: BenchRun) -> Text:
 class BenchScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("bench")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.available: bool | None = None
         self.bench_id: str | None = None
         self.shown_result: str | None = None
@@ -293,7 +293,7 @@ class BenchScreen(LiveScreen):
             yield ChartPanel("tok/s", id="bench-chart")
 
     def on_mount(self) -> None:
-        if self.console.readonly:
+        if self.session.readonly:
             self.query_one("#bench-start", Button).disabled = True
         self.query_one("#bench-apply", Button).disabled = True
         self.load_runs()
@@ -318,7 +318,7 @@ class BenchScreen(LiveScreen):
         """The agent's run list, newest first; fetched on arrival and again whenever a run ends."""
         label = self.query_one("#bench-availability", Static)
         try:
-            runs = parse_runs(await self.console.client.bench_runs())
+            runs = parse_runs(await self.session.client.bench_runs())
         except LinkError as exc:
             self.available = False
             if exc.status == 404:
@@ -360,6 +360,9 @@ class BenchScreen(LiveScreen):
     def action_filter(self) -> None:
         self.query_one("#bench-filter", Input).focus()
 
+    def action_bench_start(self) -> None:
+        self.start()
+
     def action_cancel_run(self) -> None:
         self.cancel()
 
@@ -373,7 +376,7 @@ class BenchScreen(LiveScreen):
         run = model.bench.runs.get(self.bench_id) if self.bench_id else model.bench.latest
         going = model.bench.running
         self.query_one("#bench-cancel", Button).disabled = (
-            self.console.readonly or going is None or going.external or model.link.state != "connected"
+            self.session.readonly or going is None or going.external or model.link.state != "connected"
         )
         row = self.query_one("#bench-progress-row")
         row.display = run is not None
@@ -423,18 +426,18 @@ class BenchScreen(LiveScreen):
 
     @work(exclusive=True, group="bench-start")
     async def start(self) -> None:
-        if self.console.readonly:
+        if self.session.readonly:
             self._status(Text("Read-only: benchmarks are disabled.", style="cyan"))
             return
         body = self._body()
         if isinstance(body, str):
             self._status(Text(body, style="red"))
             return
-        latest = self.console.model.latest
+        latest = self.session.model.latest
         profile = latest.profile_name if latest is not None and latest.profile_name else "this server"
         production = bool(latest and latest.production)
         try:
-            plan: BenchPlan | str = await self.console.client.bench_plan(body)
+            plan: BenchPlan | str = await self.session.client.bench_plan(body)
         except LinkError as exc:
             if exc.status == 422:
                 reason = exc.detail if isinstance(exc.detail, str) else str(exc)
@@ -443,16 +446,16 @@ class BenchScreen(LiveScreen):
             plan = f"unknown: the agent could not estimate it ({exc})"
         dialog = ConfirmDialog(
             f"Start a benchmark on {profile}?",
-            confirm_body(body, profile, self.console.link.describe(), plan),
+            confirm_body(body, profile, self.session.link.describe(), plan),
             challenge=profile if production else None,
         )
-        if not await self.app.push_screen_wait(dialog):
+        if not await self.session.ask(dialog):
             self._status(Text("Cancelled; no benchmark started.", style="yellow"))
             return
         if dialog.typed is not None:
             body["confirm_production"] = dialog.typed  # the agent checks the name again itself
         try:
-            bench_id = await self.console.client.bench_start(body)
+            bench_id = await self.session.client.bench_start(body)
         except LinkError as exc:
             reason = exc.detail if isinstance(exc.detail, str) else str(exc)
             self._status(Text.assemble(("The agent refused to start the run: ", "bold red"), (reason, "red")))
@@ -481,10 +484,10 @@ class BenchScreen(LiveScreen):
     @work(exclusive=True, group="bench-cancel")
     async def cancel(self) -> None:
         """Stop the running benchmark, after a confirm; the agent audits it and ends the run."""
-        if self.console.readonly:
+        if self.session.readonly:
             self._status(Text("Read-only: benchmarks cannot be cancelled here.", style="cyan"))
             return
-        run = self.console.model.bench.running
+        run = self.session.model.bench.running
         if run is None:
             self._status(Text("No benchmark is running; nothing to cancel.", style="yellow"))
             return
@@ -498,11 +501,11 @@ class BenchScreen(LiveScreen):
         body.add_row("now", progress_text(run))
         body.add_row("then", "its requests in flight are cut, the live threshold it forced is put back, "
                      "and what it measured so far is not kept")  # fmt: skip
-        if not await self.app.push_screen_wait(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
+        if not await self.session.ask(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
             self._status(Text(f"Run {run.bench_id} keeps running.", style="yellow"))
             return
         try:
-            answer = await self.console.client.bench_cancel(run.bench_id, self.console.operator)
+            answer = await self.session.client.bench_cancel(run.bench_id, self.session.operator)
         except LinkError as exc:
             self._status(Text(f"The agent did not cancel run {run.bench_id}: {exc}", style="red"))
             return
@@ -517,16 +520,16 @@ class BenchScreen(LiveScreen):
     @work(exclusive=True, group="bench-apply")
     async def apply_recommended(self) -> None:
         """The recommendation becomes a normal threshold action: planned, confirmed, audited."""
-        if self.console.readonly or self.recommended is None:
+        if self.session.readonly or self.recommended is None:
             return
-        await plan_confirm_apply(
-            self, "threshold", self.recommended, self.query_one("#bench-apply-result", Static).update
+        await self.session.plan_confirm_apply(
+            "threshold", self.recommended, self.query_one("#bench-apply-result", Static).update
         )
 
     @work(exclusive=True, group="bench-result")
     async def show_result(self, bench_id: str) -> None:
         try:
-            result = parse_result(await self.console.client.bench_result(bench_id))
+            result = parse_result(await self.session.client.bench_result(bench_id))
         except LinkError as exc:
             self._status(Text(f"Cannot fetch run {bench_id}: {exc}", style="red"))
             return
@@ -534,7 +537,7 @@ class BenchScreen(LiveScreen):
         self.query_one("#bench-table", Static).update(result_table(result))
         self._status(recommendation_text(result))
         self.recommended = result.recommended_threshold if result.state == "finished" else None
-        self.query_one("#bench-apply", Button).disabled = self.console.readonly or self.recommended is None
+        self.query_one("#bench-apply", Button).disabled = self.session.readonly or self.recommended is None
         panel = self.query_one("#bench-chart", ChartPanel)
         panel.add_class("-shown")
         panel.show(result_chart(result), note="(log concurrency)")

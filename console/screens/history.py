@@ -20,6 +20,7 @@ from console.model.points import ChartPoint
 from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.session import Session
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, bench_bands, window_legend
 from console.widgets.format import latency
@@ -83,8 +84,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
 class HistoryScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("history")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self._charts_at = -CHART_INTERVAL_S
 
     def compose_body(self) -> ComposeResult:
@@ -109,7 +110,7 @@ class HistoryScreen(LiveScreen):
         if now - self._charts_at < CHART_INTERVAL_S and model.link.state == "connected":
             return
         self._charts_at = now
-        window = self.console.chart_window_s
+        window = self.session.window_s
         marks = model.chart_marks(window)
         markers, bands = marks.switches, bench_bands(marks)
         latest = model.latest or Snapshot(seq=0, time=0.0)
@@ -124,7 +125,7 @@ class HistoryScreen(LiveScreen):
                 Series(label, *model.points.series(value, window), color, marker=marker)
                 for label, value, color, marker in lines
             )
-            if key == "throughput" and self.console.show_raw:
+            if key == "throughput" and self.session.show_raw:
                 one_tick = model.points.series(lambda p: p.output_tok_s_raw, window)
                 series = (*series, Series(raw_label(latest.throughput), *one_tick, "magenta", marker="dot"))
             rule = None

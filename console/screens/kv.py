@@ -116,6 +116,10 @@ class KvScreen(LiveScreen):
         bar.segments = pool_segments(snap.kv)
         self.query_one("#reserve", Static).update(reserve_text(snap.kv, snap.speculation.configured))
 
+    def action_kv_whatif(self) -> None:
+        """The registry's "KV what-if" (palette and help)."""
+        self.ask_whatif()
+
     @on(Button.Pressed, "#whatif-ask")
     @on(Input.Submitted, "#whatif-context, #whatif-running")
     def _ask(self) -> None:
@@ -130,10 +134,10 @@ class KvScreen(LiveScreen):
             result.update(Text("context length must be a whole number of tokens", style="red"))
             return
         running_text = self.query_one("#whatif-running", Input).value
-        latest = self.console.model.latest
+        latest = self.session.model.latest
         running = int(running_text) if running_text else (latest.load.running or 1) if latest else 1
         try:
-            answer = await self.console.client.kv_whatif(running=max(1, running), context=context)
+            answer = await self.session.client.kv_whatif(running=max(1, running), context=context)
         except LinkError as exc:
             result.update(Text(f"the agent could not answer: {exc}", style="red"))
             return

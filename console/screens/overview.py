@@ -19,6 +19,7 @@ from console.model.bench import BenchRun
 from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.session import Session
 from console.widgets.autopilot import AutopilotLine
 from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
@@ -91,8 +92,8 @@ def bench_note(run: BenchRun | None, counter: OutputCounter | None) -> Text | No
 class OverviewScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("overview")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self._charts_at = -CHART_INTERVAL_S
 
     def on_screen_resume(self) -> None:
@@ -119,7 +120,7 @@ class OverviewScreen(LiveScreen):
         if snap is None:
             self.query_one("#badge", Static).update("waiting for the first snapshot from the agent…")
             return
-        raw = self.console.show_raw
+        raw = self.session.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load, stale=model.stale))
         self.query_one(AutopilotLine).show(snap.autopilot)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
@@ -137,7 +138,7 @@ class OverviewScreen(LiveScreen):
         self._paint_charts(model, raw=raw)
 
     def _paint_charts(self, model: ConsoleModel, *, raw: bool) -> None:
-        window = self.console.chart_window_s
+        window = self.session.window_s
         marks = model.chart_marks(window)
         markers, bands = marks.switches, bench_bands(marks)
         legend = window_legend(window_label(window), benches=bool(bands))

@@ -1,30 +1,18 @@
-"""The one way the console changes anything: ask the agent for a plan, show a rejection as it is,
-confirm old → new with the operator, then apply. Controls, Profiles and Bench all go through here, so
-an action started from any screen is planned, confirmed and audited the same way.
+"""An action in the console's words: its label, a rejection, a result, how it ended, a log line.
 
-A restart answers "applying" at once and ends minutes later; the screen that started it follows
-the agent's terminal event for that action (``console.model.actions``) and says how it ended.
+Every screen that shows actions (Controls, Profiles, Bench, Logs) and the session's plan → confirm
+→ apply flow say them the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
 
 from rich.text import Text
-from textual.screen import Screen
 
-from agent.wire import ActionKind, ActionRequest, ActionResult, Event, Plan
-from console.link import LinkError
+from agent.wire import ActionRequest, ActionResult, Event, Plan
 from console.model.actions import ActionState, ActionTracker
-from console.screens.confirm import ConfirmPlan
 from console.widgets.format import clock, human, human_setting
-
-if TYPE_CHECKING:
-    from console.app import ConsoleApp
 
 _STATUS_STYLE = {
     "applied": "green",
@@ -110,67 +98,3 @@ def action_words(event: Event, tracker: ActionTracker) -> Text:
     if phase in ("failed", "expired", "rejected") and detail:
         text.append(f" — {detail}", style="dim")
     return text
-
-
-@dataclass(frozen=True)
-class Pending:
-    """An action this screen confirmed that is still applying (a restart): followed until it ends."""
-
-    request: ActionRequest
-    action_id: str
-
-
-@dataclass(frozen=True)
-class FlowEnd:
-    """How the flow ended: before the agent acted (rejected, nothing to do, cancelled, unreachable),
-    or ``confirmed`` with the agent's result (applied, failed, or applying for a restart)."""
-
-    outcome: Literal["rejected", "noop", "cancelled", "unreachable", "confirmed"]
-    result: ActionResult | None = None
-    action_id: str | None = None
-    """The agent's id of the plan, once there was one."""
-
-
-async def plan_confirm_apply(
-    screen: Screen[Any],
-    kind: ActionKind,
-    value: int | bool | str,
-    say: Callable[[Text], None],
-) -> FlowEnd:
-    """Plan → (rejected or nothing to do: say why) → confirm → apply. Never changes anything without
-    the operator's confirm."""
-    app: ConsoleApp = screen.app  # type: ignore[assignment]
-    client = app.client
-    request = ActionRequest(request_id=uuid.uuid4().hex, kind=kind, value=value, operator=app.operator)
-    try:
-        plan = await client.plan(request)
-    except LinkError as exc:
-        say(Text(f"Could not ask the agent for a plan: {exc}", style="red"))
-        return FlowEnd("unreachable")
-    app.model.actions.label(plan.action_id, action_label(request))
-    if plan.mode == "rejected":
-        say(rejection_text(plan))
-        screen.notify(plan.reason, title=f"{action_label(request)}: rejected", severity="error")
-        return FlowEnd("rejected", action_id=plan.action_id)
-    if plan.mode == "noop":
-        say(Text(f"Nothing to do: {plan.reason}", style="yellow"))
-        return FlowEnd("noop", action_id=plan.action_id)
-    latest = app.model.latest
-    running = latest.profile_name if latest is not None else None
-    production = bool(latest and latest.production)
-    if not await app.push_screen_wait(ConfirmPlan(plan, running=running, production=production)):
-        try:
-            told = await client.cancel_plan(plan.action_id, app.operator)
-            note = "" if told else " (this agent keeps the unconfirmed plan until it expires)"
-        except LinkError as exc:
-            note = f" (could not tell the agent: {exc}; the unconfirmed plan expires there)"
-        say(Text(f"Cancelled; nothing was changed{note}.", style="yellow"))
-        return FlowEnd("cancelled", action_id=plan.action_id)
-    say(Text("Applying…", style="yellow"))
-    try:
-        result = await client.confirm(plan.action_id)
-    except LinkError as exc:
-        say(Text(f"The agent did not confirm the change: {exc}", style="red"))
-        return FlowEnd("unreachable", action_id=plan.action_id)
-    say(result_text(request, result))
-    return FlowEnd("confirmed", result, plan.action_id)
