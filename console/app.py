@@ -48,6 +48,7 @@ from console.screens.logs import LogsScreen
 from console.screens.overview import OverviewScreen
 from console.screens.profiles import ProfilesScreen
 from console.session import Session
+from console.theme import DEFAULT_THEME, THEMES, css_variables, rich_styles
 from console.widgets.action_words import action_label
 
 PAINT_INTERVAL_S = 0.2
@@ -84,8 +85,13 @@ class ConsoleApp(App[None]):
         backoff: Backoff | None = None,
         operator: str | None = None,
         screenshot_dir: Path | None = None,
+        theme: str = DEFAULT_THEME,
     ) -> None:
         super().__init__()
+        for choice in THEMES.values():
+            self.register_theme(choice)
+        self.theme = THEMES[theme].name
+        self._rich_theme_pushed = False
         self.link = link
         self.model = ConsoleModel(clock=clock)
         self.session = Session(
@@ -99,6 +105,7 @@ class ConsoleApp(App[None]):
             paint=self.paint_now,
         )
         self.client = self.session.client
+        self._restyle()
         self.backoff = backoff or Backoff()
         for mode, screen in SCREENS.items():
             self.add_mode(mode, partial(screen, self.session))
@@ -111,8 +118,28 @@ class ConsoleApp(App[None]):
         self._last_paint = 0.0
         self._paint_pending = False
 
+    # -- theme --------------------------------------------------------------------------------
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables, with the console's: its ``k-`` colours for a theme that lacks them,
+        and its named styles (console.theme)."""
+        variables = super().get_css_variables()
+        variables = {**css_variables(variables), **variables}
+        self.theme_variables = variables
+        return variables
+
+    def _restyle(self) -> None:
+        """The named styles (console.theme) in the current theme's colours; the screen drawn again."""
+        if self._rich_theme_pushed:
+            self.console.pop_theme()
+        self.console.push_theme(rich_styles(self.get_css_variables()))
+        self._rich_theme_pushed = True
+        screen = self.session.in_view
+        if screen is not None:
+            screen.repaint()
+
     # -- life cycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
         self.switch_mode("overview")
         self.set_interval(STATUS_INTERVAL_S, self.paint_now)
         self.follow_stream()
@@ -276,8 +303,7 @@ class ConsoleApp(App[None]):
     def _repaint_screen(self) -> None:
         screen = self.session.in_view
         if screen is not None:
-            screen.painted_version = -1
-            self.paint_now()
+            screen.repaint()
 
     def action_svg(self) -> None:
         path = self.save_screenshot(path=str(self.screenshot_dir))

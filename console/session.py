@@ -44,6 +44,9 @@ class View(Protocol):
 
     def paint(self, model: ConsoleModel, *, frozen: bool) -> None: ...
 
+    def repaint(self) -> None:
+        """Draw everything again now, charts included (a view setting or the theme changed)."""
+
 
 @dataclass(frozen=True)
 class Pending:
@@ -140,7 +143,7 @@ class Session:
         try:
             plan = await client.plan(request)
         except LinkError as exc:
-            say(Text(f"Could not ask the agent for a plan: {exc}", style="red"))
+            say(Text(f"Could not ask the agent for a plan: {exc}", style="$bad"))
             return FlowEnd("unreachable")
         self.model.actions.label(plan.action_id, action_label(request))
         if plan.mode == "rejected":
@@ -148,7 +151,7 @@ class Session:
             self._notify_error(plan.reason, f"{action_label(request)}: rejected")
             return FlowEnd("rejected", action_id=plan.action_id)
         if plan.mode == "noop":
-            say(Text(f"Nothing to do: {plan.reason}", style="yellow"))
+            say(Text(f"Nothing to do: {plan.reason}", style="$warn"))
             return FlowEnd("noop", action_id=plan.action_id)
         latest = self.model.latest
         running = latest.profile_name if latest is not None else None
@@ -159,13 +162,13 @@ class Session:
                 note = "" if told else " (this agent keeps the unconfirmed plan until it expires)"
             except LinkError as exc:
                 note = f" (could not tell the agent: {exc}; the unconfirmed plan expires there)"
-            say(Text(f"Cancelled; nothing was changed{note}.", style="yellow"))
+            say(Text(f"Cancelled; nothing was changed{note}.", style="$warn"))
             return FlowEnd("cancelled", action_id=plan.action_id)
-        say(Text("Applying…", style="yellow"))
+        say(Text("Applying…", style="$warn"))
         try:
             result = await client.confirm(plan.action_id)
         except LinkError as exc:
-            say(Text(f"The agent did not confirm the change: {exc}", style="red"))
+            say(Text(f"The agent did not confirm the change: {exc}", style="$bad"))
             return FlowEnd("unreachable", action_id=plan.action_id)
         say(result_text(request, result))
         return FlowEnd("confirmed", result, plan.action_id)

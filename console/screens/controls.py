@@ -55,7 +55,7 @@ def live_hint(kind: Kind, live: LiveSettings, edited: bool, active: int | None =
     else:
         words = DASH if value is None else human(value)
     if edited:
-        return Text(f"edited · live {words}", style="yellow")
+        return Text(f"edited · live {words}", style="$warn")
     return Text(f"live {words}", style="dim")
 
 
@@ -103,7 +103,7 @@ class ControlsScreen(LiveScreen):
         if self.session.readonly:
             for widget in self.query("Input, Select, Button.apply"):
                 widget.disabled = True
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
 
     # -- following the server ---------------------------------------------------------------------
     def _current(self, kind: Kind) -> str | bool | None:
@@ -236,10 +236,10 @@ class ControlsScreen(LiveScreen):
         """Plan the opposite of what the agent reports, confirm it, apply it; never without the confirm."""
         say = self.query_one("#control-result", Static).update
         if self.session.readonly:
-            say(Text("Read-only: controls are disabled.", style="cyan"))
+            say(Text("Read-only: controls are disabled.", style="$info"))
             return
         if enable is None:
-            say(Text("This agent reports no autopilot.", style="yellow"))
+            say(Text("This agent reports no autopilot.", style="$warn"))
             return
         await self.session.plan_confirm_apply("autopilot", enable, say)
 
@@ -251,7 +251,7 @@ class ControlsScreen(LiveScreen):
     async def release_steps(self) -> None:
         """Hand the step choice back to SGLang's policy: planned, confirmed and audited like any change."""
         if self.session.readonly:
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
             return
         end = await self._flow("steps", RELEASE_PINNED_STEPS)
         if end.outcome != "unreachable":
@@ -263,17 +263,15 @@ class ControlsScreen(LiveScreen):
     async def apply(self, kind: Kind) -> None:
         """Plan → (rejected: say why) → confirm → apply. Never changes anything without a confirm."""
         if self.session.readonly:
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
             return
         if self.pending is not None:
-            self._say(
-                Text("An action is still applying; wait until the agent says it ended.", style="yellow")
-            )
+            self._say(Text("An action is still applying; wait until the agent says it ended.", style="$warn"))
             return
         value = self._value(kind)
         if value is None:
             self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
-                           style="red"))  # fmt: skip
+                           style="$bad"))  # fmt: skip
             return
         end = await self._flow(kind, value)
         result = end.result

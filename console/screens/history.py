@@ -40,8 +40,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "Throughput",
         fmt_count,
         (
-            ("output", lambda p: p.output_tok_s, "cyan", "braille"),
-            ("prompt", lambda p: p.prompt_tok_s, "blue", "dot"),
+            ("output", lambda p: p.output_tok_s, "$series-1", "braille"),
+            ("prompt", lambda p: p.prompt_tok_s, "$series-6", "dot"),
         ),
     ),
     (
@@ -49,8 +49,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "Load",
         fmt_count,
         (
-            ("running", lambda p: p.running, "green", "braille"),
-            ("queued", lambda p: p.queued, "magenta", "dot"),
+            ("running", lambda p: p.running, "$series-2", "braille"),
+            ("queued", lambda p: p.queued, "$series-4", "dot"),
         ),
     ),
     (
@@ -58,8 +58,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "TTFT",
         fmt_ms,
         (
-            ("p50", lambda p: p.ttft_p50_ms, "cyan", "braille"),
-            ("p99", lambda p: p.ttft_p99_ms, "yellow", "dot"),
+            ("p50", lambda p: p.ttft_p50_ms, "$series-1", "braille"),
+            ("p99", lambda p: p.ttft_p99_ms, "$series-5", "dot"),
         ),
     ),
     (
@@ -67,17 +67,17 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "ITL",
         fmt_ms,
         (
-            ("p50", lambda p: p.itl_p50_ms, "cyan", "braille"),
-            ("p99", lambda p: p.itl_p99_ms, "yellow", "dot"),
+            ("p50", lambda p: p.itl_p50_ms, "$series-1", "braille"),
+            ("p99", lambda p: p.itl_p99_ms, "$series-5", "dot"),
         ),
     ),
     (
         "accept",
         "Accept length",
         fmt_plain,
-        (("tokens per verify", lambda p: p.accept_length, "green", "braille"),),
+        (("tokens per verify", lambda p: p.accept_length, "$series-2", "braille"),),
     ),
-    ("kv", "KV used", fmt_pct, (("of the pool", lambda p: p.kv_used_pct, "blue", "braille"),)),
+    ("kv", "KV used", fmt_pct, (("of the pool", lambda p: p.kv_used_pct, "$series-6", "braille"),)),
 )
 
 
@@ -127,7 +127,7 @@ class HistoryScreen(LiveScreen):
             )
             if key == "throughput" and self.session.show_raw:
                 one_tick = model.points.series(lambda p: p.output_tok_s_raw, window)
-                series = (*series, Series(raw_label(latest.throughput), *one_tick, "magenta", marker="dot"))
+                series = (*series, Series(raw_label(latest.throughput), *one_tick, "$series-4", marker="dot"))
             rule = None
             if key == "load" and threshold:
                 history = model.points.series(lambda p: p.threshold, window)

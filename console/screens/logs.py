@@ -29,11 +29,11 @@ TAIL_LINES = 300
 KEEP_LINES = 2000
 POLL_S = 2.0
 EVENT_LINES = 1000
-_KIND_STYLE = {"action": "bold cyan", "engine": "yellow", "speculation": "green", "finding": "magenta"}
+_KIND_STYLE = {"action": "$info-bold", "engine": "$warn", "speculation": "$ok", "finding": "$note"}
 UNLISTED = frozenset({"speculation.steps"})
 """Counted in the title instead of listed (see the module docstring)."""
-MATCH_STYLE = "bold black on yellow"
-CURRENT_STYLE = "on grey30"
+MATCH_STYLE = "$log-match"
+CURRENT_STYLE = "$log-current"
 
 
 def events_title(model: ConsoleModel) -> Text:
@@ -161,11 +161,11 @@ class LogsScreen(LiveScreen):
     def _show_status(self) -> None:
         text = Text()
         if self.error:
-            text.append(f"Cannot read the engine log: {self.error}", style="red")
+            text.append(f"Cannot read the engine log: {self.error}", style="$bad")
         elif self.following:
-            text.append("● following the engine log", style="green")
+            text.append("● following the engine log", style="$ok")
         else:
-            text.append("❚❚ holding the view (f to follow)", style="yellow")
+            text.append("❚❚ holding the view (f to follow)", style="$warn")
         if self.term:
             count = len(self.matches)
             where = f"{self.current + 1} of {count}" if self.current is not None and count else f"{count}"

@@ -50,9 +50,9 @@ def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = No
     text.append(" req/s", style="dim")
     if raw:
         text.append(f"\n{raw_label(t)}: output ", style="dim")
-        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="bold magenta")
+        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="$note-bold")
         text.append("   prompt ", style="dim")
-        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="magenta")
+        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="$note")
     text.append("\nRunning ", style="dim")
     text.append(num(load.running), style="bold")
     text.append("  Queued ", style="dim")
@@ -85,7 +85,7 @@ def bench_note(run: BenchRun | None, counter: OutputCounter | None) -> Text | No
     return Text(
         f"Benchmark {run.bench_id} is running. {COUNTER_WORDS[counter]}; prompt tokens are shown "
         "apart. The bench's table counts only its own requests' output tokens, level by level.",
-        style="cyan",
+        style="$info",
     )
 
 
@@ -147,11 +147,11 @@ class OverviewScreen(LiveScreen):
         latest = model.latest
         t = latest.throughput if latest is not None else Throughput()
         series = [
-            Series(f"output{over(t.window_s)}", *points.series(lambda p: p.output_tok_s, window), "cyan")
+            Series(f"output{over(t.window_s)}", *points.series(lambda p: p.output_tok_s, window), "$series-1")
         ]
         if raw:
             one_tick = points.series(lambda p: p.output_tok_s_raw, window)
-            series.append(Series(raw_label(t), *one_tick, "magenta", marker="dot"))
+            series.append(Series(raw_label(t), *one_tick, "$series-4", marker="dot"))
         self.query_one("#throughput-panel", ChartPanel).show(
             ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers, bands=bands)
         )
@@ -165,8 +165,8 @@ class OverviewScreen(LiveScreen):
         self.query_one("#load-panel", ChartPanel).show(
             ChartData(
                 series=(
-                    Series("running", *points.series(lambda p: p.running, window), "green"),
-                    Series("queued", *points.series(lambda p: p.queued, window), "magenta"),
+                    Series("running", *points.series(lambda p: p.running, window), "$series-2"),
+                    Series("queued", *points.series(lambda p: p.queued, window), "$series-4"),
                 ),
                 window_s=window,
                 y_format=fmt_count,

@@ -32,8 +32,8 @@ def issues_text(detail: object) -> Text:
     except ValidationError:
         issues = []
     if not issues:
-        return Text(detail if isinstance(detail, str) else "the agent refused the profile", style="red")
-    text = Text("The agent refused the profile:", style="bold red")
+        return Text(detail if isinstance(detail, str) else "the agent refused the profile", style="$bad")
+    text = Text("The agent refused the profile:", style="$bad-bold")
     for issue in issues:
         text.append(f"\n  {issue_words(issue)}")
     return text
@@ -46,7 +46,7 @@ def issue_words(issue: ProfileIssueView) -> str:
 
 
 def warnings_text(warnings: list[ProfileIssueView]) -> Text:
-    text = Text(style="yellow")
+    text = Text(style="$warn")
     for n, warning in enumerate(warnings):
         if n:
             text.append("\n")
@@ -61,8 +61,8 @@ PLAN_MODE_WORDS = {"live": "applied live", "restart": "needs a restart", "noop":
 def diff_table(diff: ProfileDiff) -> Table:
     table = Table(title=f"against what runs: {PLAN_MODE_WORDS[diff.plan.mode]}", expand=False)
     table.add_column("key")
-    table.add_column("running", style="red")
-    table.add_column("this profile", style="green")
+    table.add_column("running", style="$bad")
+    table.add_column("this profile", style="$ok")
     for change in diff.changes:
         table.add_row(
             change.key, human_setting(change.key, change.old), human_setting(change.key, change.new)
@@ -148,7 +148,7 @@ class ProfilesScreen(LiveScreen):
         try:
             profiles = (await self.session.client.profiles()).profiles
         except LinkError as exc:
-            self._say(Text(f"Cannot list profiles: {exc}", style="red"))
+            self._say(Text(f"Cannot list profiles: {exc}", style="$bad"))
             return
         self.entries = profiles
         self.running = next((e.name for e in profiles if e.running), None)
@@ -211,7 +211,7 @@ class ProfilesScreen(LiveScreen):
         try:
             read = await self.session.client.profile(name)
         except LinkError as exc:
-            self._say(Text(f"Cannot read {name}: {exc}", style="red"))
+            self._say(Text(f"Cannot read {name}: {exc}", style="$bad"))
             return
         self.query_one(TextArea).text = read.toml
         self._say(warnings_text(read.warnings) if read.warnings else "")
@@ -232,7 +232,7 @@ class ProfilesScreen(LiveScreen):
     async def act(self, what: str) -> None:
         client = self.session.client
         if what != "diff" and self.session.readonly:
-            self._say(Text("Read-only: profiles cannot be loaded or saved.", style="cyan"))
+            self._say(Text("Read-only: profiles cannot be loaded or saved.", style="$info"))
             return
         try:
             if what == "diff" and self.selected:
@@ -246,19 +246,19 @@ class ProfilesScreen(LiveScreen):
             elif what == "save":
                 await self._save_running()
         except LinkError as exc:
-            self._say(issues_text(exc.detail) if exc.status == 422 else Text(str(exc), style="red"))
+            self._say(issues_text(exc.detail) if exc.status == 422 else Text(str(exc), style="$bad"))
 
     async def _save_running(self) -> None:
         new_name = self.query_one("#profile-new-name", Input).value.strip()
         if not new_name:
-            self._say(Text("Type a name for the new profile first.", style="red"))
+            self._say(Text("Type a name for the new profile first.", style="$bad"))
             return
         running = await self.session.client.running_profile()  # what runs now, live changes included
         try:
             profile = renamed(parse_profile(running.toml, "the running profile"), new_name)
         except (ProfileError, ValueError) as exc:
-            self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
+            self._say(Text(f"Cannot build the new profile: {exc}", style="$bad"))
             return
         await self.session.client.save_profile(new_name, dump_profile(profile))
-        self._say(Text(f"Saved the running settings as {new_name}.", style="green"))
+        self._say(Text(f"Saved the running settings as {new_name}.", style="$ok"))
         self.reload()

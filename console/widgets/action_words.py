@@ -15,11 +15,11 @@ from console.model.actions import ActionState, ActionTracker
 from console.widgets.format import clock, human, human_setting
 
 _STATUS_STYLE = {
-    "applied": "green",
-    "failed": "red",
-    "rejected": "red",
-    "expired": "red",
-    "cancelled": "yellow",
+    "applied": "$ok",
+    "failed": "$bad",
+    "rejected": "$bad",
+    "expired": "$bad",
+    "cancelled": "$warn",
 }
 
 
@@ -35,7 +35,8 @@ def action_label(request: ActionRequest) -> str:
 def rejection_text(plan: Plan) -> Text:
     field = f" ({plan.rejected_field})" if plan.rejected_field else ""
     return Text.assemble(
-        ("Rejected", "bold red"), f" {action_label(plan.request)}{field}: {plan.reason}. Nothing was changed."
+        ("Rejected", "$bad-bold"),
+        f" {action_label(plan.request)}{field}: {plan.reason}. Nothing was changed.",
     )
 
 
@@ -50,20 +51,20 @@ def changes_words(plan: Plan) -> str:
 def result_text(request: ActionRequest, result: ActionResult) -> Text:
     if result.status == "applied":
         done = changes_words(result.plan)
-        return Text(f"{action_label(request)}: applied" + (f" ({done})." if done else "."), style="green")
+        return Text(f"{action_label(request)}: applied" + (f" ({done})." if done else "."), style="$ok")
     if result.status == "applying":
         return Text(
             f"{action_label(request)}: applying — {result.message or 'the agent is carrying it out'}. "
             "This ends when the agent says the action ended.",
-            style="yellow",
+            style="$warn",
         )
-    style = _STATUS_STYLE.get(result.status, "yellow")
+    style = _STATUS_STYLE.get(result.status, "$warn")
     return Text(f"{action_label(request)}: {result.status}. {result.message}".strip(), style=style)
 
 
 def ended_text(request: ActionRequest, state: ActionState) -> Text:
     """How an action that was applying ended, as the agent reported it."""
-    style = _STATUS_STYLE.get(state.phase, "yellow")
+    style = _STATUS_STYLE.get(state.phase, "$warn")
     return Text(
         f"{action_label(request)}: {state.phase} at {clock(state.time)} UTC. {state.message}".strip(),
         style=style,
@@ -93,7 +94,7 @@ def action_words(event: Event, tracker: ActionTracker) -> Text:
         text.append(event.message)
         return text
     text.append(f"{label}: ")
-    text.append(phase, style=_STATUS_STYLE.get(phase, "yellow"))
+    text.append(phase, style=_STATUS_STYLE.get(phase, "$warn"))
     detail = event.message.partition(": ")[2]
     if phase in ("failed", "expired", "rejected") and detail:
         text.append(f" — {detail}", style="dim")

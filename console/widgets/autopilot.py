@@ -18,12 +18,12 @@ from agent.wire import AutopilotMove, AutopilotState
 from console.widgets.format import DASH, clock
 
 _MODE_STYLE = {
-    "tracking": "bold black on green",
-    "learning": "bold black on cyan",
-    "probing": "bold black on yellow",
-    "waiting": "bold black on cyan",
-    "holding": "bold white on red",
-    "unavailable": "bold white on red",
+    "tracking": "$badge-ok",
+    "learning": "$badge-info",
+    "probing": "$badge-warn",
+    "waiting": "$badge-info",
+    "holding": "$badge-bad",
+    "unavailable": "$badge-bad",
 }
 
 
@@ -64,7 +64,7 @@ def autopilot_text(state: AutopilotState | None) -> Text:
     if state is None:
         return text  # an agent without one: nothing to say
     if not state.enabled:
-        text.append(" AUTOPILOT OFF ", style="bold white on grey37")
+        text.append(" AUTOPILOT OFF ", style="$badge-off")
         text.append(
             f" the operator's setting runs: threshold {threshold_words(state.operator_threshold)}, "
             f"steps {steps_words(state.operator_steps)}",
@@ -82,11 +82,11 @@ def autopilot_text(state: AutopilotState | None) -> Text:
                 style="dim",
             )
         if state.detail and state.mode in ("holding", "unavailable", "waiting"):
-            text.append(f"\n{state.detail}", style="yellow")
+            text.append(f"\n{state.detail}", style="$warn")
     move = state.last_move
     if move is not None:
         text.append("\nlast: ", style="dim")
-        text.append(move_words(move), style="" if move.ok else "red")
+        text.append(move_words(move), style="" if move.ok else "$bad")
         text.append(f" — {move.why}", style="dim")
     return text
 
