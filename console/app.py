@@ -88,6 +88,8 @@ class ConsoleApp(App[None]):
         theme: str = DEFAULT_THEME,
     ) -> None:
         super().__init__()
+        if theme not in THEMES:
+            raise ValueError(f"unknown theme {theme!r}: choose one of {', '.join(THEMES)}")
         for choice in THEMES.values():
             self.register_theme(choice)
         self.theme = THEMES[theme].name

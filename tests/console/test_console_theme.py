@@ -7,6 +7,7 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
 from rich.color import ANSI_COLOR_NAMES
 from rich.text import Text
 from textual.color import Color
@@ -129,6 +130,8 @@ def test_the_themes_differ_where_it_matters() -> None:
 def test_the_cli_takes_a_theme() -> None:
     assert build_parser().parse_args(["--theme", "high-contrast"]).theme == "high-contrast"
     assert build_parser().parse_args([]).theme == "dark"
+    with pytest.raises(ValueError, match="unknown theme 'sepia': choose one of dark, light, high-contrast"):
+        ConsoleApp(ReplayLink(RECORDING, speed=0), theme="sepia")
 
 
 async def test_a_theme_change_restyles_text_and_charts() -> None:
