@@ -5,6 +5,10 @@ coalescing message. The visible screen is redrawn when that message arrives, but
 ``PAINT_INTERVAL_S`` (a burst becomes one paint at the end of the interval), and only when the model
 changed; a slow timer keeps the link's age current. Screens that are not in view, or are covered by
 a dialog, are not painted.
+
+Everything a screen needs (the client, the operator, read-only, the model, the view settings, the
+plan → confirm → apply flow) is in ``console.session.Session``; each screen is built with it and
+never sees this App. The App only follows the stream, paints, and owns the dialogs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import getpass
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,19 +27,18 @@ from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 from textual.widgets import Input, Select, TextArea
 
-from agent.wire import WIRE_VERSION, Event
+from agent.wire import WIRE_VERSION, Event, Plan
 from agent.wire.api import AgentStatus
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
-from console.link.client import AgentClient
 from console.messages import ModelUpdated
 from console.model import ConsoleModel, LinkStatus
-from console.model.window import DEFAULT_WINDOW_S, next_window, window_label
+from console.model.window import window_label
 from console.palette import ConsoleCommands
 from console.registry import bindings, writing_actions
-from console.screens.action_flow import action_label
 from console.screens.base import LiveScreen
 from console.screens.bench import BenchScreen
+from console.screens.confirm import ConfirmPlan
 from console.screens.controls import ControlsScreen
 from console.screens.gpus import GpusScreen
 from console.screens.help import HelpScreen
@@ -43,6 +47,9 @@ from console.screens.kv import KvScreen
 from console.screens.logs import LogsScreen
 from console.screens.overview import OverviewScreen
 from console.screens.profiles import ProfilesScreen
+from console.session import Session
+from console.theme import DEFAULT_THEME, THEMES, css_variables, rich_styles
+from console.widgets.action_words import action_label
 
 PAINT_INTERVAL_S = 0.2
 """Five frames a second at most: a 4-per-second stream is painted as it comes, a burst is bounded."""
@@ -50,22 +57,24 @@ PAINT_INTERVAL_S = 0.2
 STATUS_INTERVAL_S = 1.0
 """The status line's "data 12s ago" moves even when nothing arrives."""
 
+SCREENS: dict[str, Callable[[Session], LiveScreen]] = {
+    "overview": OverviewScreen,
+    "history": HistoryScreen,
+    "kv": KvScreen,
+    "gpus": GpusScreen,
+    "controls": ControlsScreen,
+    "bench": BenchScreen,
+    "profiles": ProfilesScreen,
+    "logs": LogsScreen,
+}
+"""The modes (registry.SCREENS names them for keys and help); each is built with the session."""
+
 
 class ConsoleApp(App[None]):
     TITLE = "k25console"
     CSS_PATH = Path(__file__).parent / "styles" / "app.tcss"  # absolute: subclasses elsewhere find it too
     COMMANDS: ClassVar = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [*bindings()]
-    MODES: ClassVar = {
-        "overview": OverviewScreen,
-        "history": HistoryScreen,
-        "kv": KvScreen,
-        "gpus": GpusScreen,
-        "controls": ControlsScreen,
-        "bench": BenchScreen,
-        "profiles": ProfilesScreen,
-        "logs": LogsScreen,
-    }
 
     def __init__(
         self,
@@ -76,32 +85,63 @@ class ConsoleApp(App[None]):
         backoff: Backoff | None = None,
         operator: str | None = None,
         screenshot_dir: Path | None = None,
+        theme: str = DEFAULT_THEME,
     ) -> None:
         super().__init__()
+        if theme not in THEMES:
+            raise ValueError(f"unknown theme {theme!r}: choose one of {', '.join(THEMES)}")
+        for choice in THEMES.values():
+            self.register_theme(choice)
+        self.theme = THEMES[theme].name
+        self._rich_theme_pushed = False
         self.link = link
-        self.client = AgentClient(link)
-        self.readonly = readonly or not link.writable
         self.model = ConsoleModel(clock=clock)
+        self.session = Session(
+            link,
+            self.model,
+            operator=operator or getpass.getuser(),
+            readonly=readonly,
+            confirm_plan=self._confirm_plan,
+            ask=self.push_screen_wait,
+            notify_error=self._notify_error,
+            paint=self.paint_now,
+        )
+        self.client = self.session.client
+        self._restyle()
         self.backoff = backoff or Backoff()
-        self.operator = operator or getpass.getuser()
-        self.paused = False
-        self.chart_window_s = DEFAULT_WINDOW_S
-        """The charts' time window: the operator's choice, kept until changed (w)."""
-        self.show_raw = False
-        """Whether the last tick's raw tok/s (``Throughput.output_tok_s_raw``) is shown beside the
-        smoothed rate (r)."""
+        for mode, screen in SCREENS.items():
+            self.add_mode(mode, partial(screen, self.session))
         self.agent_status: AgentStatus | None = None
         # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
         self.tick_latencies: deque[float] = deque(maxlen=10_000)
         self.screenshot_dir = screenshot_dir or Path.cwd()
-        self._paused_at_version = 0
         self._arrival: float | None = None
         self._last_paint = 0.0
         self._paint_pending = False
 
+    # -- theme --------------------------------------------------------------------------------
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables, with the console's: its ``k-`` colours for a theme that lacks them,
+        and its named styles (console.theme)."""
+        variables = super().get_css_variables()
+        variables = {**css_variables(variables), **variables}
+        self.theme_variables = variables
+        return variables
+
+    def _restyle(self) -> None:
+        """The named styles (console.theme) in the current theme's colours; the screen drawn again."""
+        if self._rich_theme_pushed:
+            self.console.pop_theme()
+        self.console.push_theme(rich_styles(self.get_css_variables()))
+        self._rich_theme_pushed = True
+        screen = self.session.in_view
+        if screen is not None:
+            screen.repaint()
+
     # -- life cycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
         self.switch_mode("overview")
         self.set_interval(STATUS_INTERVAL_S, self.paint_now)
         self.follow_stream()
@@ -110,8 +150,22 @@ class ConsoleApp(App[None]):
         await self.link.close()
 
     @property
-    def unseen(self) -> int:
-        return self.model.version - self._paused_at_version if self.paused else 0
+    def readonly(self) -> bool:
+        return self.session.readonly
+
+    @property
+    def operator(self) -> str:
+        return self.session.operator
+
+    @property
+    def chart_window_s(self) -> float:
+        return self.session.window_s
+
+    async def _confirm_plan(self, plan: Plan, running: str | None, production: bool) -> bool:
+        return await self.push_screen_wait(ConfirmPlan(plan, running=running, production=production))
+
+    def _notify_error(self, message: str, title: str) -> None:
+        self.notify(message, title=title, severity="error")
 
     # -- ingest -------------------------------------------------------------------------------
     @work(exclusive=True, group="stream", exit_on_error=False)
@@ -198,14 +252,15 @@ class ConsoleApp(App[None]):
         self._paint_pending = False
         self._last_paint = time.monotonic()
         try:
-            screen = self.screen
+            self.screen  # noqa: B018 - raises once the last screen went
         except ScreenStackError:
             return  # shutting down: a timer or a coalesced message came after the last screen went
-        if not isinstance(screen, LiveScreen):
+        screen = self.session.in_view
+        if screen is None:
             return  # a dialog covers the screen: keep ingesting, draw nothing
         before = screen.painted_version
         with self.batch_update():
-            screen.paint(self.model, frozen=self.paused)
+            screen.paint(self.model, frozen=self.session.paused)
         if screen.painted_version != before and self._arrival is not None:
             arrival, self._arrival = self._arrival, None
             latest = self.model.latest
@@ -229,8 +284,7 @@ class ConsoleApp(App[None]):
         self.switch_mode(mode)
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        self._paused_at_version = self.model.version
+        self.session.toggle_pause()
         self.paint_now()
 
     def action_reconnect(self) -> None:
@@ -240,17 +294,17 @@ class ConsoleApp(App[None]):
         self.paint_now()
 
     def action_cycle_window(self) -> None:
-        self.chart_window_s = next_window(self.chart_window_s)
-        self.notify(f"Charts show the last {window_label(self.chart_window_s)}", title="Window", timeout=2)
+        self.session.cycle_window()
+        self.notify(f"Charts show the last {window_label(self.session.window_s)}", title="Window", timeout=2)
         self._repaint_screen()
 
     def action_toggle_raw(self) -> None:
-        self.show_raw = not self.show_raw
+        self.session.toggle_raw()
         self._repaint_screen()
 
     def _repaint_screen(self) -> None:
-        screen = self.screen
-        if isinstance(screen, LiveScreen):
+        screen = self.session.in_view
+        if screen is not None:
             screen.repaint()
 
     def action_svg(self) -> None:
@@ -269,45 +323,6 @@ class ConsoleApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.readonly))
 
-    def _on_mode(self, mode: str) -> LiveScreen:
-        self.switch_mode(mode)
-        screen = self.screen
-        assert isinstance(screen, LiveScreen)
-        return screen
-
-    def action_apply(self, kind: str) -> None:
-        screen = self._on_mode("controls")
-        if isinstance(screen, ControlsScreen) and kind in ("threshold", "steps", "topk", "adaptive"):
-            screen.apply(kind)
-
-    def action_kv_whatif(self) -> None:
-        screen = self._on_mode("kv")
-        if isinstance(screen, KvScreen):
-            screen.ask_whatif()
-
     def action_go_to_command(self) -> None:
         """``:`` as in k9s: the command palette, to type a command's name and run it."""
         self.action_command_palette()
-
-    def action_release_steps(self) -> None:
-        screen = self._on_mode("controls")
-        if isinstance(screen, ControlsScreen):
-            screen.release_steps()
-
-    def action_bench_start(self) -> None:
-        screen = self._on_mode("bench")
-        if isinstance(screen, BenchScreen):
-            screen.start()
-
-    def action_profile(self, what: str) -> None:
-        screen = self._on_mode("profiles")
-        if isinstance(screen, ProfilesScreen):
-            screen.act(what)
-
-    def action_profile_diff(self) -> None:
-        self.action_profile("diff")
-
-    def action_logs_refresh(self) -> None:
-        screen = self._on_mode("logs")
-        if isinstance(screen, LogsScreen):
-            screen.refresh_log()

@@ -20,6 +20,9 @@ from console.link.ssh import SshLink, SshTarget
 if TYPE_CHECKING:
     from console.demo.stack import DemoStack
 
+THEME_CHOICES = ("dark", "light", "high-contrast")
+"""console.theme.THEMES' names, spelled here so that --help and argument errors need no Textual."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -39,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--token-file", type=Path, help="the local agent's token (default: beside the socket)"
     )
     parser.add_argument("--readonly", action="store_true", help="watch only: every control is greyed")
+    parser.add_argument(
+        "--theme",
+        choices=THEME_CHOICES,
+        default="dark",
+        help="colours: dark (default), light, or high-contrast; the palette (ctrl+p, Theme) switches live",
+    )
     parser.add_argument("-p", "--port", type=int, help="SSH port")
     parser.add_argument("-i", "--identity", help="SSH identity file")
     parser.add_argument("-J", "--jump", help="SSH jump host (user@host[:port])")
@@ -104,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             link = make_link(args)
         if args.record:
             link = RecordingLink(link, args.record)
-        ConsoleApp(link, readonly=args.readonly).run()
+        ConsoleApp(link, readonly=args.readonly, theme=args.theme).run()
     except (ProfileError, FileNotFoundError, ValueError, DemoError) as exc:
         print(f"k25console: {exc}", file=sys.stderr)
         return 2

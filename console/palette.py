@@ -25,7 +25,7 @@ class ConsoleCommands(Provider):
     async def _run(self, command: Command) -> None:
         """A screen's own command runs on that screen: show it first, then run the action there."""
         if command.screens and not command.action.startswith("app."):
-            await self.app.run_action(f"show('{command.screens[0]}')")
+            await self.app.switch_mode(command.screens[0])  # awaited: the screen is composed first
             await self.app.run_action(command.action, self.app.screen)
         else:
             await self.app.run_action(command.action)

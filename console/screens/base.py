@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -12,12 +12,11 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from console.model import ConsoleModel
+from console.registry import writing_actions
+from console.session import Session
 from console.widgets.footer import ConsoleFooter
 from console.widgets.link_banner import LinkBanner
 from console.widgets.status import StatusLine
-
-if TYPE_CHECKING:
-    from console.app import ConsoleApp
 
 
 class LiveScreen(Screen[None]):
@@ -30,13 +29,19 @@ class LiveScreen(Screen[None]):
     AUTO_FOCUS = ""
     """Nothing takes focus on arrival, so the screen keys work at once; a click or tab enters a field."""
 
-    def __init__(self) -> None:
+    WRITING: ClassVar[frozenset[str]] = writing_actions()
+
+    def __init__(self, session: Session) -> None:
         super().__init__()
+        self.session = session
+        """The agent, the operator and the view settings: all a screen needs, given when it is built."""
         self.painted_version = -1
 
-    @property
-    def console(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A command that changes the server is shown greyed and does nothing under --readonly."""
+        if self.session.readonly and action in self.WRITING:
+            return None
+        return True
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
@@ -61,20 +66,26 @@ class LiveScreen(Screen[None]):
         self.call_later(leave)
 
     def on_screen_resume(self) -> None:
-        self.painted_version = -1
-        self.console.paint_now()
+        self.session.showing(self)
+        self.repaint()
+
+    def on_screen_suspend(self) -> None:
+        """Switched away from, or covered by a dialog: not painted until it is back in view."""
+        self.session.hidden(self)
 
     def repaint(self) -> None:
         """Draw the body again now (a view setting changed: the chart window, raw throughput)."""
         self.painted_version = -1
-        self.console.paint_now()
+        self.session.paint_now()
 
     def paint(self, model: ConsoleModel, *, frozen: bool) -> None:
-        app = self.console
+        session = self.session
         status = self.query_one_optional(StatusLine)
         if status is None:
             return  # not composed yet (a paint can come before the first frame)
-        status.show(model, app.link.describe(), paused=frozen, readonly=app.readonly, unseen=app.unseen)
+        status.show(
+            model, session.link.describe(), paused=frozen, readonly=session.readonly, unseen=session.unseen
+        )
         banner = self.query_one_optional(LinkBanner)
         if banner is not None:
             banner.show(model.link)

@@ -27,9 +27,9 @@ from console.model import ConsoleModel
 from console.model.bench import BenchRun
 from console.model.bench_result import ArmResult, BenchResult, RunSummary, parse_result, parse_runs
 from console.registry import screen_bindings
-from console.screens.action_flow import plan_confirm_apply
 from console.screens.base import LiveScreen
 from console.screens.confirm_dialog import ConfirmDialog
+from console.session import Session
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel
 from console.widgets.filter import row_matches
@@ -37,11 +37,11 @@ from console.widgets.format import clock, duration, num
 from console.widgets.ticks import fmt_count, log2_ticks
 
 ARM_STYLE = {
-    "sweep": ("cyan", "●"),
-    "on": ("green", "●"),
-    "off": ("red", "■"),
-    "adaptive": ("cyan", "×"),
-    "baseline": ("yellow", "+"),
+    "sweep": ("$series-1", "●"),
+    "on": ("$series-2", "●"),
+    "off": ("$series-3", "■"),
+    "adaptive": ("$series-1", "×"),
+    "baseline": ("$series-5", "+"),
 }
 """Each arm its colour and its own point glyph: where two lines overlap, both stay visible."""
 
@@ -64,7 +64,7 @@ def figure_cell(arm: ArmResult) -> Text:
     if rel is not None:
         text.append(f" ±{rel * 100:.1f}%", style="dim")
     if arm.counts_differ:
-        text.append(" !", style="bold yellow")
+        text.append(" !", style="$warn-bold")
     return text
 
 
@@ -85,7 +85,7 @@ def result_table(result: BenchResult) -> Table:
     for arm in result.arms:
         table.add_column(arm, justify="right", style=ARM_STYLE.get(arm, ("", ""))[0])
     for level in result.levels:
-        reached = Text(num(level.reached, ".0f"), style="yellow" if level.short else "")
+        reached = Text(num(level.reached, ".0f"), style="$warn" if level.short else "")
         table.add_row(
             str(level.asked),
             reached,
@@ -110,13 +110,13 @@ def recommendation_text(result: BenchResult) -> Text:
     threshold = result.recommended_threshold
     if result.state != "finished":
         return Text(
-            f"{result_title(result)} {result.state}: {result.error or 'no reason given'}", style="red"
+            f"{result_title(result)} {result.state}: {result.error or 'no reason given'}", style="$bad"
         )
     if threshold is None:
-        return Text(f"No recommendation. {result.reason}", style="yellow")
+        return Text(f"No recommendation. {result.reason}", style="$warn")
     words = "speculate at every batch size" if threshold == 0 else f"stop speculating at {threshold} running"
     return Text.assemble(
-        ("Recommended threshold ", "bold"), (str(threshold), "bold green"), f" ({words}). {result.reason}"
+        ("Recommended threshold ", "bold"), (str(threshold), "$ok-bold"), f" ({words}). {result.reason}"
     )
 
 
@@ -125,7 +125,7 @@ def result_chart(result: BenchResult) -> ChartData:
     series = []
     # "on" is drawn last, over "adaptive" (which often equals it): both stay visible, each with its glyph.
     for arm in sorted(result.arms, key=lambda a: DRAW_ORDER.index(a) if a in DRAW_ORDER else -1):
-        color, glyph = ARM_STYLE.get(arm, ("white", "·"))
+        color, glyph = ARM_STYLE.get(arm, ("$muted", "·"))
         pts = [(math.log2(lv.asked), t, lv.arms[arm].interval) for lv in result.levels if lv.asked > 0
                and arm in lv.arms and (t := lv.arms[arm].tok_s) is not None]  # fmt: skip
         if pts:
@@ -143,7 +143,7 @@ def result_chart(result: BenchResult) -> ChartData:
     asked = [lv.asked for lv in result.levels if lv.asked > 0] or [1]
     threshold = result.recommended_threshold
     vline = (
-        Rule(math.log2(threshold), f"recommended threshold {threshold}", "orange")
+        Rule(math.log2(threshold), f"recommended threshold {threshold}", "$rule")
         if threshold and threshold > 0
         else None
     )
@@ -156,14 +156,14 @@ def result_chart(result: BenchResult) -> ChartData:
     )
 
 
-STATE_STYLE = {"finished": "green", "cancelled": "yellow", "failed": "red"}
+STATE_STYLE = {"finished": "$ok", "cancelled": "$warn", "failed": "$bad"}
 EXTERNAL = "agent bench straight at the engine"
 
 
 def progress_text(run: BenchRun) -> Text:
     text = Text()
     if run.state != "running":
-        style = STATE_STYLE.get(run.state, "red")
+        style = STATE_STYLE.get(run.state, "$bad")
         text.append(f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC", style=style)
         if run.error:
             text.append(f": {run.error}", style=style)
@@ -176,7 +176,7 @@ def progress_text(run: BenchRun) -> Text:
         return text
     if run.phase == "waiting":
         text.append(" · ")
-        text.append(run.phase_words or "waiting for the engine to drain", style="yellow")
+        text.append(run.phase_words or "waiting for the engine to drain", style="$warn")
         return text
     if run.phase == "probing":
         text.append(f" · {run.phase_words or 'timing a first request and batch'}")
@@ -199,13 +199,13 @@ def progress_text(run: BenchRun) -> Text:
 def duration_text(plan: BenchPlan | str) -> Text:
     """The plan's expected duration and where it comes from (or why there is none)."""
     if isinstance(plan, str):
-        return Text(plan, style="yellow")
+        return Text(plan, style="$warn")
     text = Text.assemble((f"about {duration(plan.expected_s)}", "bold"), f" ({plan.basis})")
     if plan.drain_wait_s and plan.busy_now:
         text.append(
             f"; first it waits up to {duration(plan.drain_wait_s)} for the {plan.busy_now} requests "
             "on the engine now to finish",
-            style="yellow",
+            style="$warn",
         )
     return text
 
@@ -243,15 +243,15 @@ def ended_words(run: BenchRun) -> Text:
     return Text(
         f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC: {how}. It has no table; an "
         "earlier result can be opened from the list below.",
-        style=STATE_STYLE.get(run.state, "red"),
+        style=STATE_STYLE.get(run.state, "$bad"),
     )
 
 
 class BenchScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("bench")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.available: bool | None = None
         self.bench_id: str | None = None
         self.shown_result: str | None = None
@@ -296,7 +296,7 @@ class BenchScreen(LiveScreen):
             yield ChartPanel("tok/s", id="bench-chart")
 
     def on_mount(self) -> None:
-        if self.console.readonly:
+        if self.session.readonly:
             self.query_one("#bench-start", Button).disabled = True
         self.query_one("#bench-apply", Button).disabled = True
         self.load_runs()
@@ -321,14 +321,14 @@ class BenchScreen(LiveScreen):
         """The agent's run list, newest first; fetched on arrival and again whenever a run ends."""
         label = self.query_one("#bench-availability", Static)
         try:
-            runs = parse_runs(await self.console.client.bench_runs())
+            runs = parse_runs(await self.session.client.bench_runs())
         except LinkError as exc:
             self.available = False
             if exc.status == 404:
                 label.update(Text("The agent on this host has no benchmark runner (GET /v1/bench: 404).",
-                                  style="yellow"))  # fmt: skip
+                                  style="$warn"))  # fmt: skip
             else:
-                label.update(Text(f"Benchmarks unavailable: {exc}", style="yellow"))
+                label.update(Text(f"Benchmarks unavailable: {exc}", style="$warn"))
             return
         self.available = True
         self.runs = runs
@@ -363,6 +363,9 @@ class BenchScreen(LiveScreen):
     def action_filter(self) -> None:
         self.query_one("#bench-filter", Input).focus()
 
+    def action_bench_start(self) -> None:
+        self.start()
+
     def action_cancel_run(self) -> None:
         self.cancel()
 
@@ -376,7 +379,7 @@ class BenchScreen(LiveScreen):
         run = model.bench.runs.get(self.bench_id) if self.bench_id else model.bench.latest
         going = model.bench.running
         self.query_one("#bench-cancel", Button).disabled = (
-            self.console.readonly or going is None or going.external or model.link.state != "connected"
+            self.session.readonly or going is None or going.external or model.link.state != "connected"
         )
         row = self.query_one("#bench-progress-row")
         row.display = run is not None
@@ -389,7 +392,7 @@ class BenchScreen(LiveScreen):
             self.load_runs()
             if run.external:
                 self._status(Text(f"Run {run.bench_id} ({EXTERNAL}) {run.state}; its result is where that "
-                                  "command wrote it (--json).", style=STATE_STYLE.get(run.state, "red")))  # fmt: skip
+                                  "command wrote it (--json).", style=STATE_STYLE.get(run.state, "$bad")))  # fmt: skip
             elif run.state == "finished":
                 self.show_result(run.bench_id)
             else:
@@ -426,39 +429,41 @@ class BenchScreen(LiveScreen):
 
     @work(exclusive=True, group="bench-start")
     async def start(self) -> None:
-        if self.console.readonly:
-            self._status(Text("Read-only: benchmarks are disabled.", style="cyan"))
+        if self.session.readonly:
+            self._status(Text("Read-only: benchmarks are disabled.", style="$info"))
             return
         body = self._body()
         if isinstance(body, str):
-            self._status(Text(body, style="red"))
+            self._status(Text(body, style="$bad"))
             return
-        latest = self.console.model.latest
+        latest = self.session.model.latest
         profile = latest.profile_name if latest is not None and latest.profile_name else "this server"
         production = bool(latest and latest.production)
         try:
-            plan: BenchPlan | str = await self.console.client.bench_plan(body)
+            plan: BenchPlan | str = await self.session.client.bench_plan(body)
         except LinkError as exc:
             if exc.status == 422:
                 reason = exc.detail if isinstance(exc.detail, str) else str(exc)
-                self._status(Text.assemble(("The agent refused the run: ", "bold red"), (reason, "red")))
+                self._status(Text.assemble(("The agent refused the run: ", "$bad-bold"), (reason, "$bad")))
                 return
             plan = f"unknown: the agent could not estimate it ({exc})"
         dialog = ConfirmDialog(
             f"Start a benchmark on {profile}?",
-            confirm_body(body, profile, self.console.link.describe(), plan),
+            confirm_body(body, profile, self.session.link.describe(), plan),
             challenge=profile if production else None,
         )
-        if not await self.app.push_screen_wait(dialog):
-            self._status(Text("Cancelled; no benchmark started.", style="yellow"))
+        if not await self.session.ask(dialog):
+            self._status(Text("Cancelled; no benchmark started.", style="$warn"))
             return
         if dialog.typed is not None:
             body["confirm_production"] = dialog.typed  # the agent checks the name again itself
         try:
-            bench_id = await self.console.client.bench_start(body)
+            bench_id = await self.session.client.bench_start(body)
         except LinkError as exc:
             reason = exc.detail if isinstance(exc.detail, str) else str(exc)
-            self._status(Text.assemble(("The agent refused to start the run: ", "bold red"), (reason, "red")))
+            self._status(
+                Text.assemble(("The agent refused to start the run: ", "$bad-bold"), (reason, "$bad"))
+            )
             return
         self.bench_id = bench_id
         self.shown_result = None
@@ -484,16 +489,16 @@ class BenchScreen(LiveScreen):
     @work(exclusive=True, group="bench-cancel")
     async def cancel(self) -> None:
         """Stop the running benchmark, after a confirm; the agent audits it and ends the run."""
-        if self.console.readonly:
-            self._status(Text("Read-only: benchmarks cannot be cancelled here.", style="cyan"))
+        if self.session.readonly:
+            self._status(Text("Read-only: benchmarks cannot be cancelled here.", style="$info"))
             return
-        run = self.console.model.bench.running
+        run = self.session.model.bench.running
         if run is None:
-            self._status(Text("No benchmark is running; nothing to cancel.", style="yellow"))
+            self._status(Text("No benchmark is running; nothing to cancel.", style="$warn"))
             return
         if run.external:
             self._status(Text(f"Run {run.bench_id} is {EXTERNAL}: stop it with Ctrl-C where it runs.",
-                              style="yellow"))  # fmt: skip
+                              style="$warn"))  # fmt: skip
             return
         body = Table.grid(padding=(0, 1))
         body.add_column(style="dim")
@@ -501,15 +506,15 @@ class BenchScreen(LiveScreen):
         body.add_row("now", progress_text(run))
         body.add_row("then", "its requests in flight are cut, the live threshold it forced is put back, "
                      "and what it measured so far is not kept")  # fmt: skip
-        if not await self.app.push_screen_wait(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
-            self._status(Text(f"Run {run.bench_id} keeps running.", style="yellow"))
+        if not await self.session.ask(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
+            self._status(Text(f"Run {run.bench_id} keeps running.", style="$warn"))
             return
         try:
-            answer = await self.console.client.bench_cancel(run.bench_id, self.console.operator)
+            answer = await self.session.client.bench_cancel(run.bench_id, self.session.operator)
         except LinkError as exc:
-            self._status(Text(f"The agent did not cancel run {run.bench_id}: {exc}", style="red"))
+            self._status(Text(f"The agent did not cancel run {run.bench_id}: {exc}", style="$bad"))
             return
-        style = "yellow" if answer.cancelled else "red"
+        style = "$warn" if answer.cancelled else "$bad"
         self._status(Text(answer.message or f"Run {run.bench_id}: cancel sent.", style=style))
 
     # -- the result -------------------------------------------------------------------------------
@@ -520,24 +525,24 @@ class BenchScreen(LiveScreen):
     @work(exclusive=True, group="bench-apply")
     async def apply_recommended(self) -> None:
         """The recommendation becomes a normal threshold action: planned, confirmed, audited."""
-        if self.console.readonly or self.recommended is None:
+        if self.session.readonly or self.recommended is None:
             return
-        await plan_confirm_apply(
-            self, "threshold", self.recommended, self.query_one("#bench-apply-result", Static).update
+        await self.session.plan_confirm_apply(
+            "threshold", self.recommended, self.query_one("#bench-apply-result", Static).update
         )
 
     @work(exclusive=True, group="bench-result")
     async def show_result(self, bench_id: str) -> None:
         try:
-            result = parse_result(await self.console.client.bench_result(bench_id))
+            result = parse_result(await self.session.client.bench_result(bench_id))
         except LinkError as exc:
-            self._status(Text(f"Cannot fetch run {bench_id}: {exc}", style="red"))
+            self._status(Text(f"Cannot fetch run {bench_id}: {exc}", style="$bad"))
             return
         self.shown_result = bench_id
         self.query_one("#bench-table", Static).update(result_table(result))
         self._status(recommendation_text(result))
         self.recommended = result.recommended_threshold if result.state == "finished" else None
-        self.query_one("#bench-apply", Button).disabled = self.console.readonly or self.recommended is None
+        self.query_one("#bench-apply", Button).disabled = self.session.readonly or self.recommended is None
         panel = self.query_one("#bench-chart", ChartPanel)
         panel.add_class("-shown")
         panel.show(result_chart(result), note="(log concurrency)")

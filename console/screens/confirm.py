@@ -40,9 +40,9 @@ def plan_text(plan: Plan) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="dim")
     table.add_column()
-    mode = Text("LIVE — applied without a restart", style="bold green")
+    mode = Text("LIVE — applied without a restart", style="$ok-bold")
     if plan.mode == "restart":
-        mode = Text("RESTART — the engine drains, stops and starts again", style="bold yellow")
+        mode = Text("RESTART — the engine drains, stops and starts again", style="$warn-bold")
     table.add_row("mode", mode)
     if plan.reason:
         table.add_row("why", plan.reason)
@@ -57,9 +57,9 @@ def plan_text(plan: Plan) -> Table:
         table.add_row(
             change.key,
             Text.assemble(
-                (human_setting(change.key, change.old), "red"),
+                (human_setting(change.key, change.old), "$bad"),
                 " → ",
-                (human_setting(change.key, change.new), "green"),
+                (human_setting(change.key, change.new), "$ok"),
             ),
         )
     return table

@@ -40,7 +40,7 @@ class ConfirmDialog(ModalScreen[bool]):
             if self.challenge is not None:
                 yield Static(
                     Text.assemble(
-                        ("PRODUCTION. ", "bold red"),
+                        ("PRODUCTION. ", "$bad-bold"),
                         "Type ",
                         (self.challenge, "bold"),
                         " to confirm:",

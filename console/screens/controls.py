@@ -19,16 +19,10 @@ from textual.widgets import Button, Input, Label, Select, Static
 from agent.wire import ActionRequest
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
-from console.screens.action_flow import (
-    FlowEnd,
-    Pending,
-    action_line,
-    action_words,
-    ended_text,
-    plan_confirm_apply,
-)
 from console.screens.base import LiveScreen
 from console.screens.confirm import RELEASE_PINNED_STEPS
+from console.session import FlowEnd, Pending, Session
+from console.widgets.action_words import action_line, action_words, ended_text
 from console.widgets.autopilot import AutopilotToggle
 from console.widgets.badge import badge_text
 from console.widgets.format import DASH, clock, human
@@ -61,13 +55,13 @@ def live_hint(kind: Kind, live: LiveSettings, edited: bool, active: int | None =
     else:
         words = DASH if value is None else human(value)
     if edited:
-        return Text(f"edited · live {words}", style="yellow")
+        return Text(f"edited · live {words}", style="$warn")
     return Text(f"live {words}", style="dim")
 
 
 class ControlsScreen(LiveScreen):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self._shown: dict[Kind, str | bool | None] = {}
         """The live value each field was last set to: a field whose value differs is being edited."""
         self._reset: set[Kind] = set(KINDS)
@@ -106,10 +100,10 @@ class ControlsScreen(LiveScreen):
         yield Static(id="action-log", classes="value")
 
     def on_mount(self) -> None:
-        if self.console.readonly:
+        if self.session.readonly:
             for widget in self.query("Input, Select, Button.apply"):
                 widget.disabled = True
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
 
     # -- following the server ---------------------------------------------------------------------
     def _current(self, kind: Kind) -> str | bool | None:
@@ -155,7 +149,7 @@ class ControlsScreen(LiveScreen):
         prebuilt = human(spec.prebuilt_steps) if spec.prebuilt_steps else DASH
         text.append(f"\nbuilt step states: {prebuilt}", style="dim")
         self.query_one("#controls-now", Static).update(text)
-        self.query_one("#release-steps", Button).disabled = self.console.readonly or live.steps is None
+        self.query_one("#release-steps", Button).disabled = self.session.readonly or live.steps is None
         self._forget_old_result(model)
         self.query_one(AutopilotToggle).show(snap.autopilot)
         actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
@@ -177,6 +171,14 @@ class ControlsScreen(LiveScreen):
             self._reset.add(_kind(pending.request))
 
     # -- applying ---------------------------------------------------------------------------------
+    # -- the registry's commands (palette and help): this screen's own actions ---------------------
+    def action_apply(self, kind: str) -> None:
+        if kind in KINDS:
+            self.apply(kind)
+
+    def action_release_steps(self) -> None:
+        self.release_steps()
+
     @on(Button.Pressed, ".apply")
     def _apply_pressed(self, event: Button.Pressed) -> None:
         kind = str(event.button.id).removeprefix("apply-")
@@ -200,7 +202,7 @@ class ControlsScreen(LiveScreen):
 
     def _say(self, text: Text | str) -> None:
         self.query_one("#control-result", Static).update(text)
-        ended = self.console.model.actions.ended_since(0.0)
+        ended = self.session.model.actions.ended_since(0.0)
         self._said_at = ended[-1].time if ended else 0.0
 
     def _forget_old_result(self, model: ConsoleModel) -> None:
@@ -220,10 +222,26 @@ class ControlsScreen(LiveScreen):
             self._said_at = last.time
 
     async def _flow(self, kind: Kind, value: int | bool) -> FlowEnd:
-        end = await plan_confirm_apply(self, kind, value, self._say)
+        end = await self.session.plan_confirm_apply(kind, value, self._say)
         if end.action_id is not None:
             self._mine.add(end.action_id)
         return end
+
+    @on(AutopilotToggle.Asked)
+    def _autopilot_asked(self, event: AutopilotToggle.Asked) -> None:
+        self.toggle_autopilot(event.enable)
+
+    @work(exclusive=True, group="control")
+    async def toggle_autopilot(self, enable: bool | None) -> None:
+        """Plan the opposite of what the agent reports, confirm it, apply it; never without the confirm."""
+        say = self.query_one("#control-result", Static).update
+        if self.session.readonly:
+            say(Text("Read-only: controls are disabled.", style="$info"))
+            return
+        if enable is None:
+            say(Text("This agent reports no autopilot.", style="$warn"))
+            return
+        await self.session.plan_confirm_apply("autopilot", enable, say)
 
     @on(Button.Pressed, "#release-steps")
     def _release_pressed(self) -> None:
@@ -232,30 +250,28 @@ class ControlsScreen(LiveScreen):
     @work(exclusive=True, group="control")
     async def release_steps(self) -> None:
         """Hand the step choice back to SGLang's policy: planned, confirmed and audited like any change."""
-        if self.console.readonly:
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+        if self.session.readonly:
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
             return
         end = await self._flow("steps", RELEASE_PINNED_STEPS)
         if end.outcome != "unreachable":
             self._reset.add("steps")
         self.painted_version = -1
-        self.console.paint_now()
+        self.session.paint_now()
 
     @work(exclusive=True, group="control")
     async def apply(self, kind: Kind) -> None:
         """Plan → (rejected: say why) → confirm → apply. Never changes anything without a confirm."""
-        if self.console.readonly:
-            self._say(Text("Read-only: controls are disabled.", style="cyan"))
+        if self.session.readonly:
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
             return
         if self.pending is not None:
-            self._say(
-                Text("An action is still applying; wait until the agent says it ended.", style="yellow")
-            )
+            self._say(Text("An action is still applying; wait until the agent says it ended.", style="$warn"))
             return
         value = self._value(kind)
         if value is None:
             self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
-                           style="red"))  # fmt: skip
+                           style="$bad"))  # fmt: skip
             return
         end = await self._flow(kind, value)
         result = end.result
@@ -266,7 +282,7 @@ class ControlsScreen(LiveScreen):
             # refused value changed nothing; the result line names it and why it was refused).
             self._reset.add(kind)
         self.painted_version = -1  # the terminal event may already be in the model
-        self.console.paint_now()
+        self.session.paint_now()
 
 
 def _kind(request: ActionRequest) -> Kind:

@@ -17,7 +17,7 @@ from console.registry import COMMANDS, key_label
 def help_table(readonly: bool) -> Table:
     table = Table(title="k25console commands (also in the palette: ctrl+p)", expand=True)
     table.add_column("key", style="bold", width=7)
-    table.add_column("command", style="cyan")
+    table.add_column("command", style="$info")
     table.add_column("what it does")
     group = None
     for command in COMMANDS:

@@ -20,6 +20,7 @@ from console.model.points import ChartPoint
 from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.session import Session
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, bench_bands, window_legend
 from console.widgets.format import latency
@@ -39,8 +40,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "Throughput",
         fmt_count,
         (
-            ("output", lambda p: p.output_tok_s, "cyan", "braille"),
-            ("prompt", lambda p: p.prompt_tok_s, "blue", "dot"),
+            ("output", lambda p: p.output_tok_s, "$series-1", "braille"),
+            ("prompt", lambda p: p.prompt_tok_s, "$series-6", "dot"),
         ),
     ),
     (
@@ -48,8 +49,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "Load",
         fmt_count,
         (
-            ("running", lambda p: p.running, "green", "braille"),
-            ("queued", lambda p: p.queued, "magenta", "dot"),
+            ("running", lambda p: p.running, "$series-2", "braille"),
+            ("queued", lambda p: p.queued, "$series-4", "dot"),
         ),
     ),
     (
@@ -57,8 +58,8 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "TTFT",
         fmt_ms,
         (
-            ("p50", lambda p: p.ttft_p50_ms, "cyan", "braille"),
-            ("p99", lambda p: p.ttft_p99_ms, "yellow", "dot"),
+            ("p50", lambda p: p.ttft_p50_ms, "$series-1", "braille"),
+            ("p99", lambda p: p.ttft_p99_ms, "$series-5", "dot"),
         ),
     ),
     (
@@ -66,25 +67,25 @@ PANELS: tuple[tuple[str, str, Formatter, tuple[Line, ...]], ...] = (
         "ITL",
         fmt_ms,
         (
-            ("p50", lambda p: p.itl_p50_ms, "cyan", "braille"),
-            ("p99", lambda p: p.itl_p99_ms, "yellow", "dot"),
+            ("p50", lambda p: p.itl_p50_ms, "$series-1", "braille"),
+            ("p99", lambda p: p.itl_p99_ms, "$series-5", "dot"),
         ),
     ),
     (
         "accept",
         "Accept length",
         fmt_plain,
-        (("tokens per verify", lambda p: p.accept_length, "green", "braille"),),
+        (("tokens per verify", lambda p: p.accept_length, "$series-2", "braille"),),
     ),
-    ("kv", "KV used", fmt_pct, (("of the pool", lambda p: p.kv_used_pct, "blue", "braille"),)),
+    ("kv", "KV used", fmt_pct, (("of the pool", lambda p: p.kv_used_pct, "$series-6", "braille"),)),
 )
 
 
 class HistoryScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("history")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self._charts_at = -CHART_INTERVAL_S
 
     def compose_body(self) -> ComposeResult:
@@ -109,7 +110,7 @@ class HistoryScreen(LiveScreen):
         if now - self._charts_at < CHART_INTERVAL_S and model.link.state == "connected":
             return
         self._charts_at = now
-        window = self.console.chart_window_s
+        window = self.session.window_s
         marks = model.chart_marks(window)
         markers, bands = marks.switches, bench_bands(marks)
         latest = model.latest or Snapshot(seq=0, time=0.0)
@@ -124,9 +125,9 @@ class HistoryScreen(LiveScreen):
                 Series(label, *model.points.series(value, window), color, marker=marker)
                 for label, value, color, marker in lines
             )
-            if key == "throughput" and self.console.show_raw:
+            if key == "throughput" and self.session.show_raw:
                 one_tick = model.points.series(lambda p: p.output_tok_s_raw, window)
-                series = (*series, Series(raw_label(latest.throughput), *one_tick, "magenta", marker="dot"))
+                series = (*series, Series(raw_label(latest.throughput), *one_tick, "$series-4", marker="dot"))
             rule = None
             if key == "load" and threshold:
                 history = model.points.series(lambda p: p.threshold, window)

@@ -41,9 +41,9 @@ def pool_segments(kv: KvView) -> tuple[Segment, ...]:
     reserved = kv.reserved_tokens or 0
     free = kv.free_tokens if kv.free_tokens is not None else max(0, (kv.pool_tokens or 0) - used - reserved)
     return (
-        Segment("used", used, "dodger_blue1"),
-        Segment("reserved (decode over-allocation)", reserved, "dark_orange"),
-        Segment("free", free, "grey35"),
+        Segment("used", used, "$kv-used"),
+        Segment("reserved (decode over-allocation)", reserved, "$kv-reserved"),
+        Segment("free", free, "$kv-free"),
     )
 
 
@@ -84,7 +84,7 @@ def whatif_table(answer: KvWhatIf, context: int, running: int) -> Group:
     sides = [side(answer) for _, side in WHATIF_COLUMNS]
     for label, value in WHATIF_ROWS:
         table.add_row(label, *(num(value(side) if side is not None else None) for side in sides))
-    style = "red" if answer.overfull else "green"
+    style = "$bad" if answer.overfull else "$ok"
     return Group(table, *(Text(line, style=style) for line in answer.fit_summary))
 
 
@@ -116,6 +116,10 @@ class KvScreen(LiveScreen):
         bar.segments = pool_segments(snap.kv)
         self.query_one("#reserve", Static).update(reserve_text(snap.kv, snap.speculation.configured))
 
+    def action_kv_whatif(self) -> None:
+        """The registry's "KV what-if" (palette and help)."""
+        self.ask_whatif()
+
     @on(Button.Pressed, "#whatif-ask")
     @on(Input.Submitted, "#whatif-context, #whatif-running")
     def _ask(self) -> None:
@@ -127,14 +131,14 @@ class KvScreen(LiveScreen):
         try:
             context = int(self.query_one("#whatif-context", Input).value)
         except ValueError:
-            result.update(Text("context length must be a whole number of tokens", style="red"))
+            result.update(Text("context length must be a whole number of tokens", style="$bad"))
             return
         running_text = self.query_one("#whatif-running", Input).value
-        latest = self.console.model.latest
+        latest = self.session.model.latest
         running = int(running_text) if running_text else (latest.load.running or 1) if latest else 1
         try:
-            answer = await self.console.client.kv_whatif(running=max(1, running), context=context)
+            answer = await self.session.client.kv_whatif(running=max(1, running), context=context)
         except LinkError as exc:
-            result.update(Text(f"the agent could not answer: {exc}", style="red"))
+            result.update(Text(f"the agent could not answer: {exc}", style="$bad"))
             return
         result.update(whatif_table(answer, context, running))

@@ -19,8 +19,9 @@ from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.logtail import matching_lines, new_lines, step_match
 from console.registry import screen_bindings
-from console.screens.action_flow import action_words
 from console.screens.base import LiveScreen
+from console.session import Session
+from console.widgets.action_words import action_words
 from console.widgets.format import clock
 
 TAIL_LINES = 300
@@ -28,11 +29,11 @@ TAIL_LINES = 300
 KEEP_LINES = 2000
 POLL_S = 2.0
 EVENT_LINES = 1000
-_KIND_STYLE = {"action": "bold cyan", "engine": "yellow", "speculation": "green", "finding": "magenta"}
+_KIND_STYLE = {"action": "$info-bold", "engine": "$warn", "speculation": "$ok", "finding": "$note"}
 UNLISTED = frozenset({"speculation.steps"})
 """Counted in the title instead of listed (see the module docstring)."""
-MATCH_STYLE = "bold black on yellow"
-CURRENT_STYLE = "on grey30"
+MATCH_STYLE = "$log-match"
+CURRENT_STYLE = "$log-current"
 
 
 def events_title(model: ConsoleModel) -> Text:
@@ -53,8 +54,8 @@ def events_title(model: ConsoleModel) -> Text:
 class LogsScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("logs")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.shown_event_seq = -1
         self.lines: list[str] = []
         self._fetched: list[str] = []
@@ -83,14 +84,14 @@ class LogsScreen(LiveScreen):
         self.set_interval(POLL_S, self._poll)
 
     def _poll(self) -> None:
-        if self.is_current and not self.console.paused:
+        if self.is_current and not self.session.paused:
             self.refresh_log()
 
     # -- fetching ---------------------------------------------------------------------------------
     @work(exclusive=True, group="logs-fetch")
     async def refresh_log(self) -> None:
         try:
-            fetched = await self.console.client.logs(TAIL_LINES)
+            fetched = await self.session.client.logs(TAIL_LINES)
         except LinkError as exc:
             self.error = str(exc)
             self._show_status()
@@ -160,11 +161,11 @@ class LogsScreen(LiveScreen):
     def _show_status(self) -> None:
         text = Text()
         if self.error:
-            text.append(f"Cannot read the engine log: {self.error}", style="red")
+            text.append(f"Cannot read the engine log: {self.error}", style="$bad")
         elif self.following:
-            text.append("● following the engine log", style="green")
+            text.append("● following the engine log", style="$ok")
         else:
-            text.append("❚❚ holding the view (f to follow)", style="yellow")
+            text.append("❚❚ holding the view (f to follow)", style="$warn")
         if self.term:
             count = len(self.matches)
             where = f"{self.current + 1} of {count}" if self.current is not None and count else f"{count}"
@@ -197,6 +198,9 @@ class LogsScreen(LiveScreen):
         self.following = False
         self._redraw()
         self._show_status()
+
+    def action_logs_refresh(self) -> None:
+        self.refresh_log()
 
     def action_search(self) -> None:
         self.query_one("#log-search", Input).focus()

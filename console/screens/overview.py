@@ -19,6 +19,7 @@ from console.model.bench import BenchRun
 from console.model.window import window_label
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.session import Session
 from console.widgets.autopilot import AutopilotLine
 from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
@@ -49,9 +50,9 @@ def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = No
     text.append(" req/s", style="dim")
     if raw:
         text.append(f"\n{raw_label(t)}: output ", style="dim")
-        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="bold magenta")
+        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="$note-bold")
         text.append("   prompt ", style="dim")
-        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="magenta")
+        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="$note")
     text.append("\nRunning ", style="dim")
     text.append(num(load.running), style="bold")
     text.append("  Queued ", style="dim")
@@ -84,15 +85,15 @@ def bench_note(run: BenchRun | None, counter: OutputCounter | None) -> Text | No
     return Text(
         f"Benchmark {run.bench_id} is running. {COUNTER_WORDS[counter]}; prompt tokens are shown "
         "apart. The bench's table counts only its own requests' output tokens, level by level.",
-        style="cyan",
+        style="$info",
     )
 
 
 class OverviewScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("overview")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self._charts_at = -CHART_INTERVAL_S
 
     def on_screen_resume(self) -> None:
@@ -119,7 +120,7 @@ class OverviewScreen(LiveScreen):
         if snap is None:
             self.query_one("#badge", Static).update("waiting for the first snapshot from the agent…")
             return
-        raw = self.console.show_raw
+        raw = self.session.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load, stale=model.stale))
         self.query_one(AutopilotLine).show(snap.autopilot)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
@@ -137,7 +138,7 @@ class OverviewScreen(LiveScreen):
         self._paint_charts(model, raw=raw)
 
     def _paint_charts(self, model: ConsoleModel, *, raw: bool) -> None:
-        window = self.console.chart_window_s
+        window = self.session.window_s
         marks = model.chart_marks(window)
         markers, bands = marks.switches, bench_bands(marks)
         legend = window_legend(window_label(window), benches=bool(bands))
@@ -146,11 +147,11 @@ class OverviewScreen(LiveScreen):
         latest = model.latest
         t = latest.throughput if latest is not None else Throughput()
         series = [
-            Series(f"output{over(t.window_s)}", *points.series(lambda p: p.output_tok_s, window), "cyan")
+            Series(f"output{over(t.window_s)}", *points.series(lambda p: p.output_tok_s, window), "$series-1")
         ]
         if raw:
             one_tick = points.series(lambda p: p.output_tok_s_raw, window)
-            series.append(Series(raw_label(t), *one_tick, "magenta", marker="dot"))
+            series.append(Series(raw_label(t), *one_tick, "$series-4", marker="dot"))
         self.query_one("#throughput-panel", ChartPanel).show(
             ChartData(series=tuple(series), window_s=window, y_format=fmt_count, markers=markers, bands=bands)
         )
@@ -164,8 +165,8 @@ class OverviewScreen(LiveScreen):
         self.query_one("#load-panel", ChartPanel).show(
             ChartData(
                 series=(
-                    Series("running", *points.series(lambda p: p.running, window), "green"),
-                    Series("queued", *points.series(lambda p: p.queued, window), "magenta"),
+                    Series("running", *points.series(lambda p: p.running, window), "$series-2"),
+                    Series("queued", *points.series(lambda p: p.queued, window), "$series-4"),
                 ),
                 window_s=window,
                 y_format=fmt_count,

@@ -18,8 +18,9 @@ from agent.wire.api import ProfileDiff, ProfileEntry, ProfileIssues, ProfileIssu
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.registry import screen_bindings
-from console.screens.action_flow import Pending, ended_text, plan_confirm_apply
 from console.screens.base import LiveScreen
+from console.session import Pending, Session
+from console.widgets.action_words import ended_text
 from console.widgets.filter import row_matches
 from console.widgets.format import human_setting
 
@@ -31,8 +32,8 @@ def issues_text(detail: object) -> Text:
     except ValidationError:
         issues = []
     if not issues:
-        return Text(detail if isinstance(detail, str) else "the agent refused the profile", style="red")
-    text = Text("The agent refused the profile:", style="bold red")
+        return Text(detail if isinstance(detail, str) else "the agent refused the profile", style="$bad")
+    text = Text("The agent refused the profile:", style="$bad-bold")
     for issue in issues:
         text.append(f"\n  {issue_words(issue)}")
     return text
@@ -45,7 +46,7 @@ def issue_words(issue: ProfileIssueView) -> str:
 
 
 def warnings_text(warnings: list[ProfileIssueView]) -> Text:
-    text = Text(style="yellow")
+    text = Text(style="$warn")
     for n, warning in enumerate(warnings):
         if n:
             text.append("\n")
@@ -60,8 +61,8 @@ PLAN_MODE_WORDS = {"live": "applied live", "restart": "needs a restart", "noop":
 def diff_table(diff: ProfileDiff) -> Table:
     table = Table(title=f"against what runs: {PLAN_MODE_WORDS[diff.plan.mode]}", expand=False)
     table.add_column("key")
-    table.add_column("running", style="red")
-    table.add_column("this profile", style="green")
+    table.add_column("running", style="$bad")
+    table.add_column("this profile", style="$ok")
     for change in diff.changes:
         table.add_row(
             change.key, human_setting(change.key, change.old), human_setting(change.key, change.new)
@@ -92,8 +93,8 @@ def running_mark(entry: ProfileEntry) -> str:
 class ProfilesScreen(LiveScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("profiles")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.entries: list[ProfileEntry] = []
         self.selected: str | None = None
         self.running: str | None = None
@@ -115,7 +116,7 @@ class ProfilesScreen(LiveScreen):
                 yield Static("", id="profile-result")
 
     def on_mount(self) -> None:
-        if self.console.readonly:
+        if self.session.readonly:
             for widget in self.query("Button.apply, #profile-new-name"):
                 widget.disabled = True
         self.reload()
@@ -145,9 +146,9 @@ class ProfilesScreen(LiveScreen):
     @work(exclusive=True, group="profiles-list")
     async def reload(self) -> None:
         try:
-            profiles = (await self.console.client.profiles()).profiles
+            profiles = (await self.session.client.profiles()).profiles
         except LinkError as exc:
-            self._say(Text(f"Cannot list profiles: {exc}", style="red"))
+            self._say(Text(f"Cannot list profiles: {exc}", style="$bad"))
             return
         self.entries = profiles
         self.running = next((e.name for e in profiles if e.running), None)
@@ -186,6 +187,13 @@ class ProfilesScreen(LiveScreen):
     def _filter_done(self) -> None:
         self.set_focus(self.query_one("#profile-list"))
 
+    def action_profile(self, what: str) -> None:
+        """The registry's "Load profile", "Save running as profile" (palette and help)."""
+        self.act(what)
+
+    def action_profile_diff(self) -> None:
+        self.act("diff")
+
     def action_filter(self) -> None:
         self.query_one("#profile-filter", Input).focus()
 
@@ -201,9 +209,9 @@ class ProfilesScreen(LiveScreen):
     async def show_profile(self, name: str) -> None:
         self.selected = name
         try:
-            read = await self.console.client.profile(name)
+            read = await self.session.client.profile(name)
         except LinkError as exc:
-            self._say(Text(f"Cannot read {name}: {exc}", style="red"))
+            self._say(Text(f"Cannot read {name}: {exc}", style="$bad"))
             return
         self.query_one(TextArea).text = read.toml
         self._say(warnings_text(read.warnings) if read.warnings else "")
@@ -222,35 +230,35 @@ class ProfilesScreen(LiveScreen):
 
     @work(exclusive=True, group="profiles-act")
     async def act(self, what: str) -> None:
-        client = self.console.client
-        if what != "diff" and self.console.readonly:
-            self._say(Text("Read-only: profiles cannot be loaded or saved.", style="cyan"))
+        client = self.session.client
+        if what != "diff" and self.session.readonly:
+            self._say(Text("Read-only: profiles cannot be loaded or saved.", style="$info"))
             return
         try:
             if what == "diff" and self.selected:
                 self._say(diff_table(await client.profile_diff(self.selected)))
             elif what == "load" and self.selected:
-                end = await plan_confirm_apply(self, "apply_profile", self.selected, self._say)
+                end = await self.session.plan_confirm_apply("apply_profile", self.selected, self._say)
                 if end.result is not None and end.result.status == "applying":
                     self.pending = Pending(end.result.plan.request, end.result.action_id)
                     self.painted_version = -1
-                    self.console.paint_now()
+                    self.session.paint_now()
             elif what == "save":
                 await self._save_running()
         except LinkError as exc:
-            self._say(issues_text(exc.detail) if exc.status == 422 else Text(str(exc), style="red"))
+            self._say(issues_text(exc.detail) if exc.status == 422 else Text(str(exc), style="$bad"))
 
     async def _save_running(self) -> None:
         new_name = self.query_one("#profile-new-name", Input).value.strip()
         if not new_name:
-            self._say(Text("Type a name for the new profile first.", style="red"))
+            self._say(Text("Type a name for the new profile first.", style="$bad"))
             return
-        running = await self.console.client.running_profile()  # what runs now, live changes included
+        running = await self.session.client.running_profile()  # what runs now, live changes included
         try:
             profile = renamed(parse_profile(running.toml, "the running profile"), new_name)
         except (ProfileError, ValueError) as exc:
-            self._say(Text(f"Cannot build the new profile: {exc}", style="red"))
+            self._say(Text(f"Cannot build the new profile: {exc}", style="$bad"))
             return
-        await self.console.client.save_profile(new_name, dump_profile(profile))
-        self._say(Text(f"Saved the running settings as {new_name}.", style="green"))
+        await self.session.client.save_profile(new_name, dump_profile(profile))
+        self._say(Text(f"Saved the running settings as {new_name}.", style="$ok"))
         self.reload()

@@ -1,33 +1,29 @@
 """The speculation autopilot in the console: its state on Overview, its toggle on Controls.
 
 The agent decides everything (``Snapshot.autopilot``, ``agent.wire.AutopilotState``); these widgets
-only draw it, and the toggle asks for the same plan → confirm → apply as every other control.
+only draw it. The toggle posts ``AutopilotToggle.Asked`` and its screen runs the same plan → confirm
+→ apply as every other control: a widget draws and asks, it never acts on the agent itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Button, Label, Static
 
 from agent.wire import AutopilotMove, AutopilotState
-from console.screens.action_flow import plan_confirm_apply
 from console.widgets.format import DASH, clock
 
-if TYPE_CHECKING:
-    from console.app import ConsoleApp
-
 _MODE_STYLE = {
-    "tracking": "bold black on green",
-    "learning": "bold black on cyan",
-    "probing": "bold black on yellow",
-    "waiting": "bold black on cyan",
-    "holding": "bold white on red",
-    "unavailable": "bold white on red",
+    "tracking": "$badge-ok",
+    "learning": "$badge-info",
+    "probing": "$badge-warn",
+    "waiting": "$badge-info",
+    "holding": "$badge-bad",
+    "unavailable": "$badge-bad",
 }
 
 
@@ -68,7 +64,7 @@ def autopilot_text(state: AutopilotState | None) -> Text:
     if state is None:
         return text  # an agent without one: nothing to say
     if not state.enabled:
-        text.append(" AUTOPILOT OFF ", style="bold white on grey37")
+        text.append(" AUTOPILOT OFF ", style="$badge-off")
         text.append(
             f" the operator's setting runs: threshold {threshold_words(state.operator_threshold)}, "
             f"steps {steps_words(state.operator_steps)}",
@@ -86,11 +82,11 @@ def autopilot_text(state: AutopilotState | None) -> Text:
                 style="dim",
             )
         if state.detail and state.mode in ("holding", "unavailable", "waiting"):
-            text.append(f"\n{state.detail}", style="yellow")
+            text.append(f"\n{state.detail}", style="$warn")
     move = state.last_move
     if move is not None:
         text.append("\nlast: ", style="dim")
-        text.append(move_words(move), style="" if move.ok else "red")
+        text.append(move_words(move), style="" if move.ok else "$bad")
         text.append(f" — {move.why}", style="dim")
     return text
 
@@ -108,7 +104,7 @@ class AutopilotLine(Static):
 
 
 class AutopilotToggle(Horizontal):
-    """Controls' toggle: plans "autopilot on" or "off" with the agent, confirms, applies."""
+    """Controls' toggle: asks its screen to plan "autopilot on" or "off", confirm and apply."""
 
     DEFAULT_CSS = """
     AutopilotToggle { height: auto; }
@@ -123,10 +119,6 @@ class AutopilotToggle(Horizontal):
         yield Label("autopilot", classes="field")
         yield Button("Turn on", id="apply-autopilot", classes="apply", compact=True)
         yield Static("", id="autopilot-now")
-
-    @property
-    def console(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
 
     def on_mount(self) -> None:
         self.display = False
@@ -149,20 +141,15 @@ class AutopilotToggle(Horizontal):
         shown.append(f"   at most {state.max_moves_per_minute or DASH} changes a minute", style="dim")
         now.update(shown)
 
+    class Asked(Message):
+        """The operator pressed the toggle: ``enable`` is the opposite of what the agent reports,
+        or None when this agent reports no autopilot."""
+
+        def __init__(self, enable: bool | None) -> None:
+            super().__init__()
+            self.enable = enable
+
     @on(Button.Pressed, "#apply-autopilot")
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()  # the screen's own Apply handler is for its fields
-        self.toggle()
-
-    @work(exclusive=True, group="control")
-    async def toggle(self) -> None:
-        """Plan the opposite of what the agent reports, confirm it, apply it; never without the confirm."""
-        screen = self.screen
-        result = screen.query_one("#control-result", Static)
-        if self.console.readonly:
-            result.update(Text("Read-only: controls are disabled.", style="cyan"))
-            return
-        if self.enabled is None:
-            result.update(Text("This agent reports no autopilot.", style="yellow"))
-            return
-        await plan_confirm_apply(screen, "autopilot", not self.enabled, result.update)
+        self.post_message(self.Asked(None if self.enabled is None else not self.enabled))

@@ -66,22 +66,22 @@ def badge_text(spec: Speculation, load: Load | None = None, *, stale: bool = Fal
     threshold = threshold_words(spec)
     running = load.running if load is not None else None
     if stale and spec.on is not None:
-        text.append(f" SPEC {'ON' if spec.on else 'OFF'} (last heard) ", style="bold black on grey50")
+        text.append(f" SPEC {'ON' if spec.on else 'OFF'} (last heard) ", style="$badge-off")
         text.append(" not connected: the server's state now is unknown", style="dim")
         if threshold is not None:
             text.append(f"   {threshold}", style="dim")
         return text
     if spec.on:
-        text.append(" SPEC ON ", style="bold black on green")
+        text.append(" SPEC ON ", style="$badge-ok")
         parts = [spec.algorithm or "", steps_words(spec), f"topk {spec.topk}"]
         if spec.draft_tokens is not None:
             parts.append(f"{spec.draft_tokens} draft tokens")
         text.append(" " + " · ".join(p for p in parts if p))
     elif spec.on is False:
-        text.append(" SPEC OFF ", style="bold white on red")
+        text.append(" SPEC OFF ", style="$badge-bad")
         text.append(" " + _OFF_WORDS.get(spec.off_reason or "unknown", _OFF_WORDS["unknown"]))
     else:
-        text.append(" SPEC ? ", style="bold black on yellow")
+        text.append(" SPEC ? ", style="$badge-warn")
         text.append(" no speculation state yet")
     if threshold is not None:
         text.append(f"   {threshold}", style="bold")

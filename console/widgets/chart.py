@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from textual.app import RenderResult
 from textual.color import Color
 from textual.events import Resize
@@ -19,28 +20,18 @@ from textual_plotext import PlotextPlot
 
 from console.widgets.ticks import Formatter, axis_labels, even_ticks, fmt_count, time_ticks
 
-PALETTE: dict[str, tuple[int, int, int]] = {
-    "cyan": (40, 200, 230),
-    "green": (120, 220, 60),
-    "red": (235, 70, 90),
-    "magenta": (225, 90, 225),
-    "yellow": (240, 200, 40),
-    "blue": (90, 150, 255),
-    "orange": (255, 150, 40),
-    "grey": (150, 150, 150),
-    "slate": (70, 82, 110),
-}
-"""Chart colours as RGB: plotext's named colours are ANSI ones, which each terminal theme draws its
-own way (magenta as pink, yellow as purple); a legend must show the colour the line really has."""
+FALLBACK_RGB = (128, 128, 128)
+"""A style with no colour (a theme that leaves one out): drawn mid-grey rather than not at all."""
 
 
-def rgb(color: str) -> tuple[int, int, int]:
-    return PALETTE.get(color, PALETTE["grey"])
-
-
-def hex_color(color: str) -> str:
-    r, g, b = rgb(color)
-    return f"#{r:02x}{g:02x}{b:02x}"
+def style_rgb(console: Console, name: str) -> tuple[int, int, int]:
+    """A named style's colour (console.theme), as the RGB plotext draws: plotext's own named colours
+    are ANSI ones, which each terminal draws its own way; a legend must show the colour the line has."""
+    color = console.get_style(name, default="none").color
+    if color is None:
+        return FALLBACK_RGB
+    r, g, b = color.get_truecolor()
+    return (r, g, b)
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,7 @@ class Series:
     xs: tuple[float, ...]
     ys: tuple[float, ...]
     color: str
-    """A PALETTE name."""
+    """A named style of console.theme ("$series-1", "$ok"...): its colour is the line's."""
     marker: str = "braille"
     """plotext's line marker: "braille" (thin), "dot", "hd", or one character."""
     points: str | None = None
@@ -64,7 +55,7 @@ class Rule:
 
     value: float
     label: str
-    color: str = "orange"
+    color: str = "$rule"
     history: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     """For a time chart: the rule's value over the window (a threshold that moved), drawn as a step
     line instead of one level across the whole window."""
@@ -78,7 +69,7 @@ class Band:
     start: float
     end: float
     label: str
-    color: str = "slate"
+    color: str = "$band"
 
 
 BAND_GLYPH = "░"
@@ -161,6 +152,8 @@ class TimeChart(PlotextPlot):
         self._left = 0.0
         self._ticks_for_height = -1
         self._built_for_height = -1
+        self._built_theme = ""
+        """The theme the colours were drawn in: a new theme draws the same data again."""
         self.builds = 0
 
     @property
@@ -169,7 +162,7 @@ class TimeChart(PlotextPlot):
 
     def show(self, data: ChartData) -> bool:
         """Draw ``data``; returns False when it is what is already drawn (nothing to do)."""
-        if data == self._data:
+        if data == self._data and self.app.theme == self._built_theme:
             return False
         self._data = data
         self._build(data)
@@ -177,7 +170,12 @@ class TimeChart(PlotextPlot):
         self.refresh()
         return True
 
+    def _rgb(self, name: str) -> tuple[int, int, int]:
+        return style_rgb(self.app.console, name)
+
     def _build(self, data: ChartData) -> None:
+        rgb = self._rgb
+        self._built_theme = self.app.theme
         plt = self.plt
         plt.clear_figure()
         if data.x_range is not None:
@@ -218,7 +216,7 @@ class TimeChart(PlotextPlot):
             if s.ys and s.points:
                 plt.scatter(list(s.xs), list(s.ys), color=rgb(s.color), marker=s.points)
         for x, on in data.markers:
-            plt.vline(x, color=rgb("green" if on else "red"))
+            plt.vline(x, color=rgb("$ok" if on else "$bad"))
         if data.vline is not None:
             plt.vline(data.vline.value, color=rgb(data.vline.color))
         self._top = top
@@ -226,6 +224,7 @@ class TimeChart(PlotextPlot):
         self._left = left
 
     def _apply_y_ticks(self, height: int) -> None:
+        rgb = self._rgb
         data = self._data
         if data is None or height == self._ticks_for_height:
             return
@@ -236,7 +235,7 @@ class TimeChart(PlotextPlot):
         self.plt.yticks(shown, labels)
         # Rule labels sit on their line at the left (a threshold) or the top (a vertical rule), in the
         # canvas colour so the label reads as a gap in the line.
-        canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
+        canvas = Color.parse(self.app.theme_variables["surface"]).rgb
         if data.hline is not None:
             at = (
                 data.hline.history[1][0] if data.hline.history and data.hline.history[1] else data.hline.value
@@ -247,7 +246,7 @@ class TimeChart(PlotextPlot):
             self.plt.text(f" {data.vline.label} ", data.vline.value, y_top, color=rgb(data.vline.color),
                           background=canvas, alignment="left")  # fmt: skip
         for band in data.bands if height - PLOT_FRAME_ROWS >= 6 else ():  # a short chart: the legend names it
-            self.plt.text(f" {band.label} ", band.start, y_top, color=rgb("grey"), background=canvas,
+            self.plt.text(f" {band.label} ", band.start, y_top, color=rgb("$muted"), background=canvas,
                           alignment="left")  # fmt: skip
 
     def render(self) -> RenderResult:

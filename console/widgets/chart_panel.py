@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from console.model.marks import ChartMarks
-from console.widgets.chart import BAND_GLYPH, Band, ChartData, TimeChart, hex_color
+from console.widgets.chart import BAND_GLYPH, Band, ChartData, TimeChart
 
 _STYLE_GLYPH = {"braille": "⣤", "dot": "•", "hd": "▄", "fhd": "▄", "sd": "▄"}
 
@@ -29,16 +29,23 @@ def legend_text(title: str, data: ChartData | None, *, note: str = "") -> Text:
     for s in data.series:
         glyph = s.points or _STYLE_GLYPH.get(s.marker, s.marker)
         text.append("  ")
-        text.append(glyph, style=f"bold {hex_color(s.color)}")
+        _bold(text, glyph, s.color)
         text.append(f" {s.label}")
     if any(span is not None for s in data.series for span in s.intervals):
         text.append("  │ 95 % interval", style="dim")
     for rule, glyph in ((data.hline, "─"), (data.vline, "│")):
         if rule is not None:
             text.append("  ")
-            text.append(glyph, style=f"bold {hex_color(rule.color)}")
+            _bold(text, glyph, rule.color)
             text.append(f" {rule.label}")
     return text
+
+
+def _bold(text: Text, glyph: str, style: str) -> None:
+    """A legend glyph in a chart's named style (console.theme), bold: the line's own colour."""
+    start = len(text)
+    text.append(glyph, style=style)
+    text.stylize("bold", start, len(text))
 
 
 def bench_bands(marks: ChartMarks) -> tuple[Band, ...]:
@@ -54,13 +61,13 @@ def window_legend(window_label: str, *, switches: bool = True, benches: bool = F
     text = Text.assemble(("last ", "dim"), (window_label, "bold"), (" (w changes it)", "dim"))
     if switches:
         text.append("   markers: ", style="dim")
-        text.append("│", style=f"bold {hex_color('green')}")
+        _bold(text, "│", "$ok")
         text.append(" speculation on  ")
-        text.append("│", style=f"bold {hex_color('red')}")
+        _bold(text, "│", "$bad")
         text.append(" off")
     if benches:
         text.append("   ")
-        text.append(BAND_GLYPH * 2, style=f"bold {hex_color('slate')}")
+        _bold(text, BAND_GLYPH * 2, "$band")
         text.append(" bench: its own switches unmarked")
     return text
 

@@ -9,7 +9,7 @@ from rich.text import Text
 from console.model.health import HealthItem
 from console.widgets.format import since
 
-SEVERITY_STYLE = {"info": "cyan", "warning": "yellow", "critical": "bold red"}
+SEVERITY_STYLE = {"info": "$info", "warning": "$warn", "critical": "$bad-bold"}
 SEVERITY_GLYPH = {"info": "●", "warning": "▲", "critical": "✖"}
 
 
@@ -17,7 +17,7 @@ def findings_text(items: Sequence[HealthItem], now: float, *, explain: bool = Fa
     """One finding per paragraph: the title (it carries the value) and since when, then the action.
     ``explain`` adds why it matters (the Logs screen and wide terminals have room for it)."""
     if not items:
-        return Text("✓ no health findings", style="green")
+        return Text("✓ no health findings", style="$ok")
     text = Text()
     for n, item in enumerate(items):
         f = item.finding

@@ -13,11 +13,11 @@ from console.widgets.format import duration
 def banner_text(link: LinkStatus) -> Text:
     if link.state == "reconnecting":
         retry = f"; next try in {duration(link.retry_in_s)}" if link.retry_in_s is not None else ""
-        head = Text(f"Reconnecting (attempt {link.attempt}{retry}). ", style="bold yellow")
+        head = Text(f"Reconnecting (attempt {link.attempt}{retry}). ", style="$warn-bold")
     elif link.state == "connecting":
-        head = Text("Connecting… ", style="bold yellow")
+        head = Text("Connecting… ", style="$warn-bold")
     else:
-        head = Text("Cannot connect; not retrying. ", style="bold red")
+        head = Text("Cannot connect; not retrying. ", style="$bad-bold")
     head.append(link.message or "", style="")
     return head
 

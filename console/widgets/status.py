@@ -15,9 +15,9 @@ from console.model import ConsoleModel
 from console.widgets.format import age, clock
 
 _HEALTH = {
-    "critical": ("✖", "bold white on red"),
-    "warning": ("▲", "bold black on yellow"),
-    "info": ("●", "bold black on cyan"),
+    "critical": ("✖", "$badge-bad"),
+    "warning": ("▲", "$badge-warn"),
+    "info": ("●", "$badge-info"),
 }
 
 
@@ -34,7 +34,7 @@ def health_chip(model: ConsoleModel) -> Text:
     if word == "unknown_data" and worst is None:
         return Text("? no readings yet", style="dim")
     if worst is None:
-        return Text("✓ healthy", style="green")
+        return Text("✓ healthy", style="$ok")
     glyph, style = _HEALTH.get(worst, ("●", "bold"))
     noun = "finding" if len(items) == 1 else "findings"
     return Text(f" {glyph} {len(items)} {noun} ", style=style)
@@ -43,16 +43,16 @@ def health_chip(model: ConsoleModel) -> Text:
 def link_chip(model: ConsoleModel) -> Text:
     link = model.link
     if link.state == "connected":
-        return Text("● live", style="green")
+        return Text("● live", style="$ok")
     if link.state in ("connecting", "reconnecting"):
         retry = f", retry in {link.retry_in_s:.0f}s" if link.retry_in_s is not None else ""
         return Text(
             f"◌ {link.state} (attempt {link.attempt}{retry}); data {age(model.data_age_s())}",
-            style="bold yellow",
+            style="$warn-bold",
         )
     if link.state == "ended":
-        return Text(f"■ {link.message or 'ended'}", style="yellow")
-    return Text("✖ not connected", style="bold red")
+        return Text(f"■ {link.message or 'ended'}", style="$warn")
+    return Text("✖ not connected", style="$bad-bold")
 
 
 def status_left(model: ConsoleModel, where: str) -> Text:
@@ -60,7 +60,7 @@ def status_left(model: ConsoleModel, where: str) -> Text:
     latest = model.latest
     left = Text(no_wrap=True, overflow="ellipsis")
     if latest is not None and latest.production:
-        left.append(" PRODUCTION ", style="bold white on red")
+        left.append(" PRODUCTION ", style="$badge-bad")
         left.append(" ")
     left.append(latest.profile_name if latest and latest.profile_name else "?", style="bold")
     if latest is not None:  # the time before the place: the socket path is what gives way
@@ -84,9 +84,9 @@ def status_right(model: ConsoleModel, *, paused: bool, readonly: bool, unseen: i
         right.append("  ")
         right.append_text(chip)
     if readonly:
-        right.append("  read-only", style="cyan")
+        right.append("  read-only", style="$info")
     if paused:
-        right.append(f"  ❚❚ PAUSED ({unseen} new)", style="bold magenta")
+        right.append(f"  ❚❚ PAUSED ({unseen} new)", style="$note-bold")
     return right
 
 

@@ -28,6 +28,7 @@ from textual.app import App
 from textual.widgets import Static
 
 from agent.profile import load_profile
+from console.theme import rich_styles
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "profiles"
@@ -215,5 +216,6 @@ def text_of(app: App[None], selector: str) -> str:
     if isinstance(plain, str):
         return plain
     buffer = StringIO()
-    Console(file=buffer, width=200, color_system=None).print(content)
+    # In the app's named styles (console.theme), as the app's own console draws it.
+    Console(file=buffer, width=200, color_system=None, theme=rich_styles(app.theme_variables)).print(content)
     return buffer.getvalue()

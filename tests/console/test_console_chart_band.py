@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from console.widgets.chart import BAND_GLYPH, Band, ChartData, Rule, Series, TimeChart
 
 XS = tuple(float(x) for x in range(-300, 1, 5))
-FLAT = Series("flat", XS, tuple(20.0 for _ in XS), "cyan")
+FLAT = Series("flat", XS, tuple(20.0 for _ in XS), "$series-1")
 WIDTH, HEIGHT = 80, 20
 
 
@@ -50,7 +50,7 @@ async def test_the_band_is_shaded_over_its_span_only_and_labelled() -> None:
 
 
 async def test_the_lines_and_the_threshold_are_drawn_over_the_band() -> None:
-    high = Series("high", XS, tuple(50.0 for _ in XS), "cyan")
+    high = Series("high", XS, tuple(50.0 for _ in XS), "$series-1")
     rule = Rule(30.0, "threshold 30")
     data = ChartData(series=(high,), window_s=300.0, bands=(Band(-300.0, 0.0, "bench"),), hline=rule)
     lines = await rendered(data)

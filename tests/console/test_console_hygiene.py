@@ -29,7 +29,7 @@ def test_a_production_host_is_marked_in_the_status_line() -> None:
     model.ingest(production_snapshot(True))
     text = status_left(model, "ssh ops@gpu1")
     assert text.plain.startswith(" PRODUCTION ")
-    assert any("on red" in str(span.style) for span in text.spans)
+    assert any(str(span.style) == "$badge-bad" for span in text.spans), "the theme's alarm badge"
     model2 = ConsoleModel(clock=lambda: 0.0)
     model2.ingest(production_snapshot(False))
     assert "PRODUCTION" not in status_left(model2, "x").plain

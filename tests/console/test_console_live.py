@@ -133,8 +133,8 @@ async def test_readonly_greys_controls_and_refuses_the_palette_action(agent: Run
         await pilot.press("c")
         assert app.screen.query_one("#apply-threshold").disabled
         assert app.screen.query_one("#in-threshold").disabled
-        assert app.check_action("apply", ("threshold",)) is None
-        await app.run_action("apply('threshold')")
+        assert app.screen.check_action("apply", ("threshold",)) is None
+        await app.run_action("apply('threshold')", app.screen)
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmPlan)
     assert (await agent.live_state())["threshold"] == before["threshold"]
@@ -244,7 +244,8 @@ async def test_turning_adaptive_off_plans_a_restart_and_cancel_keeps_the_engine(
         await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
         await pilot.press("c")
         app.screen.query_one("#in-adaptive", Select).value = False
-        await app.run_action("apply('adaptive')")  # from the palette's action; adaptive is start-up state
+        # the palette runs it on the screen; adaptive is start-up state
+        await app.run_action("apply('adaptive')", app.screen)
         dialog = await until(lambda: isinstance(app.screen, ConfirmPlan) and app.screen, what="the plan",
                              explain=lambda: text_of(app, "#control-result"))  # fmt: skip
         assert dialog.plan.mode == "restart"

@@ -56,9 +56,13 @@ async def test_the_log_follows_new_lines_and_searches_with_a_count_and_n_between
         assert screen.current == 0
         assert not screen.following and "holding" in text_of(app, "#log-status")
         # Matches are highlighted where they are.
+        highlight = app.console.get_style("$log-match").bgcolor  # the theme's match style
+        assert highlight is not None
         for marker in ("marker-one", "marker-three"):
             line = next(s for s in log.lines if marker in s.text)
-            assert any("on yellow" in str(seg.style) for seg in line if "decode batch" in seg.text.lower())
+            assert any(
+                f"on {highlight.name}" in str(seg.style) for seg in line if "decode batch" in seg.text.lower()
+            )
         # f follows again; a line written now shows up and is counted.
         await pilot.press("f")
         assert screen.following

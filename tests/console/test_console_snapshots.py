@@ -1,6 +1,6 @@
 """SVG snapshots of every screen, from a fixed recording of the real agent on the sim (the demo's
 traffic, a threshold change and a small on/off comparison), at 100x30 and, for Overview and Bench,
-at 160x45.
+at 160x45; six screens again in the light and the high-contrast theme (--theme).
 
 The recording (data/local-sim.jsonl, re-made by data/record_fixture.py) is played through the
 console's own replay link, all at once; charts use times relative to the newest snapshot and the
@@ -33,9 +33,9 @@ SCREEN_KEYS = ["o", "h", "k", "g", "c", "b", "p", "l"]
 REPRS = ("{'", "None", "True", "False", "[]")
 
 
-def replay_app(recording: Path = RECORDING, readonly: bool = False) -> ConsoleApp:
+def replay_app(recording: Path = RECORDING, readonly: bool = False, theme: str = "dark") -> ConsoleApp:
     return ConsoleApp(
-        ReplayLink(recording, speed=0), readonly=readonly, clock=lambda: 1000.0, operator="snap"
+        ReplayLink(recording, speed=0), readonly=readonly, clock=lambda: 1000.0, operator="snap", theme=theme
     )
 
 
@@ -70,6 +70,18 @@ def test_screen(snap_compare: Any, key: str) -> None:
 @pytest.mark.parametrize("key", SCREEN_KEYS)
 def test_wide_screen(snap_compare: Any, key: str) -> None:
     assert snap_compare(replay_app(), run_before=keys_then_settle(key), terminal_size=WIDE)
+
+
+THEMED_KEYS = ["o", "h", "k", "c", "b", "l"]
+"""The screens with every kind of colour: badges, status, charts and their legends, the KV bar,
+action results, the bench table and chart, log highlights."""
+
+
+@pytest.mark.parametrize("theme", ["light", "high-contrast"])
+@pytest.mark.parametrize("key", THEMED_KEYS)
+def test_themed_screen(snap_compare: Any, key: str, theme: str) -> None:
+    """The light and high-contrast themes (--theme): the same screens, every colour from the theme."""
+    assert snap_compare(replay_app(theme=theme), run_before=keys_then_settle(key), terminal_size=SIZE)
 
 
 @pytest.mark.parametrize("key", SCREEN_KEYS)

@@ -11,10 +11,10 @@ from agent.wire import ActionRequest, Change, Event, Latency, Load, Plan, Snapsh
 from console.model.actions import ActionTracker
 from console.model.bench import BenchRun
 from console.model.points import ChartPoint
-from console.screens.action_flow import action_line
 from console.screens.confirm import plan_text, plan_title
 from console.screens.history import panel_notes
 from console.screens.overview import bench_note, figures_text
+from console.widgets.action_words import action_line
 from console.widgets.badge import accept_text, badge_text
 from console.widgets.format import duration, human, human_setting, latency, span
 

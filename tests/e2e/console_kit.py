@@ -15,6 +15,7 @@ from agent.sglang import live_control
 from console.app import ConsoleApp
 from console.link.backoff import Backoff
 from console.link.ssh import SshLink, SshTarget
+from console.theme import rich_styles
 
 from .agent_proc import AgentProc
 from .sshd import HOST, Sshd
@@ -51,7 +52,8 @@ def text_of(app: App[None], selector: str) -> str:
     if isinstance(plain, str):
         return plain
     buffer = StringIO()
-    Console(file=buffer, width=200, color_system=None).print(content)
+    # In the app's named styles (console.theme), as the app's own console draws it.
+    Console(file=buffer, width=200, color_system=None, theme=rich_styles(app.theme_variables)).print(content)
     return buffer.getvalue()
 
 

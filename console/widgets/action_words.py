@@ -1,0 +1,101 @@
+"""An action in the console's words: its label, a rejection, a result, how it ended, a log line.
+
+Every screen that shows actions (Controls, Profiles, Bench, Logs) and the session's plan → confirm
+→ apply flow say them the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from rich.text import Text
+
+from agent.wire import ActionRequest, ActionResult, Event, Plan
+from console.model.actions import ActionState, ActionTracker
+from console.widgets.format import clock, human, human_setting
+
+_STATUS_STYLE = {
+    "applied": "$ok",
+    "failed": "$bad",
+    "rejected": "$bad",
+    "expired": "$bad",
+    "cancelled": "$warn",
+}
+
+
+def action_label(request: ActionRequest) -> str:
+    """ "threshold → 64", "load profile kimi-k25-baseline", "adaptive → off"."""
+    if request.kind == "apply_profile":
+        return f"load profile {request.value}"
+    if request.kind == "steps" and request.value == -1:
+        return "release the step pin"
+    return f"{request.kind} → {human(request.value)}"
+
+
+def rejection_text(plan: Plan) -> Text:
+    field = f" ({plan.rejected_field})" if plan.rejected_field else ""
+    return Text.assemble(
+        ("Rejected", "$bad-bold"),
+        f" {action_label(plan.request)}{field}: {plan.reason}. Nothing was changed.",
+    )
+
+
+def changes_words(plan: Plan) -> str:
+    """The plan's changes, old → new in an operator's units: what an applied action did."""
+    return "; ".join(
+        f"{c.key.removeprefix('speculation.')} {human_setting(c.key, c.old)} → {human_setting(c.key, c.new)}"
+        for c in plan.changes
+    )
+
+
+def result_text(request: ActionRequest, result: ActionResult) -> Text:
+    if result.status == "applied":
+        done = changes_words(result.plan)
+        return Text(f"{action_label(request)}: applied" + (f" ({done})." if done else "."), style="$ok")
+    if result.status == "applying":
+        return Text(
+            f"{action_label(request)}: applying — {result.message or 'the agent is carrying it out'}. "
+            "This ends when the agent says the action ended.",
+            style="$warn",
+        )
+    style = _STATUS_STYLE.get(result.status, "$warn")
+    return Text(f"{action_label(request)}: {result.status}. {result.message}".strip(), style=style)
+
+
+def ended_text(request: ActionRequest, state: ActionState) -> Text:
+    """How an action that was applying ended, as the agent reported it."""
+    style = _STATUS_STYLE.get(state.phase, "$warn")
+    return Text(
+        f"{action_label(request)}: {state.phase} at {clock(state.time)} UTC. {state.message}".strip(),
+        style=style,
+    )
+
+
+def action_line(event: Event, tracker: ActionTracker) -> Text:
+    """One line of the actions log: the time, then ``action_words``."""
+    text = Text(f"{clock(event.time)} ", style="dim")
+    text.append_text(action_words(event, tracker))
+    return text
+
+
+def action_words(event: Event, tracker: ActionTracker) -> Text:
+    """An action event in the console's words: what was asked (from this console's own request, the
+    agent's record of another's, or the kind and value when the event carries them), the phase, and
+    why it failed. Only an action nobody could look up falls back to the agent's message."""
+    data = event.data
+    action_id = str(data.get("action_id", ""))
+    phase = event.name.removeprefix("action.")
+    label = tracker.labels.get(action_id)
+    if label is None and isinstance(data.get("kind"), str) and "value" in data:
+        with contextlib.suppress(ValueError):  # a kind this console does not know: the agent's message
+            label = action_label(ActionRequest(request_id="x" * 8, kind=data["kind"], value=data["value"]))
+    text = Text()
+    if label is None:
+        text.append(event.message)
+        return text
+    text.append(f"{label}: ")
+    text.append(phase, style=_STATUS_STYLE.get(phase, "$warn"))
+    detail = event.message.partition(": ")[2]
+    if phase in ("failed", "expired", "rejected") and detail:
+        text.append(f" — {detail}", style="dim")
+    return text
