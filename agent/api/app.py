@@ -80,9 +80,15 @@ def create_app(daemon: Daemon) -> FastAPI:
         version=agent.__version__,
         description="Control API of the k25console agent on the GPU host (UNIX socket or loopback only).",
         lifespan=lifespan,
+        # No docs UI and no open schema: the schema names every route and field of a control API, so
+        # it is served below behind the token like the routes it describes (README "Access").
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
+    guard = Depends(token_guard(daemon.token))
     public = APIRouter(prefix="/v1")
-    api = APIRouter(prefix="/v1", dependencies=[Depends(token_guard(daemon.token))])
+    api = APIRouter(prefix="/v1", dependencies=[guard])
     background: set[asyncio.Task[Any]] = set()
 
     def in_background(coro: Any, name: str) -> None:
@@ -265,6 +271,10 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     app.include_router(public)
     app.include_router(api)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[guard])
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
 
     @app.exception_handler(ValueError)
     async def value_error(_: Any, exc: ValueError) -> JSONResponse:
