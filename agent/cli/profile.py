@@ -1,4 +1,5 @@
-"""``agent profile``: validate, render and compare operator profiles against SGLang 0.5.23's rules."""
+"""``agent profile``: validate, render and compare operator profiles against SGLang 0.5.23's rules; get and
+save them in the running agent's library (``agent.cli.profile_remote``)."""
 
 from __future__ import annotations
 
@@ -148,3 +149,7 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help='print {"changes": [...], "plan": {"mode", "reasons"}}'
     )
     diff.set_defaults(handler=_diff)
+
+    from agent.cli import profile_remote
+
+    profile_remote.register(sub)
