@@ -90,3 +90,16 @@ def test_profiles_are_immutable() -> None:
     profile = parse_profile(MINIMAL)
     with pytest.raises(ValueError):
         profile.server.tp_size = 4  # type: ignore[misc]
+
+
+def test_env_files_names_a_file_per_variable_and_never_both_forms() -> None:
+    local = (PROFILES / "local-sim.toml").read_text()
+    ok = parse_profile(local + '\n[server.env_files]\nHF_TOKEN = "~/.config/hf.token"\n')
+    assert ok.server.env_files == {"HF_TOKEN": "~/.config/hf.token"}
+    both = local + '\n[server.env]\nHF_TOKEN = "x"\n\n[server.env_files]\nHF_TOKEN = "/k"\n'
+    assert ("server.env_files", "HF_TOKEN set in both env and env_files; keep one") in [
+        (k, r.split(" (got")[0]) for k, r in _issues(both)
+    ]
+    bad = _issues(local + '\n[server.env_files]\n"BAD NAME" = "/k"\nOK = "../x"\n')
+    assert [k for k, _ in bad] == ["server.env_files"]
+    assert "not an environment variable name" in bad[0][1]

@@ -17,8 +17,9 @@ from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
 from agent.control.library import UnknownProfile, issue_dict
+from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import PreconditionFailed, PreconditionRequired, WriteGuard
-from agent.profile import ProfileError, dump_profile
+from agent.profile import ProfileError
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
@@ -197,11 +198,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     async def running_profile() -> dict[str, Any]:
         """The profile the engine runs now, live changes included (what Controls shows as current)."""
         profile = daemon.profile
-        return {
-            "name": profile.identity.name,
-            "toml": dump_profile(profile),
-            "profile": profile.model_dump(mode="json"),
-        }
+        return {"name": profile.identity.name, "toml": shown_toml(profile), "profile": shown_profile(profile)}
 
     @api.get("/profiles/{name}", response_model=ProfileRead)
     async def read_profile(name: str, response: Response) -> dict[str, Any]:
@@ -236,7 +233,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         if_none_match: str | None = Header(None, max_length=16, description="'*': create only"),
     ) -> dict[str, Any]:
         guard = WriteGuard(if_match, if_none_match, body.confirm_production)
-        digest = _guarded(lambda: daemon.library.save(name, body.toml, guard))
+        digest = _guarded(lambda: daemon.library.save(name, body.toml, guard, daemon.profile))
         response.headers["ETag"] = f'"{digest}"'
         return {"name": name, "saved": True, "digest": digest}
 

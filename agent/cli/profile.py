@@ -70,6 +70,10 @@ def _render(args: argparse.Namespace) -> int:
         print("\n# environment")
         for name, value in sorted(spec.env.items()):
             print(f"{name}={shlex.quote(value)}")
+    if spec.env_files:
+        print("\n# environment read from files when the engine starts (never printed, never argv)")
+        for name, path in sorted(spec.env_files.items()):
+            print(f"{name} from {path}")
     if spec.adaptive_config is not None:
         print(f"\n# adaptive config, written to {spec.adaptive_config_path}")
         print(json.dumps(spec.adaptive_config, indent=2))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.control.profile_view import fill_hidden, shown_change, shown_profile, shown_text
 from agent.control.writes import WriteGuard, production_issue
 from agent.profile import (
     Profile,
@@ -29,6 +30,7 @@ from agent.profile import (
 )
 from agent.profile.versions import keep_version, profile_digest
 from agent.sglang import rules
+from agent.sglang.redact import redact_reasons
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -107,7 +109,7 @@ class ProfileLibrary:
             return {
                 "name": name,
                 "digest": digest,
-                "toml": text,
+                "toml": shown_text(text, None),
                 "profile": None,
                 "warnings": [],
                 "issues": [issue_dict(i) for i in exc.issues],
@@ -116,21 +118,19 @@ class ProfileLibrary:
         return {
             "name": name,
             "digest": digest,
-            "toml": text,
-            "profile": profile.model_dump(mode="json"),
+            "toml": shown_text(text, profile),
+            "profile": shown_profile(profile),
             "warnings": [issue_dict(i) for i in found if i.severity != "error"],
             "issues": [issue_dict(i) for i in found if i.severity == "error"],
         }
 
     def save(
-        self,
-        name: str,
-        text: str,
-        guard: WriteGuard | None = None,
+        self, name: str, text: str, guard: WriteGuard | None = None, running: Profile | None = None
     ) -> str:
         """Check the write's guard against the file, validate (schema, SGLang rules, the name, the
         production confirmation), keep the file it replaces among its versions, then write atomically;
-        returns the new digest.
+        returns the new digest. An env value that is the hidden mark (the API never shows them) is put
+        back from the file it replaces, else from ``running``.
         Raises ProfileError (422), PreconditionRequired (428) or PreconditionFailed (412), and then
         writes nothing."""
         path = self.path_of(name)
@@ -154,6 +154,7 @@ class ProfileLibrary:
             refused = production_issue(str(path), name, current, guard.confirm_production)
             if refused is not None:
                 raise ProfileError([refused])
+            profile = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
             self.directory.mkdir(parents=True, exist_ok=True)
             save_profile(profile, path)
             return profile_digest(path.read_bytes())
@@ -197,8 +198,14 @@ class ProfileLibrary:
         other = load_profile(path)
         plan = rules.classify_change(running, other, launched)
         return {
-            "changes": [{"key": c.key, "old": c.old, "new": c.new} for c in diff_profiles(running, other)],
-            "plan": {"mode": plan.mode, "reasons": plan.reasons},
+            "changes": [
+                shown_change({"key": c.key, "old": c.old, "new": c.new})
+                for c in diff_profiles(running, other)
+            ],
+            "plan": {
+                "mode": plan.mode,
+                "reasons": redact_reasons(plan.reasons, running.server.env, other.server.env),
+            },
         }
 
 
@@ -206,4 +213,13 @@ def _read_or_none(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
     except FileNotFoundError:
+        return None
+
+
+def _parsed_or_none(data: bytes | None, file: str) -> Profile | None:
+    if data is None:
+        return None
+    try:
+        return parse_profile(data.decode("utf-8", errors="replace"), file)
+    except ProfileError:
         return None
