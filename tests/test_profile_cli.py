@@ -41,7 +41,7 @@ def test_shipped_profiles_validate() -> None:
         ("eagle_topk = 1", "eagle_topk = 0", "speculation.eagle_topk", "greater than or equal to 1"),
         ("num_steps = 3\n", "", "speculation.num_steps", "EAGLE3 needs num_steps"),
         ("[speculation]\n", "[speculation]\nthresold = 8\n", "speculation.thresold", "unknown key"),
-        ("tp_size = 8", 'tp_size = "eight"', "server.tp_size", "valid integer"),
+        ("tp_size = 8", 'tp_size = "eight"', "server.tp_size", "must be an integer"),
         (THRESHOLD_LINE, "threshold = 1", "speculation.threshold", "at least 2"),
     ],
     ids=["topk-0", "eagle3-without-steps", "unknown-key", "tp-eight", "threshold-1"],

@@ -38,7 +38,10 @@ from agent.wire.api import (
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies are strict: ``true`` or ``"5"`` is no number and ``1`` no boolean (a 422 names
+    the field and the type it wants), and unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ProfileText(_Body):

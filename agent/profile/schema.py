@@ -32,7 +32,7 @@ class KeyedValueError(ValueError):
 class _Section(BaseModel):
     """Every section refuses unknown keys: a typo must be an error, not a silently ignored setting."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
 
 
 def _check_path(value: str, what: str) -> str:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from agent.profile.atomic import write_atomic
 from agent.profile.schema import KeyedValueError, Profile
 from agent.profile.versions import KEEP_VERSIONS, keep_version
+from agent.profile.words import given_words
 
 MAX_PROFILE_BYTES = 256 * 1024
 """A profile is a few kilobytes; anything this large is a mistake or an attack."""
@@ -58,12 +59,34 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
+_STRICT_TYPES = {
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be text in quotes",
+    "int_from_float": "must be an integer",
+}
+"""The schema is strict (``threshold = true`` is no 1, ``threshold = "8"`` no 8): each refusal in words."""
+
+
+def _kind_words(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{given_words(value)}, a boolean"
+    if isinstance(value, str):
+        return f"{given_words(value)}, a text"
+    if isinstance(value, float):
+        return repr(value)  # 8.0, not the 8 that value_words would say
+    return given_words(value)
+
+
 def _rule(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key (not part of the profile format)"
     if kind == "missing":
         return "required key is missing"
+    if kind in _STRICT_TYPES:
+        return f"{_STRICT_TYPES[kind]} (got {_kind_words(err.get('input'))})"
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
     value = err.get("input")
