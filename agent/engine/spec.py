@@ -53,7 +53,11 @@ def write_private(path: Path, text: str) -> Path:
 def sim_spec(
     profile: Profile, run_dir: Path, *, speedup: float | None = None, draft_acceptance: str | None = None
 ) -> EngineSpec:
-    profile_path = write_private(run_dir / "engine-profile.toml", dump_profile(profile))
+    # The simulator reads its settings from the file; its environment comes from the process, so
+    # the file keeps the env values hidden like every other copy the agent writes.
+    from agent.sglang.redact import hidden_profile_toml
+
+    profile_path = write_private(run_dir / "engine-profile.toml", hidden_profile_toml(dump_profile(profile)))
     port = free_loopback_port()
     argv = [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(profile_path)]
     argv += ["--host", "127.0.0.1", "--port", str(port)]

@@ -160,6 +160,9 @@ async def test_the_engine_gets_both_values_in_its_environment_never_its_argv(age
     async with agent.client() as c:
         for path in ("/v1/snapshots", "/v1/events", "/v1/audit", "/v1/bench"):
             _no_secret((await c.get(path)).text, path)
+    for path in agent.state_dir.rglob("*"):
+        if path.is_file() and path.name != "engine.log":  # the log: test_log_search_... wrote one there
+            _no_secret(path.read_text(errors="replace"), str(path))
 
 
 async def test_a_reattached_agent_relaunches_with_the_real_values_not_the_mark(agent: Agent) -> None:
