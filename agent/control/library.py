@@ -29,6 +29,7 @@ from agent.profile import (
     save_profile,
 )
 from agent.profile.versions import keep_version, profile_digest
+from agent.profile.words import given_words
 from agent.sglang import rules
 from agent.sglang.redact import redact_reasons
 
@@ -145,8 +146,8 @@ class ProfileLibrary:
                     ProfileIssue(
                         str(path),
                         "identity.name",
-                        f"must be the file's name, {name!r} (the profile is saved as {name}.toml); "
-                        f"got {profile.identity.name!r}",
+                        f"must be the file's name, {given_words(name)} (the profile is saved as "
+                        f"{name}.toml); got {given_words(profile.identity.name)}",
                     )
                 )
             if errors:

@@ -71,7 +71,7 @@ async def test_the_issue_case_another_profiles_body_over_production_is_refused(a
         assert named.status_code == 422, named.text
         issues = named.json()["detail"]["issues"]
         assert [i["key"] for i in issues] == ["identity.name"]
-        assert "'kimi-k25-eagle3'" in issues[0]["rule"] and "'local-sim'" in issues[0]["rule"]
+        assert "“kimi-k25-eagle3”" in issues[0]["rule"] and "got “local-sim”" in issues[0]["rule"]
         assert issues[0]["file"].endswith("kimi-k25-eagle3.toml")
         # its own body, edited, with the right version: still a production profile, so its name is wanted
         edited = _local("kimi-k25-eagle3", "edited ")
