@@ -121,8 +121,18 @@ def test_env_files_names_a_file_per_variable_and_never_both_forms() -> None:
             "(got “8”, a text)",
         ),
         ("tp_size = 8", "tp_size = 8.0", "server.tp_size", "must be an integer (got 8.0)"),
-        ("production = true", 'production = "yes"', "identity.production", "must be true or false"),
-        ("adaptive = true", "adaptive = 1", "speculation.adaptive", "must be true or false (got 1)"),
+        (
+            "production = true",
+            'production = "yes"',
+            "identity.production",
+            "must be a boolean, true or false",
+        ),
+        (
+            "adaptive = true",
+            "adaptive = 1",
+            "speculation.adaptive",
+            "must be a boolean, true or false (got 1)",
+        ),
     ],
 )
 def test_a_profile_is_strict_no_boolean_or_text_where_a_number_is_meant(

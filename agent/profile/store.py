@@ -62,7 +62,7 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
 _STRICT_TYPES = {
     "int_type": "must be an integer",
     "float_type": "must be a number",
-    "bool_type": "must be true or false",
+    "bool_type": "must be a boolean, true or false",
     "string_type": "must be text in quotes",
     "int_from_float": "must be an integer",
 }
