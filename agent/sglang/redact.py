@@ -272,12 +272,15 @@ def profile_secret_warnings(env: Mapping[str, str]) -> list[tuple[str, str, str]
 
 def hidden_profile_toml(toml_text: str) -> str:
     """A profile's TOML (as the agent dumps it) with its env values and secrets hidden: what the engine
-    record keeps on disk. Text that is not a profile is kept as it is (the record's reader refuses it)."""
+    record keeps on disk. Text that is no valid profile is scrubbed as text (never kept as it was)."""
     from agent.profile import ProfileError, dump_profile, parse_profile
     from agent.profile.store import profile_from_dict, profile_to_dict
 
     try:
         profile = parse_profile(toml_text, "<record>")
-        return dump_profile(profile_from_dict(redact_profile_data(profile_to_dict(profile)), "<record>"))
     except ProfileError:
-        return toml_text
+        return redact_text(toml_text)
+    try:
+        return dump_profile(profile_from_dict(redact_profile_data(profile_to_dict(profile)), "<record>"))
+    except ProfileError:  # a hidden value the schema refuses: hide it in the text instead
+        return redact_profile_text(toml_text, hidden_env_values(profile.server.env))

@@ -159,3 +159,15 @@ def test_the_validator_warns_on_a_secret_in_a_profile_and_points_to_env_files() 
     assert all(
         "server.env_files" in rule and "chmod 600" in rule for rule in warnings.values() if "secret" in rule
     )
+
+
+def test_the_record_copy_of_a_profile_hides_its_env_values_and_still_loads() -> None:
+    from agent.profile import dump_profile, parse_profile
+    from agent.sglang.redact import hidden_profile_toml
+
+    base = (Path(__file__).resolve().parents[2] / "profiles" / "local-sim.toml").read_text()
+    profile = parse_profile(base + '\n[server.env]\nHF_TOKEN = "hf_abcdefgh12"\nN = "4"\n')
+    hidden = hidden_profile_toml(dump_profile(profile))
+    assert "hf_abcdefgh12" not in hidden
+    assert parse_profile(hidden).server.env == {"HF_TOKEN": REDACTED, "N": "4"}
+    assert hidden_profile_toml('api_key = "sk-abcdef"') == 'api_key = "<redacted>"'  # not a profile
