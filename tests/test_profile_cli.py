@@ -41,7 +41,7 @@ def test_shipped_profiles_validate() -> None:
         ("eagle_topk = 1", "eagle_topk = 0", "speculation.eagle_topk", "greater than or equal to 1"),
         ("num_steps = 3\n", "", "speculation.num_steps", "EAGLE3 needs num_steps"),
         ("[speculation]\n", "[speculation]\nthresold = 8\n", "speculation.thresold", "unknown key"),
-        ("tp_size = 8", 'tp_size = "eight"', "server.tp_size", "valid integer"),
+        ("tp_size = 8", 'tp_size = "eight"', "server.tp_size", "must be an integer"),
         (THRESHOLD_LINE, "threshold = 1", "speculation.threshold", "at least 2"),
     ],
     ids=["topk-0", "eagle3-without-steps", "unknown-key", "tp-eight", "threshold-1"],
@@ -195,3 +195,19 @@ def test_help(cmd: list[str]) -> None:
     done = agent(*cmd, "--help")
     assert done.returncode == 0
     assert done.stdout.startswith("usage: agent " + " ".join(cmd))
+
+
+def test_render_names_env_files_never_their_values_and_validate_warns_on_a_secret(tmp_path: Path) -> None:
+    token = tmp_path / "hf.token"
+    token.write_text("hf_readfromfile12345\n")
+    with_file = tmp_path / "with-file.toml"
+    with_file.write_text(EAGLE3 + f'\n[server.env_files]\nHF_TOKEN = "{token}"\n')
+    done = agent("profile", "render", str(with_file))
+    assert done.returncode == 0, done.stderr
+    assert f"HF_TOKEN from {token}" in done.stdout and "hf_readfromfile" not in done.stdout
+    inline = tmp_path / "inline.toml"
+    inline.write_text(EAGLE3.replace("[server.env]\n", '[server.env]\nHF_TOKEN = "hf_inline1234567"\n', 1))
+    checked = agent("profile", "validate", str(inline))
+    assert checked.returncode == 0, checked.stderr  # a warning, not an error
+    assert "warning:" in checked.stderr and "server.env.HF_TOKEN" in checked.stderr
+    assert "server.env_files" in checked.stderr

@@ -90,3 +90,58 @@ def test_profiles_are_immutable() -> None:
     profile = parse_profile(MINIMAL)
     with pytest.raises(ValueError):
         profile.server.tp_size = 4  # type: ignore[misc]
+
+
+def test_env_files_names_a_file_per_variable_and_never_both_forms() -> None:
+    local = (PROFILES / "local-sim.toml").read_text()
+    ok = parse_profile(local + '\n[server.env_files]\nHF_TOKEN = "~/.config/hf.token"\n')
+    assert ok.server.env_files == {"HF_TOKEN": "~/.config/hf.token"}
+    both = local + '\n[server.env]\nHF_TOKEN = "x"\n\n[server.env_files]\nHF_TOKEN = "/k"\n'
+    assert ("server.env_files", "HF_TOKEN set in both env and env_files; keep one") in [
+        (k, r.split(" (got")[0]) for k, r in _issues(both)
+    ]
+    bad = _issues(local + '\n[server.env_files]\n"BAD NAME" = "/k"\nOK = "../x"\n')
+    assert [k for k, _ in bad] == ["server.env_files"]
+    assert "not an environment variable name" in bad[0][1]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "words"),
+    [
+        (
+            "threshold = 4",
+            "threshold = true",
+            "speculation.threshold",
+            "must be an integer (got true, a boolean)",
+        ),
+        (
+            "threshold = 4",
+            'threshold = "8"',
+            "speculation.threshold",
+            "(got “8”, a text)",
+        ),
+        ("tp_size = 8", "tp_size = 8.0", "server.tp_size", "must be an integer (got 8.0)"),
+        (
+            "production = true",
+            'production = "yes"',
+            "identity.production",
+            "must be a boolean, true or false",
+        ),
+        (
+            "adaptive = true",
+            "adaptive = 1",
+            "speculation.adaptive",
+            "must be a boolean, true or false (got 1)",
+        ),
+    ],
+)
+def test_a_profile_is_strict_no_boolean_or_text_where_a_number_is_meant(
+    old: str, new: str, key: str, words: str
+) -> None:
+    """Issue 25: `threshold = true` loaded as 1 (never speculate), `threshold = "8"` as 8."""
+    text = EAGLE3.replace(
+        "threshold = " + EAGLE3.split("\nthreshold = ", 1)[1].split("\n", 1)[0], "threshold = 4", 1
+    )
+    assert old in text
+    issues = _issues(text.replace(old, new, 1))
+    assert any(k == key and words in r for k, r in issues), issues

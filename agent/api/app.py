@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
@@ -16,7 +17,9 @@ from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
 from agent.control.library import UnknownProfile, issue_dict
-from agent.profile import ProfileError, dump_profile
+from agent.control.profile_view import shown_profile, shown_toml
+from agent.control.writes import PreconditionFailed, PreconditionRequired, WriteGuard
+from agent.profile import ProfileError
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
@@ -24,6 +27,7 @@ from agent.wire.api import (
     AgentStatus,
     KvWhatIf,
     LogLines,
+    ProfileDeleted,
     ProfileDiff,
     ProfileList,
     ProfileRead,
@@ -34,11 +38,23 @@ from agent.wire.api import (
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies are strict: ``true`` or ``"5"`` is no number and ``1`` no boolean (a 422 names
+    the field and the type it wants), and unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ProfileText(_Body):
     toml: str = Field(max_length=256 * 1024)
+    confirm_production: str | None = Field(
+        None, max_length=64, description="Replacing a production profile: its name, repeated"
+    )
+
+
+class ProfileDelete(_Body):
+    confirm_production: str | None = Field(
+        None, max_length=64, description="Deleting a production profile: its name, repeated"
+    )
 
 
 class TelemetrySettings(_Body):
@@ -80,9 +96,15 @@ def create_app(daemon: Daemon) -> FastAPI:
         version=agent.__version__,
         description="Control API of the k25console agent on the GPU host (UNIX socket or loopback only).",
         lifespan=lifespan,
+        # No docs UI and no open schema: the schema names every route and field of a control API, so
+        # it is served below behind the token like the routes it describes (README "Access").
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
+    guard = Depends(token_guard(daemon.token))
     public = APIRouter(prefix="/v1")
-    api = APIRouter(prefix="/v1", dependencies=[Depends(token_guard(daemon.token))])
+    api = APIRouter(prefix="/v1", dependencies=[guard])
     background: set[asyncio.Task[Any]] = set()
 
     def in_background(coro: Any, name: str) -> None:
@@ -169,35 +191,67 @@ def create_app(daemon: Daemon) -> FastAPI:
                 f.path.resolve() == launched_from and daemon.profile == daemon.config.profile
             )
             changed = daemon.library.changed_keys(f.name, daemon.profile) if is_running else []
-            out.append({"name": f.name, "path": str(f.path), "running": is_running, "changed": changed})
+            out.append(
+                {"name": f.name, "path": str(f.path), "running": is_running, "changed": changed}
+                | {"digest": f.digest, "production": f.production}
+            )
         return {"profiles": out}
 
     @api.get("/profile", response_model=RunningProfile)
     async def running_profile() -> dict[str, Any]:
         """The profile the engine runs now, live changes included (what Controls shows as current)."""
         profile = daemon.profile
-        return {
-            "name": profile.identity.name,
-            "toml": dump_profile(profile),
-            "profile": profile.model_dump(mode="json"),
-        }
+        return {"name": profile.identity.name, "toml": shown_toml(profile), "profile": shown_profile(profile)}
 
     @api.get("/profiles/{name}", response_model=ProfileRead)
-    async def read_profile(name: str) -> dict[str, Any]:
+    async def read_profile(name: str, response: Response) -> dict[str, Any]:
         try:
-            return daemon.library.read(name)
+            read = daemon.library.read(name)
         except UnknownProfile:
             raise HTTPException(404, f"no profile {name!r} in {daemon.library.directory}") from None
         except ProfileError as exc:
             raise HTTPException(422, _issues(exc)) from None
+        response.headers["ETag"] = f'"{read["digest"]}"'
+        return read
 
-    @api.put("/profiles/{name}", response_model=ProfileSaved)
-    async def save_profile(name: str, body: ProfileText) -> dict[str, Any]:
+    def _guarded(write: Any) -> str:
+        """A profile write's refusals as HTTP says them: 428 without If-Match, 412 for a stale one."""
         try:
-            daemon.library.save(name, body.toml)
+            return str(write())
+        except UnknownProfile as exc:
+            raise HTTPException(404, f"no profile {str(exc)!r} in {daemon.library.directory}") from None
         except ProfileError as exc:
             raise HTTPException(422, _issues(exc)) from None
-        return {"name": name, "saved": True}
+        except PreconditionRequired as exc:
+            raise HTTPException(428, str(exc)) from None
+        except PreconditionFailed as exc:
+            raise HTTPException(412, str(exc)) from None
+
+    @api.put("/profiles/{name}", response_model=ProfileSaved)
+    async def save_profile(
+        name: str,
+        body: ProfileText,
+        response: Response,
+        if_match: str | None = Header(None, max_length=512, description="The digest of the version replaced"),
+        if_none_match: str | None = Header(None, max_length=16, description="'*': create only"),
+    ) -> dict[str, Any]:
+        guard = WriteGuard(if_match, if_none_match, body.confirm_production)
+        digest = _guarded(lambda: daemon.library.save(name, body.toml, guard, daemon.profile))
+        response.headers["ETag"] = f'"{digest}"'
+        return {"name": name, "saved": True, "digest": digest}
+
+    @api.delete("/profiles/{name}", response_model=ProfileDeleted)
+    async def delete_profile(
+        name: str,
+        body: ProfileDelete | None = None,
+        if_match: str | None = Header(None, max_length=512, description="The digest of the version deleted"),
+    ) -> dict[str, Any]:
+        path = _guarded(lambda: daemon.library.path_of(name))  # a name that is a path: 422
+        if Path(path).resolve() == daemon.config.profile_path.resolve():
+            raise HTTPException(409, f"{name} is the profile this agent was started with; it stays")
+        guard = WriteGuard(if_match, None, body.confirm_production if body else None)
+        _guarded(lambda: daemon.library.delete(name, guard))
+        return {"name": name, "deleted": True}
 
     @api.get("/profiles/{name}/diff", response_model=ProfileDiff)
     async def diff_profile(name: str) -> dict[str, Any]:
@@ -265,6 +319,10 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     app.include_router(public)
     app.include_router(api)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[guard])
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
 
     @app.exception_handler(ValueError)
     async def value_error(_: Any, exc: ValueError) -> JSONResponse:

@@ -1,4 +1,5 @@
-"""``agent profile``: validate, render and compare operator profiles against SGLang 0.5.23's rules."""
+"""``agent profile``: validate, render and compare operator profiles against SGLang 0.5.23's rules; get and
+save them in the running agent's library (``agent.cli.profile_remote``)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,10 @@ def _render(args: argparse.Namespace) -> int:
         print("\n# environment")
         for name, value in sorted(spec.env.items()):
             print(f"{name}={shlex.quote(value)}")
+    if spec.env_files:
+        print("\n# environment read from files when the engine starts (never printed, never argv)")
+        for name, path in sorted(spec.env_files.items()):
+            print(f"{name} from {path}")
     if spec.adaptive_config is not None:
         print(f"\n# adaptive config, written to {spec.adaptive_config_path}")
         print(json.dumps(spec.adaptive_config, indent=2))
@@ -148,3 +153,7 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help='print {"changes": [...], "plan": {"mode", "reasons"}}'
     )
     diff.set_defaults(handler=_diff)
+
+    from agent.cli import profile_remote
+
+    profile_remote.register(sub)

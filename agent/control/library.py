@@ -1,16 +1,24 @@
 """The profiles directory as the API sees it: list, read, save (validated, atomic), diff against what runs.
 
-Names are file stems checked against the profile name rule, so a name can never be a path.
+Names are file stems checked against the profile name rule, so a name can never be a path. The rules
+for a write live here (``agent.control.writes`` words them): the file name and ``identity.name``
+agree; a write says which version it replaces (the digest, HTTP's ``If-Match``) or that it creates
+(``If-None-Match: *``), so a stale write is refused; a production profile is replaced only when the
+write repeats its name, as a restart or a benchmark on production wants; the replaced file is kept
+among the profile's last versions.
 """
 
 from __future__ import annotations
 
 import builtins
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.control.profile_view import fill_hidden, shown_change, shown_profile, shown_text
+from agent.control.writes import WriteGuard, production_issue
 from agent.profile import (
     Profile,
     ProfileError,
@@ -20,7 +28,10 @@ from agent.profile import (
     parse_profile,
     save_profile,
 )
+from agent.profile.versions import keep_version, profile_digest
+from agent.profile.words import given_words
 from agent.sglang import rules
+from agent.sglang.redact import redact_reasons
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -33,6 +44,9 @@ class UnknownProfile(Exception):
 class ProfileFile:
     name: str
     path: Path
+    digest: str | None = None
+    """Of the file's bytes when it was listed: what a write that replaces it names in If-Match."""
+    production: bool = False
 
 
 def issue_dict(issue: ProfileIssue) -> dict[str, str]:
@@ -42,6 +56,8 @@ def issue_dict(issue: ProfileIssue) -> dict[str, str]:
 class ProfileLibrary:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._writing = threading.Lock()
+        """Check and write are one step: two writes naming the same version cannot both pass."""
 
     def path_of(self, name: str) -> Path:
         if not _NAME.match(name) or name.endswith(".toml"):
@@ -57,11 +73,17 @@ class ProfileLibrary:
     def list(self) -> list[ProfileFile]:
         if not self.directory.is_dir():
             return []
-        return [
-            ProfileFile(p.stem, p)
-            for p in sorted(self.directory.glob("*.toml"))
-            if p.is_file() and _NAME.match(p.stem)
-        ]
+        out = []
+        for p in sorted(self.directory.glob("*.toml")):
+            if not (p.is_file() and _NAME.match(p.stem)):
+                continue
+            try:
+                data = p.read_bytes()
+            except OSError:
+                out.append(ProfileFile(p.stem, p))
+                continue
+            out.append(ProfileFile(p.stem, p, profile_digest(data), WriteGuard.is_production(data)))
+        return out
 
     def load(self, name: str) -> Profile:
         """A saved profile, checked against SGLang's rules as well as the schema (errors raise)."""
@@ -77,15 +99,18 @@ class ProfileLibrary:
     def read(self, name: str) -> dict[str, Any]:
         path = self.path_of(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except FileNotFoundError:
             raise UnknownProfile(name) from None
+        text = data.decode("utf-8", errors="replace")
+        digest = profile_digest(data)
         try:
             profile = parse_profile(text, str(path))
         except ProfileError as exc:
             return {
                 "name": name,
-                "toml": text,
+                "digest": digest,
+                "toml": shown_text(text, None),
                 "profile": None,
                 "warnings": [],
                 "issues": [issue_dict(i) for i in exc.issues],
@@ -93,21 +118,68 @@ class ProfileLibrary:
         found = rules.check_profile(profile, str(path))
         return {
             "name": name,
-            "toml": text,
-            "profile": profile.model_dump(mode="json"),
+            "digest": digest,
+            "toml": shown_text(text, profile),
+            "profile": shown_profile(profile),
             "warnings": [issue_dict(i) for i in found if i.severity != "error"],
             "issues": [issue_dict(i) for i in found if i.severity == "error"],
         }
 
-    def save(self, name: str, text: str) -> Path:
-        """Validate (schema and SGLang rules) then write atomically; raises ProfileError and writes nothing."""
+    def save(
+        self, name: str, text: str, guard: WriteGuard | None = None, running: Profile | None = None
+    ) -> str:
+        """Check the write's guard against the file, validate (schema, SGLang rules, the name, the
+        production confirmation), keep the file it replaces among its versions, then write atomically;
+        returns the new digest. An env value that is the hidden mark (the API never shows them) is put
+        back from the file it replaces, else from ``running``.
+        Raises ProfileError (422), PreconditionRequired (428) or PreconditionFailed (412), and then
+        writes nothing."""
         path = self.path_of(name)
-        profile = parse_profile(text, str(path))
-        errors = rules.errors_of(rules.check_profile(profile, str(path)))
-        if errors:
-            raise ProfileError(errors)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        return save_profile(profile, path)
+        guard = guard or WriteGuard()
+        with self._writing:
+            current = _read_or_none(path)
+            guard.check(name, current)  # before the content, as HTTP evaluates preconditions
+            profile = parse_profile(text, str(path))
+            errors = rules.errors_of(rules.check_profile(profile, str(path)))
+            if profile.identity.name != name:
+                errors.append(
+                    ProfileIssue(
+                        str(path),
+                        "identity.name",
+                        f"must be the file's name, {given_words(name)} (the profile is saved as "
+                        f"{name}.toml); got {given_words(profile.identity.name)}",
+                    )
+                )
+            if errors:
+                raise ProfileError(errors)
+            refused = production_issue(str(path), name, current, guard.confirm_production)
+            if refused is not None:
+                raise ProfileError([refused])
+            profile = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            save_profile(profile, path)
+            return profile_digest(path.read_bytes())
+
+    def delete(self, name: str, guard: WriteGuard) -> None:
+        """Remove a profile file, kept first among its versions; the same guard as a save (a delete
+        always names the version it removes). Raises UnknownProfile, ProfileError, PreconditionRequired
+        or PreconditionFailed, and then removes nothing."""
+        path = self.path_of(name)
+        with self._writing:
+            current = _read_or_none(path)
+            if current is None:
+                raise UnknownProfile(name)
+            guard.check(name, current, deleting=True)
+            refused = production_issue(str(path), name, current, guard.confirm_production, deleting=True)
+            if refused is not None:
+                raise ProfileError([refused])
+            try:
+                keep_version(path)
+                path.unlink()
+            except OSError as exc:
+                raise ProfileError(
+                    [ProfileIssue(str(path), "", f"not deleted, the file is intact: {exc}")]
+                ) from exc
 
     def changed_keys(self, name: str, running: Profile) -> builtins.list[str]:
         """Keys where what runs differs from the saved file ``name`` (empty when it cannot be read:
@@ -127,6 +199,28 @@ class ProfileLibrary:
         other = load_profile(path)
         plan = rules.classify_change(running, other, launched)
         return {
-            "changes": [{"key": c.key, "old": c.old, "new": c.new} for c in diff_profiles(running, other)],
-            "plan": {"mode": plan.mode, "reasons": plan.reasons},
+            "changes": [
+                shown_change({"key": c.key, "old": c.old, "new": c.new})
+                for c in diff_profiles(running, other)
+            ],
+            "plan": {
+                "mode": plan.mode,
+                "reasons": redact_reasons(plan.reasons, running.server.env, other.server.env),
+            },
         }
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _parsed_or_none(data: bytes | None, file: str) -> Profile | None:
+    if data is None:
+        return None
+    try:
+        return parse_profile(data.decode("utf-8", errors="replace"), file)
+    except ProfileError:
+        return None

@@ -23,6 +23,7 @@ from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
 from agent.profile.words import given_words, value_words
 from agent.sglang import adaptive, live_control, live_state, rules
+from agent.sglang.redact import redact_change, redact_reasons
 from agent.wire import ActionRequest, Change, PlanMode
 
 
@@ -252,9 +253,12 @@ def plan_request(
     errors = rules.errors_of(rules.check_profile(launch, "<request>"))
     if errors:
         return _reject(errors[0].key, "; ".join(f"{i.key}: {i.rule}" for i in errors))
-    changes = [Change(key=c.key, old=c.old, new=c.new) for c in diff_profiles(running, new)]
+    changes = [  # what the operator sees and the audit keeps: env values and secrets hidden
+        Change(key=c.key, old=redact_change(c.key, c.old), new=redact_change(c.key, c.new))
+        for c in diff_profiles(running, new)
+    ]
     change_plan = rules.classify_change(running, new, built)
-    reasons = notes + change_plan.reasons
+    reasons = redact_reasons(notes + change_plan.reasons, running.server.env, new.server.env)
     if change_plan.mode == "live":
         live_args: dict[str, int] = {}
         for c in changes:

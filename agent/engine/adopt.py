@@ -16,6 +16,7 @@ from agent.engine import proc
 from agent.engine.record import clear_record, read_record
 from agent.engine.running import RunningEngine
 from agent.profile import Profile, ProfileError, parse_profile
+from agent.sglang.redact import REDACTED
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,19 @@ class Adopted:
     """``launched`` with the live values applied since (the same profile when there were none)."""
 
 
-def adopt_recorded(record_path: Path, emit: Callable[[str, str, dict[str, Any]], None]) -> Adopted | None:
+def _with_env_of(profile: Profile, given: Profile | None) -> Profile:
+    """The record keeps env values hidden (``record.write_record``): put back those ``given`` (the
+    agent's own ``--profile``) has, so that a restart of the adopted engine launches with them."""
+    env = profile.server.env
+    if given is None or REDACTED not in env.values():
+        return profile
+    filled = {k: given.server.env.get(k, v) if v == REDACTED else v for k, v in env.items()}
+    return profile.model_copy(update={"server": profile.server.model_copy(update={"env": filled})})
+
+
+def adopt_recorded(
+    record_path: Path, emit: Callable[[str, str, dict[str, Any]], None], given: Profile | None = None
+) -> Adopted | None:
     """The engine of the record when its process still is the one recorded; None otherwise.
 
     A record whose pid is gone or now belongs to another process (pid reuse) is cleared, with an
@@ -57,6 +70,7 @@ def adopt_recorded(record_path: Path, emit: Callable[[str, str, dict[str, Any]],
             running = parse_profile(record.live_profile_toml, str(record_path))
         except ProfileError:
             running = launched  # the live values are lost; what the process was built with is not
+    launched, running = _with_env_of(launched, given), _with_env_of(running, given)
     engine = RunningEngine(
         pid=record.pid,
         pgid=record.pgid,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 
@@ -58,17 +58,22 @@ class EngineLog:
             except FileNotFoundError:
                 continue
 
-    def tail(self, n: int, search: str | None = None) -> list[str]:
-        """The last ``n`` lines (matching ``search``, case-insensitive, when given), oldest first."""
+    def tail(
+        self, n: int, search: str | None = None, redact: Callable[[str], str] | None = None
+    ) -> list[str]:
+        """The last ``n`` lines (matching ``search``, case-insensitive, when given), oldest first, each
+        through ``redact`` first: a search matches what the caller may see, never what it may not."""
+        clean = redact or (lambda line: line)
         if n <= 0:
             return []
         if not search:
-            return self._tail_end(n)
+            return [clean(line) for line in self._tail_end(n)]
         out: deque[str] = deque(maxlen=n)
         needle = search.lower()
         for line in self._lines(self._files_oldest_first()):
-            if needle in line.lower():
-                out.append(line)
+            shown = clean(line)
+            if needle in shown.lower():
+                out.append(shown)
         return list(out)
 
     def _tail_end(self, n: int, block: int = 64 * 1024) -> list[str]:

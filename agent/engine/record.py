@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.profile.atomic import write_atomic
+from agent.sglang.redact import hidden_profile_toml
 
 EngineKind = Literal["sglang", "sim"]
 
@@ -44,7 +45,16 @@ class EngineRecord(BaseModel):
 
 
 def write_record(path: Path, record: EngineRecord) -> None:
-    write_atomic(path, record.model_dump_json(indent=1))
+    """Write the record with its profiles' env values and secrets hidden: the state directory is no
+    place for HF_TOKEN; an adopting agent takes them from its own ``--profile`` (``adopt``)."""
+    live = record.live_profile_toml
+    hidden = record.model_copy(
+        update={
+            "profile_toml": hidden_profile_toml(record.profile_toml),
+            "live_profile_toml": None if live is None else hidden_profile_toml(live),
+        }
+    )
+    write_atomic(path, hidden.model_dump_json(indent=1))
 
 
 def read_record(path: Path) -> EngineRecord | None:

@@ -131,7 +131,7 @@ class Supervisor:
     async def begin(self, profile: Profile) -> None:
         """Adopt the engine a previous agent left running, or start one for ``profile``."""
         async with self._lock:
-            adopted = adopt_recorded(self.record_path, self.emit)
+            adopted = adopt_recorded(self.record_path, self.emit, profile)
             if adopted is not None:
                 engine, launched = adopted.engine, adopted.launched
                 self.kind, self.engine = engine.kind, engine

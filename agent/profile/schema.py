@@ -32,7 +32,7 @@ class KeyedValueError(ValueError):
 class _Section(BaseModel):
     """Every section refuses unknown keys: a typo must be an error, not a silently ignored setting."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
 
 
 def _check_path(value: str, what: str) -> str:
@@ -139,7 +139,16 @@ class Server(_Section):
     api_key_file: str | None = Field(None, description="File holding the API key; never the key itself")
     admin_api_key_file: str | None = None
     extra_flags: list[str] = Field(default_factory=list, description="Extra SGLang flags, argv items")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the server")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra environment for the server; its values (but numbers and booleans) never leave the "
+        "agent, and a secret belongs in env_files",
+    )
+    env_files: dict[str, str] = Field(
+        default_factory=dict,
+        description='Environment read from files when the engine starts (HF_TOKEN = "/path/to/file", the '
+        "file 0600): the value is never in the profile, an answer, a log or argv",
+    )
 
     @field_validator("host")
     @classmethod
@@ -162,6 +171,24 @@ class Server(_Section):
         if v and not _FLAG.match(v[0]):
             raise ValueError(f"must start with a flag such as '--foo', not {v[0]!r}")
         return v
+
+    @field_validator("env_files")
+    @classmethod
+    def _env_files(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, path in v.items():
+            if not _SAFE_ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name (A-Z, 0-9, _)")
+            if not path:
+                raise ValueError(f"{name}: the path of the file that holds its value is needed")
+            _check_path(path, f"the file of {name}")
+        return v
+
+    @model_validator(mode="after")
+    def _env_once(self) -> Server:
+        both = sorted(set(self.env) & set(self.env_files))
+        if both:
+            raise KeyedValueError("env_files", f"{', '.join(both)} set in both env and env_files; keep one")
+        return self
 
     @field_validator("env")
     @classmethod

@@ -1,8 +1,8 @@
 """Reading, writing and comparing profile files.
 
 Saving is atomic (temp file in the same directory, fsync, rename, fsync of the directory) and keeps
-the previous version as ``<name>.bak``, so an interrupted save or a full disk never leaves an operator
-with a half-written profile. Loading reports every problem at once, each naming the file, the key
+the file it replaces among the profile's last versions (``agent.profile.versions``), so an interrupted
+save or a full disk never leaves an operator with a half-written profile, and no save loses one. Loading reports every problem at once, each naming the file, the key
 path and the rule, because an operator fixing a profile at 3 a.m. should not play whack-a-mole.
 """
 
@@ -20,6 +20,8 @@ from pydantic import ValidationError
 
 from agent.profile.atomic import write_atomic
 from agent.profile.schema import KeyedValueError, Profile
+from agent.profile.versions import KEEP_VERSIONS, keep_version
+from agent.profile.words import given_words
 
 MAX_PROFILE_BYTES = 256 * 1024
 """A profile is a few kilobytes; anything this large is a mistake or an attack."""
@@ -57,12 +59,34 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
+_STRICT_TYPES = {
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be a boolean, true or false",
+    "string_type": "must be text in quotes",
+    "int_from_float": "must be an integer",
+}
+"""The schema is strict (``threshold = true`` is no 1, ``threshold = "8"`` no 8): each refusal in words."""
+
+
+def _kind_words(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{given_words(value)}, a boolean"
+    if isinstance(value, str):
+        return f"{given_words(value)}, a text"
+    if isinstance(value, float):
+        return repr(value)  # 8.0, not the 8 that value_words would say
+    return given_words(value)
+
+
 def _rule(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key (not part of the profile format)"
     if kind == "missing":
         return "required key is missing"
+    if kind in _STRICT_TYPES:
+        return f"{_STRICT_TYPES[kind]} (got {_kind_words(err.get('input'))})"
     msg = str(err.get("msg", "invalid value"))
     msg = msg.removeprefix("Value error, ")
     value = err.get("input")
@@ -127,8 +151,9 @@ def dump_profile(profile: Profile) -> str:
     return tomli_w.dumps(profile_to_dict(profile))
 
 
-def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
-    """Write ``profile`` to ``path`` atomically, keeping the previous file as ``path.bak``.
+def save_profile(profile: Profile, path: str | os.PathLike[str], *, keep: int = KEEP_VERSIONS) -> Path:
+    """Write ``profile`` to ``path`` atomically, first keeping the file it replaces among its last
+    ``keep`` versions (``versions/<name>/`` beside it).
 
     On any failure (including a full disk) the old file is untouched and the temp file removed.
     """
@@ -138,8 +163,7 @@ def save_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     if parse_profile(text, str(target)) != profile:
         raise ProfileError([ProfileIssue(str(target), "", "profile does not survive a TOML round trip")])
     try:
-        if target.exists():
-            write_atomic(target.with_name(target.name + ".bak"), target.read_bytes())
+        keep_version(target, keep)
         write_atomic(target, text)
     except OSError as exc:
         raise ProfileError(

@@ -37,7 +37,7 @@ from agent.profile import Profile
 from agent.serve.paths import StatePaths
 from agent.serve.stream import StreamHub
 from agent.sglang.live_state import live_args_to_restore
-from agent.sglang.redact import redact_lines
+from agent.sglang.redact import hidden_env_values, redact_lines, redact_text, redact_values
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
 from agent.wire.events import EVENT_NAMES, EventKind, EventName
 
@@ -75,6 +75,15 @@ def stack_manifest_hash(profile: Profile) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def _env_file_values(profile: Profile) -> list[str]:
+    from agent.sglang.launch import LaunchError, read_env_files
+
+    try:
+        return [v for v in read_env_files(profile.server.env_files).values() if v]
+    except LaunchError:
+        return []
 
 
 def _read_key(path: str | None) -> str | None:
@@ -146,6 +155,8 @@ class Daemon:
 
         Its name must be one of ``wire.EventName`` (a test checks every name the agent emits); one
         that is not is still published, as ``agent.unknown_event``, rather than lost or raised."""
+        secrets = self.secrets()
+        message, data = redact_text(message, secrets), redact_values(data, secrets)
         log.info("%s: %s", name, message)
         if name in EVENT_NAMES:
             self.hub.publish_event(kind, cast(EventName, name), message, data)
@@ -183,10 +194,11 @@ class Daemon:
         return self.supervisor.launched or self.config.profile
 
     def secrets(self) -> list[str]:
-        """Values that must never leave the agent: its token and the engine's keys."""
+        """Values that must never leave the agent: its token, the engine's keys, its env values (but
+        numbers and booleans) and those it reads from files."""
         p = self.profile
         found = [self.token, _read_key(p.server.api_key_file), _read_key(p.server.admin_api_key_file)]
-        return [s for s in found if s]
+        return [s for s in found if s] + hidden_env_values(p.server.env) + _env_file_values(p)
 
     def engine_headers(self, admin: bool = True) -> dict[str, str]:
         p = self.profile
@@ -419,5 +431,6 @@ class Daemon:
         return out
 
     def log_lines(self, tail: int, search: str | None) -> list[str]:
-        lines = self.engine_log.tail(tail, search)
-        return redact_lines(lines, self.secrets())
+        """The engine log's tail; a search matches the redacted text, so it cannot confirm a secret."""
+        secrets = self.secrets()
+        return self.engine_log.tail(tail, search, redact=lambda line: redact_text(line, secrets))

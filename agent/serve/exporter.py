@@ -35,6 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 import agent
+from agent.sglang.redact import redact_text
 from agent.telemetry.changes import telemetry_events
 from agent.wire import Event, Snapshot
 from agent.wire.snapshot import EngineState, SpecOffReason
@@ -145,6 +146,18 @@ class AgentExporter(Collector):
     # ---- scrape ---------------------------------------------------------------------------------
 
     def collect(self) -> Iterator[Metric]:
+        """Every family, its label values scrubbed of the agent's secrets (no series carries one)."""
+        if self.daemon is None:
+            return
+        secrets = self.daemon.secrets()
+        for family in self._collect():
+            family.samples = [
+                s._replace(labels={k: redact_text(v, secrets) for k, v in s.labels.items()})
+                for s in family.samples
+            ]
+            yield family
+
+    def _collect(self) -> Iterator[Metric]:
         daemon = self.daemon
         if daemon is None:
             return

@@ -143,6 +143,14 @@ def family_texts(page: bytes) -> list[tuple[bytes, bytes]]:
     return texts
 
 
+def open_family(texts: list[tuple[bytes, bytes]], page: bytes) -> bytes | None:
+    """The HELP name of the family we read whose text runs to the end of the page (``family_texts``
+    slices the page; no HELP line follows it): on a page that was cut, the family the cut went
+    through. None when another family follows the last one we read."""
+    name, text = texts[-1]
+    return name if name and (b"\n" + page).endswith(text) else None
+
+
 def declared_names(declared: Iterable[bytes]) -> frozenset[str]:
     """Family names without prefix, from the HELP names ``family_texts`` found (samples or not)."""
     names = (d.decode("utf-8", "replace") for d in declared)

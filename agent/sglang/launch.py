@@ -58,6 +58,8 @@ class LaunchSpec:
 
     Dashes, not underscores: 0.5.23's merger turns each YAML key ``k`` into ``--k`` verbatim
     (``ConfigArgumentMerger._add_scalar_arg``), so ``api_key`` would become the unknown ``--api_key``."""
+    env_files: dict[str, str] = field(default_factory=dict)
+    """Environment variable → the file its value is read from when the engine starts (``env_environ``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent profile render --json``: no key material, only paths."""
@@ -141,7 +143,24 @@ def render_launch(profile: Profile, run_dir: str | os.PathLike[str] | None = Non
         adaptive_config_path=adaptive_path,
         secrets_config_path=secrets_path,
         key_files=key_files,
+        env_files={k: os.path.expanduser(v) for k, v in server.env_files.items()},
     )
+
+
+def read_env_files(files: dict[str, str]) -> dict[str, str]:
+    """``server.env_files`` read at launch: each file holds one value (a trailing newline is allowed).
+    The values go into the engine's environment only, never its argv."""
+    out = {}
+    for name, path in files.items():
+        try:
+            text = Path(os.path.expanduser(path)).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LaunchError(f"server.env_files.{name}: cannot read {path}: {exc}") from None
+        value = text.removesuffix("\n").removesuffix("\r")
+        if "\x00" in value or "\n" in value:
+            raise LaunchError(f"server.env_files.{name}: {path} must hold one line, the value")
+        out[name] = value
+    return out
 
 
 def read_key_file(path: str) -> str:

@@ -13,7 +13,11 @@ Rules (each has a test with a page written to show it):
 * **Nothing raises.** ``+Inf``, ``-Inf``, ``NaN`` and values outside a field's range make that
   field unknown (and are listed in ``problems``); the rest of the page is read.
 * **A family the page declares with no series yet** is a counter at 0 (SGLang creates a labelled
-  series at its first use): an idle server's 0 tokens is 0, not unknown.
+  series at its first use): an idle server's 0 tokens is 0, not unknown. **A labelled counter whose
+  series is absent while its family has others** is 0 when another family follows it on the page (it
+  was printed whole: that label is not used yet) and unknown when the page ends in it
+  (``realtime_tokens_total`` cut after its prefill series): a 0 there would read as a restarted
+  server and empty the rate windows.
 * **A series repeated on one page** is a malformed page: the field is unknown and the repeat listed
   in ``problems``, never added twice.
 * **Histograms** keep whether they are complete (``+Inf`` bucket and ``_count``); an incomplete one
@@ -37,6 +41,7 @@ from agent.sglang.exposition import (
     declared_names,
     family_texts,
     merge,
+    open_family,
     page_samples,
 )
 from agent.sglang.histogram import Histogram
@@ -153,7 +158,9 @@ class BadValue(NamedTuple):
 class _Builder:
     """Turns one page's samples into a ``MetricsReading``, collecting what was wrong on the way."""
 
-    def __init__(self, chunk: Chunk, help_names: Iterable[bytes]) -> None:
+    def __init__(self, chunk: Chunk, help_names: Iterable[bytes], open_name: bytes | None = None) -> None:
+        self.open = declared_names([open_name]) if open_name else frozenset()
+        """The family the page ends in (it may have been cut there)."""
         self.by_name = chunk.samples
         self.chunk = chunk
         self.help_names = help_names
@@ -219,6 +226,8 @@ class _Builder:
         where = spec.where
         if where:
             picked = [v for labels, v in series if all(labels.get(k) in ok for k, ok in where.items())]
+            if not picked:  # the family has series, not this one's: not used yet, or the page was cut
+                return None if name in self.open or name.removesuffix("_total") in self.open else 0.0
         else:
             picked = [v for _, v in series]
         for value in picked:
@@ -280,10 +289,12 @@ class _Builder:
         return math.fsum(values)
 
 
-def reading_of(chunk: Chunk, help_names: Iterable[bytes] = ()) -> MetricsReading:
+def reading_of(
+    chunk: Chunk, help_names: Iterable[bytes] = (), open_name: bytes | None = None
+) -> MetricsReading:
     """The reading of a page's samples (the rules in the module docstring); ``help_names``: the
     families the page declares with a HELP line (``exposition.family_texts``)."""
-    build = _Builder(chunk, help_names)
+    build = _Builder(chunk, help_names, open_name)
     gauges: dict[str, float] = {}
     for logical, spec in GAUGES.items():
         value = build.gauge(logical, spec)
@@ -319,7 +330,9 @@ def reading_of(chunk: Chunk, help_names: Iterable[bytes] = ()) -> MetricsReading
 
 def read_page(page: str | bytes) -> MetricsReading:
     """Everything the agent reads from one ``/metrics`` page; the body as it came (bytes) is cheapest."""
-    return reading_of(*page_samples(page))
+    data = page.encode() if isinstance(page, str) else page
+    chunk, names = page_samples(data)
+    return reading_of(chunk, names, open_family(family_texts(data), data))
 
 
 class MetricsParser:
@@ -351,7 +364,7 @@ class MetricsParser:
         self._last = seen
         if not changed and self._reading is not None:
             return self._reading
-        self._reading = reading_of(merge(chunks), [name for name, _ in texts if name])
+        self._reading = reading_of(merge(chunks), [n for n, _ in texts if n], open_family(texts, page))
         return self._reading
 
 

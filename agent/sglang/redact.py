@@ -142,3 +142,145 @@ def redact_mapping(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict
         return value
 
     return {str(k): clean(v, str(k)) for k, v in info.items()}
+
+
+# --- Profiles ----------------------------------------------------------------------------------------
+# A profile's ``server.env`` is where an operator puts what the engine's environment needs, HF_TOKEN
+# and the like: every value there is hidden from what the agent answers, whatever its name, except
+# numbers and booleans (``SGLANG_ENABLE_PCIE_IPC_ALLREDUCE = "1"`` stays readable). The real values
+# stay in the profile file and reach only the engine's environment; ``server.env_files`` keeps a
+# secret out of the profile altogether.
+
+ENV_KEY: Final = "server.env"
+_PLAIN = re.compile(r"^(?:[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|on|off|yes|no)$", re.I)
+
+
+def is_plain_value(value: str) -> bool:
+    """A number or a boolean, written as text: never a secret."""
+    return bool(_PLAIN.match(value.strip()))
+
+
+def hidden_env_values(env: Mapping[str, str]) -> list[str]:
+    """The values of ``server.env`` that never leave the agent (every one but numbers and booleans)."""
+    return [v for v in env.values() if v and not is_plain_value(v) and v != REDACTED]
+
+
+def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: v if not isinstance(v, str) or not v or is_plain_value(v) else REDACTED for k, v in env.items()
+    }
+
+
+def redact_profile_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A profile as plain data (its model dump, its TOML parsed) with ``server.env`` values and the
+    value of every key whose name says secret hidden."""
+    out = redact_mapping(data)
+    server, given = out.get("server"), data.get("server")
+    if isinstance(server, dict) and isinstance(server.get("env"), Mapping):
+        server["env"] = redact_env(server["env"])
+    if isinstance(server, dict) and isinstance(given, Mapping) and "env_files" in given:
+        server["env_files"] = given["env_files"]  # paths, shown: the values are in the files
+    return out
+
+
+def redact_reasons(reasons: Iterable[str], *envs: Mapping[str, str]) -> list[str]:
+    """A plan's reasons (they quote old and new values) without the env values of ``envs``."""
+    hidden = [v for env in envs for v in hidden_env_values(env)]
+    return [redact_text(r, hidden) for r in reasons]
+
+
+def redact_change(key: str, value: Any) -> Any:
+    """A value shown for a profile key (a plan's or a diff's ``old``/``new``): hidden when the key is
+    under ``server.env`` or its name says secret."""
+    if value is None or type(value) in (bool, int, float):
+        return value
+    if key.startswith(ENV_KEY + "_files."):
+        return value  # a path: the value is in the file
+    if key.startswith(ENV_KEY + "."):
+        return value if isinstance(value, str) and (not value or is_plain_value(value)) else REDACTED
+    if key == ENV_KEY and isinstance(value, Mapping):
+        return redact_env(value)
+    if is_secret_name(key.rsplit(".", 1)[-1]):
+        return REDACTED if value not in ("", [], {}) else value
+    return value
+
+
+def _toml_strings(value: str) -> list[str]:
+    """The ways TOML writes ``value`` as a one-line string: basic (escaped) and literal."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(c if c.isprintable() or c == " " else f"\\u{ord(c):04x}" for c in escaped)
+    forms = [f'"{escaped}"', f'"{value}"']
+    if "'" not in value:
+        forms.append(f"'{value}'")
+    return forms
+
+
+def redact_profile_text(text: str, hidden: Iterable[str], secrets: Iterable[str] = ()) -> str:
+    """A profile file's text as the operator wrote it (comments and all), with every ``hidden`` value
+    written as a TOML string replaced by ``"<redacted>"``, every secret-named assignment redacted and
+    every known ``secrets`` value replaced wherever it stands."""
+    clean = redact_text(text, secrets)
+    for value in sorted(set(hidden), key=len, reverse=True):
+        for form in _toml_strings(value):
+            clean = clean.replace(form, f'"{REDACTED}"')
+    return clean
+
+
+def redact_values(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` (JSON-shaped: an event's data) with every known secret replaced in every string; keys
+    are left alone (an event's ``key`` names a profile key, not a secret)."""
+    known = [s for s in secrets if s and len(s) >= 4]
+    if not known:
+        return value
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, str):
+            for secret in known:
+                if secret in item:
+                    item = item.replace(secret, REDACTED)
+            return item
+        if isinstance(item, Mapping):
+            return {k: clean(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [clean(v) for v in item]
+        return item
+
+    return clean(value)
+
+
+_TOKEN_SHAPE = re.compile(r"^(?:hf_|sk-|sk_|ghp_|gho_|github_pat_|glpat-|xox[abpr]-|AKIA)[A-Za-z0-9_\-]{8,}$")
+"""Values that are credentials whatever their name: Hugging Face, OpenAI-style, GitHub, GitLab, Slack, AWS."""
+
+
+def profile_secret_warnings(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """``(severity, key, rule)`` for each ``server.env`` value that is a secret (its name says so, or it
+    has a credential's shape): it sits in the profile file in plain text; ``server.env_files`` reads it
+    from a file at launch instead."""
+    out = []
+    for name, value in env.items():
+        if not value or value == REDACTED or not (is_secret_name(name) or _TOKEN_SHAPE.match(value)):
+            continue
+        why = "its name says secret" if is_secret_name(name) else "its value has a credential's shape"
+        out.append((
+            "warning",
+            f"{ENV_KEY}.{name}",
+            f"looks like a secret ({why}) and sits in the profile in plain text: put the value in a file only "
+            f'the agent\'s user can read (chmod 600) and name it in server.env_files: {name} = "/path/to/file"',
+        ))  # fmt: skip
+    return out
+
+
+def hidden_profile_toml(toml_text: str) -> str:
+    """A profile's TOML (as the agent dumps it) with its env values and secrets hidden: what the engine
+    record keeps on disk. Text that is no valid profile is scrubbed as text (never kept as it was)."""
+    from agent.profile import ProfileError, dump_profile, parse_profile
+    from agent.profile.store import profile_from_dict, profile_to_dict
+
+    try:
+        profile = parse_profile(toml_text, "<record>")
+    except ProfileError:
+        return redact_text(toml_text)
+    try:
+        return dump_profile(profile_from_dict(redact_profile_data(profile_to_dict(profile)), "<record>"))
+    except ProfileError:  # a hidden value the schema refuses: hide it in the text instead
+        return redact_profile_text(toml_text, hidden_env_values(profile.server.env))

@@ -16,7 +16,7 @@ from typing import Literal
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
 from agent.profile.words import value_words
-from agent.sglang import adaptive, live_control, spec_env
+from agent.sglang import adaptive, live_control, redact, spec_env
 from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import first_value, flag_names, has_flag
 from agent.sglang.flag_tables import (
@@ -283,7 +283,8 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
     if profile.speculative:
         _check_shape(profile, report)
     _check_live_controls(profile, report)
-    for severity, key, rule in spec_env.check(profile):
+    found = [*spec_env.check(profile), *redact.profile_secret_warnings(profile.server.env)]
+    for severity, key, rule in found:
         (report.error if severity == "error" else report.warning)(key, rule)
     return report.issues
 

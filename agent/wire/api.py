@@ -78,6 +78,12 @@ class ProfileEntry(_Wire):
     name: str
     path: str
     running: bool
+    digest: str | None = Field(
+        None, description="Of the file's bytes: what a write replacing it sends in If-Match"
+    )
+    production: bool = Field(
+        False, description="The file says identity.production: replacing it wants its name"
+    )
     changed: list[str] = Field(
         default_factory=list,
         description="For the running profile: the keys where what runs differs from this file (live changes, "
@@ -110,6 +116,9 @@ class ProfileRead(_Wire):
 
     name: str
     toml: str
+    digest: str | None = Field(
+        None, description="Of the file's bytes (also its ETag): a write replacing it sends it in If-Match"
+    )
     profile: dict[str, Any] | None = None
     warnings: list[ProfileIssueView] = Field(default_factory=list)
     issues: list[ProfileIssueView] = Field(default_factory=list)
@@ -125,10 +134,18 @@ class RunningProfile(_Wire):
 
 
 class ProfileSaved(_Wire):
-    """``PUT /v1/profiles/{name}``."""
+    """``PUT /v1/profiles/{name}``: the file's new digest (what the next write names in If-Match)."""
 
     name: str
     saved: bool
+    digest: str | None = None
+
+
+class ProfileDeleted(_Wire):
+    """``DELETE /v1/profiles/{name}`` (the file is kept among its versions)."""
+
+    name: str
+    deleted: bool
 
 
 class DiffPlan(_Wire):

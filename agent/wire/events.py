@@ -101,9 +101,10 @@ PlanMode = Literal["live", "restart", "rejected", "noop"]
 
 
 class ActionRequest(_Wire):
-    """An operator's request; ``request_id`` makes a repeated request (after a timeout) idempotent."""
+    """An operator's request; ``request_id`` makes a repeated request (after a timeout) idempotent.
+    Strict: ``3.0`` is no step count and ``"true"`` no boolean (the planner names what each kind wants)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: ActionKind

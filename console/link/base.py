@@ -69,11 +69,12 @@ class Link(abc.ABC):
     @abc.abstractmethod
     async def request(
         self,
-        method: Literal["GET", "POST", "PUT"],
+        method: Literal["GET", "POST", "PUT", "DELETE"],
         path: str,
         *,
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """One API call; returns the decoded JSON body. Raises :class:`LinkError` on any failure."""
 

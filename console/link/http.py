@@ -63,14 +63,15 @@ class UdsHttp:
 
     async def request(
         self,
-        method: Literal["GET", "POST", "PUT"],
+        method: Literal["GET", "POST", "PUT", "DELETE"],
         path: str,
         *,
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         try:
-            response = await self._client.request(method, path, params=params, json=body)
+            response = await self._client.request(method, path, params=params, json=body, headers=headers)
         except httpx.ConnectError as exc:
             raise self._connect_error(exc) from exc
         except httpx.HTTPError as exc:
@@ -123,13 +124,14 @@ class UdsHttpLink(Link):
 
     async def request(
         self,
-        method: Literal["GET", "POST", "PUT"],
+        method: Literal["GET", "POST", "PUT", "DELETE"],
         path: str,
         *,
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
-        return await self._require().request(method, path, params=params, body=body)
+        return await self._require().request(method, path, params=params, body=body, headers=headers)
 
     async def stream(self, since: int | None) -> AsyncIterator[StreamItem]:
         async for item in self._require().stream(since):

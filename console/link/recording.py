@@ -41,13 +41,14 @@ class RecordingLink(Link):
 
     async def request(
         self,
-        method: Literal["GET", "POST", "PUT"],
+        method: Literal["GET", "POST", "PUT", "DELETE"],
         path: str,
         *,
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
-        answer = await self.inner.request(method, path, params=params, body=body)
+        answer = await self.inner.request(method, path, params=params, body=body, headers=headers)
         if method == "GET":  # a replay answers a path with its last recorded answer, whatever the query
             self._write({"kind": "response", "method": method, "path": path, "data": answer})
         return answer

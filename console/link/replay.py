@@ -81,11 +81,12 @@ class ReplayLink(Link):
 
     async def request(
         self,
-        method: Literal["GET", "POST", "PUT"],
+        method: Literal["GET", "POST", "PUT", "DELETE"],
         path: str,
         *,
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         key = response_key(method, path)
         if method == "GET" and key in self._responses:

@@ -19,6 +19,7 @@ from console.link import LinkError
 from console.model import ConsoleModel
 from console.registry import screen_bindings
 from console.screens.base import LiveScreen
+from console.screens.confirm_dialog import ConfirmDialog
 from console.session import Pending, Session
 from console.widgets.action_words import ended_text
 from console.widgets.filter import row_matches
@@ -259,6 +260,32 @@ class ProfilesScreen(LiveScreen):
         except (ProfileError, ValueError) as exc:
             self._say(Text(f"Cannot build the new profile: {exc}", style="$bad"))
             return
-        await self.session.client.save_profile(new_name, dump_profile(profile))
+        # An existing name is replaced only on a confirm (its name typed for a production profile),
+        # naming the version this list showed: a file changed since is refused (412), not overwritten.
+        existing = next((e for e in self.entries if e.name == new_name), None)
+        typed: str | None = None
+        if existing is not None:
+            dialog = ConfirmDialog(
+                f"Replace {new_name}?",
+                Text(f"{new_name} exists; the running settings replace it (the agent keeps the old file)."),
+                challenge=new_name if existing.production else None,
+            )
+            if not await self.session.ask(dialog):
+                self._say(Text(f"Cancelled; {new_name} is as it was.", style="$warn"))
+                return
+            typed = dialog.typed
+        try:
+            await self.session.client.save_profile(
+                new_name,
+                dump_profile(profile),
+                replaces=existing.digest if existing is not None else None,
+                confirm_production=typed,
+            )
+        except LinkError as exc:
+            if exc.status not in (412, 428):
+                raise
+            self._say(Text(f"Not saved: {exc}", style="$bad"))
+            self.reload()
+            return
         self._say(Text(f"Saved the running settings as {new_name}.", style="$ok"))
         self.reload()

@@ -206,7 +206,7 @@ async def test_token_and_engine_key_never_leave_the_agent(shared_agent: Agent) -
 async def test_profiles_list_read_save_and_diff(shared_agent: Agent) -> None:
     async with shared_agent.client() as c:
         listed = (await c.get("/v1/profiles")).json()["profiles"]
-        assert set(listed[0]) == {"name", "path", "running", "changed"}
+        assert set(listed[0]) == {"name", "path", "running", "changed", "digest", "production"}
         assert any(p["name"] == "sim-shared" and p["running"] for p in listed)
         read = (await c.get("/v1/profiles/sim-shared")).json()
         assert read["profile"]["identity"]["name"] == "sim-shared"
@@ -218,7 +218,11 @@ async def test_profiles_list_read_save_and_diff(shared_agent: Agent) -> None:
         assert bad.json()["detail"]["issues"][0]["key"] == "server.tp_size"
         assert not (shared_agent.profile.parent / "sim-wider.toml").exists()  # refused means nothing written
         saved = await c.put("/v1/profiles/sim-wider", json={"toml": text})
-        assert saved.json() == {"name": "sim-wider", "saved": True}
+        assert saved.json() == {
+            "name": "sim-wider",
+            "saved": True,
+            "digest": saved.headers["ETag"].strip('"'),
+        }
         diff = (await c.get("/v1/profiles/sim-wider/diff")).json()
         traversal = await c.get("/v1/profiles/..%2Fetc/diff")
     keys = {ch["key"] for ch in diff["changes"]}

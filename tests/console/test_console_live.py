@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from console_testkit import RunningAgent, text_of, until
-from textual.widgets import DataTable, Input, RichLog, Select
+from textual.widgets import Button, DataTable, Input, RichLog, Select
 
+from agent.profile.versions import profile_digest
 from agent.wire import WIRE_VERSION
 from console.app import ConsoleApp
 from console.link.backoff import Backoff
@@ -196,6 +197,48 @@ async def test_profiles_diff_and_save_running_settings_as_a_new_profile(agent: R
         )
     saved = (agent.root / "profiles" / "pilot-saved.toml").read_text()
     assert 'name = "pilot-saved"' in saved and "threshold = " in saved
+
+
+async def test_saving_over_an_existing_production_profile_wants_its_name_and_a_stale_one_is_refused(
+    agent: RunningAgent,
+) -> None:
+    """Issue 25: "Save running as" an existing name replaces it only on a confirm (the name typed for a
+    production profile), naming the version the list showed; a file changed since is not overwritten."""
+    baseline = agent.root / "profiles" / "kimi-k25-baseline.toml"
+    original = baseline.read_bytes()
+    assert b"production = true" in original
+    app = make_app(agent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: len(app.model.snapshots) >= 1, what="a snapshot")
+        await pilot.press("p")
+        screen = app.screen
+        assert isinstance(screen, ProfilesScreen)
+        await until(
+            lambda: any(e.name == "kimi-k25-baseline" for e in screen.entries), what="the profile list"
+        )
+        screen.query_one("#profile-new-name", Input).value = "kimi-k25-baseline"
+        await pilot.click("#profile-save")
+        dialog = await until(lambda: isinstance(app.screen, ConfirmDialog) and app.screen, what="the confirm")
+        assert dialog.challenge == "kimi-k25-baseline" and dialog.title_text == "Replace kimi-k25-baseline?"
+        dialog.query_one("#confirm-challenge", Input).value = "kimi-k25-baseline"
+        await until(lambda: not dialog.query_one("#confirm-yes", Button).disabled, what="the typed name")
+        await pilot.click("#confirm-yes")
+        await until(lambda: "Saved the running settings" in text_of(app, "#profile-result"), what="the save")
+        assert 'name = "kimi-k25-baseline"' in baseline.read_text() and baseline.read_bytes() != original
+        kept = sorted((agent.root / "profiles" / "versions" / "kimi-k25-baseline").iterdir())
+        assert [v.read_bytes() for v in kept] == [original]
+        # The list now holds the new digest; someone edits the file on the host before the next save.
+        saved = profile_digest(baseline.read_bytes())
+        await until(lambda: any(e.digest == saved for e in screen.entries), what="the list's new digest")
+        baseline.write_text(baseline.read_text() + "\n# edited on the host\n")
+        edited = baseline.read_bytes()
+        await pilot.click("#profile-save")
+        dialog = await until(lambda: isinstance(app.screen, ConfirmDialog) and app.screen, what="the confirm")
+        await pilot.click("#confirm-yes")
+        refused = await until(lambda: "Not saved" in text_of(app, "#profile-result") and
+                              text_of(app, "#profile-result"), what="the refusal")  # fmt: skip
+        assert "changed since it was read" in refused
+    assert baseline.read_bytes() == edited
 
 
 async def test_space_freezes_the_view_while_data_keeps_arriving(agent: RunningAgent) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -180,3 +181,57 @@ def test_bench_never_sends_the_engine_key_to_a_baseline_url_it_was_given(
     )
     assert seen, f"the baseline was never asked (run {run.get('state')}: {run.get('error')})"
     assert not [headers for headers in seen if ENGINE_KEY in headers], "the engine key went to a stranger"
+
+
+# -- what a caller without the token reaches --------------------------------------------------------
+
+
+def _readme_open_routes() -> set[tuple[str, str]]:
+    """The README's list of what a caller without the token reaches (its "Access" section)."""
+    text = (REPO / "README.md").read_text()
+    start, end = "<!-- access-without-token -->", "<!-- /access-without-token -->"
+    assert start in text and end in text, "the README's access list lost its markers"
+    listed = text.split(start, 1)[1].split(end, 1)[0]
+    return {(m, p) for m, p in re.findall(r"^- `([A-Z]+) (/\S*)`", listed, re.M)}
+
+
+def _every_route(agent: AgentProc, state: Path) -> list[tuple[str, str]]:
+    """Every (method, path) of the app the agent builds (its bench routes too): those its schema
+    lists, and the routes kept out of the schema (the schema's own)."""
+    from fastapi.routing import APIRoute
+
+    from agent.api.app import create_app
+    from agent.profile import load_profile
+    from agent.serve.daemon import Daemon, ServeConfig
+    from agent.serve.paths import StatePaths
+
+    config = ServeConfig(
+        load_profile(agent.profile), agent.profile, agent.profiles_dir, "sim", StatePaths(state).prepare()
+    )
+    daemon = Daemon(config, token="t" * 43)
+    daemon.bench = daemon._make_bench()
+    app = create_app(daemon)
+    found = {(m.upper(), path) for path, ops in app.openapi()["paths"].items() for m in ops}
+    found |= {(m, r.path) for r in app.routes if isinstance(r, APIRoute) for m in r.methods if m != "HEAD"}
+    return sorted((method, re.sub(r"\{[^}]+\}", "x", path)) for method, path in found)
+
+
+def test_without_the_token_a_caller_reaches_exactly_what_the_readme_lists(
+    keyed_agent: AgentProc, tmp_path: Path
+) -> None:
+    routes = _every_route(keyed_agent, tmp_path / "state")
+    assert ("GET", "/v1/status") in routes and ("POST", "/v1/bench") in routes and len(routes) > 20
+    reached, answers = set(), {}
+    with keyed_agent.client(token="") as anonymous:
+        for method, path in routes:
+            response = anonymous.request(method, path, json={})
+            answers[(method, path)] = response.status_code
+            if response.status_code != 401:
+                reached.add((method, path))
+        assert anonymous.get("/openapi.json").status_code == 401, "the schema is open"
+        for ui in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+            assert anonymous.get(ui).status_code == 404, f"{ui} is served"
+        assert anonymous.get("/v1/no-such-route").status_code == 404
+    assert reached == _readme_open_routes(), answers
+    with keyed_agent.client() as c:  # with the token the schema is there, and it names the routes
+        assert "/v1/status" in c.get("/openapi.json").json()["paths"]

@@ -19,7 +19,9 @@ import psutil
 import pytest
 
 from agent.control.library import ProfileLibrary
+from agent.control.writes import WriteGuard
 from agent.profile import ProfileError
+from agent.profile.versions import profile_digest
 
 from .agent_proc import AgentProc, pid_alive, prepare_profiles, short_root
 from .console_kit import engine_live_state, ssh_console
@@ -218,7 +220,16 @@ def test_no_space_left_when_saving_a_profile_gives_a_clear_error_and_the_old_pro
                 agent.start()
                 _fill(tiny)
                 with agent.client() as c:
-                    response = c.put("/v1/profiles/tuned", json={"toml": _bigger_profile(source.read_text())})
+                    digest = c.get("/v1/profiles/tuned").json()["digest"]
+                    response = c.put(
+                        "/v1/profiles/tuned",
+                        json={
+                            "toml": _bigger_profile(
+                                source.read_text().replace('name = "local-sim"', 'name = "tuned"', 1)
+                            )
+                        },
+                        headers={"If-Match": f'"{digest}"'},
+                    )
                     assert response.status_code == 422, response.text
                     issues = response.json()["detail"]["issues"]
                     assert len(issues) == 1
@@ -251,7 +262,7 @@ def test_no_space_left_in_the_profile_library_keeps_the_old_profile(
 
     monkeypatch.setattr(os, "fsync", full_disk)
     with pytest.raises(ProfileError) as caught:
-        library.save("local-sim", _bigger_profile(source.read_text()))
+        library.save("local-sim", _bigger_profile(source.read_text()), WriteGuard(profile_digest(old)))
     assert "No space left on device" in str(caught.value) and "old file is intact" in str(caught.value)
     assert source.read_bytes() == old
     assert not [p for p in source.parent.iterdir() if p.name.endswith(".tmp")]

@@ -267,3 +267,32 @@ def test_a_page_without_help_lines_is_read_whole() -> None:
         full.counters,
         full.histograms,
     )
+
+
+def test_a_labelled_counter_cut_off_the_page_is_unknown_not_zero() -> None:
+    """Issue 25: a page cut after realtime_tokens_total's prefill series read decode_tokens as 0, which
+    the counter window took for a restarted server (history dropped, no rates)."""
+    from agent.telemetry.window import CounterWindow
+
+    lines = PAGE_0523.splitlines(keepends=True)
+    cut_at = next(
+        i
+        for i, line in enumerate(lines)
+        if 'realtime_tokens_total{engine_type="unified",mode="decode"' in line
+    )
+    cut = "".join(lines[:cut_at])
+    r = read_page(cut)
+    assert r.counter("decode_tokens") is None and "decode_tokens" in r.missing
+    assert r.counter("prefill_tokens") == 5_000_000 + 2_300_000  # what the page still has is read
+    assert read_page(PAGE_0523).counter("decode_tokens") == 1_851_904
+    parser = MetricsParser()  # the agent's own path, page after page
+    assert parser.parse(PAGE_0523.encode()).counter("decode_tokens") == 1_851_904
+    assert parser.parse(cut.encode()).counter("decode_tokens") is None
+    # a family printed whole (another follows it) without one label: that label is not used yet, 0
+    whole = cut + "# HELP sglang:num_running_reqs The number of running requests.\n"
+    assert read_page(whole).counter("decode_tokens") == 0
+    window = CounterWindow(keep_s=60)
+    assert window.add(0.0, read_page(PAGE_0523).counters, {})
+    assert window.add(1.0, r.counters, {}), "a cut page was taken for a restarted server"
+    assert window.delta("decode_tokens", 60) is None  # unknown this tick, not a drop to 0
+    assert window.delta("prefill_tokens", 60) is not None

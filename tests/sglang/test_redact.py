@@ -103,6 +103,7 @@ def test_a_secret_never_survives_redaction(
 ) -> None:
     """Wherever the key sits, whatever else the answer holds, and however a text spells it."""
     assume(secret not in json.dumps(info) and secret not in key)  # a key spelling it is no leak
+    assume(secret not in "python -m sglang.launch_server " + style + " --port 1")  # nor the flag's name
     node: dict[str, object] = dict(info)
     root = node
     for level in range(depth):
@@ -112,3 +113,62 @@ def test_a_secret_never_survives_redaction(
     node[key] = secret
     root["launch_command"] = "python -m sglang.launch_server " + style.format(secret) + " --port 1"
     assert secret not in json.dumps(redact_mapping(root))
+
+
+# --- profiles (issue 25) -------------------------------------------------------------------------------
+
+
+def test_env_values_are_hidden_whatever_their_name_but_numbers_and_booleans() -> None:
+    from agent.sglang.redact import hidden_env_values, redact_change, redact_profile_data
+
+    env = {"HF_TOKEN": "hf_abcdefgh", "HF_HOME": "/data/hf", "NCCL_P2P": "1", "FLAG": "true", "EMPTY": ""}
+    data = {"identity": {"name": "p"}, "server": {"env": env, "env_files": {"WANDB_API_KEY": "/k/wandb"}}}
+    shown = redact_profile_data(data)
+    assert shown["server"]["env"] == {"HF_TOKEN": REDACTED, "HF_HOME": REDACTED, "NCCL_P2P": "1",
+                                      "FLAG": "true", "EMPTY": ""}  # fmt: skip
+    assert shown["server"]["env_files"] == {"WANDB_API_KEY": "/k/wandb"}  # a path: where, not what
+    assert data["server"]["env"]["HF_TOKEN"] == "hf_abcdefgh"  # the input is not modified
+    assert sorted(hidden_env_values(env)) == ["/data/hf", "hf_abcdefgh"]
+    assert redact_change("server.env.HF_HOME", "/data/hf") == REDACTED
+    assert redact_change("server.env.NCCL_P2P", "1") == "1"
+    assert redact_change("server.env", {"A": "x-secret", "B": "2"}) == {"A": REDACTED, "B": "2"}
+    assert redact_change("server.env_files.HF_TOKEN", "/k/hf") == "/k/hf"
+    assert redact_change("speculation.threshold", 12) == 12
+    assert redact_change("server.max_total_tokens", 4096) == 4096
+
+
+def test_a_profile_files_text_keeps_its_comments_and_loses_its_env_values() -> None:
+    from agent.sglang.redact import redact_profile_text
+
+    text = '# my notes\n[server.env]\nHF_TOKEN = "hf_abc\\"def"\nLITERAL = \'lit-value-1\'\nN = "1"\n'
+    shown = redact_profile_text(text, ['hf_abc"def', "lit-value-1"])
+    assert shown == '# my notes\n[server.env]\nHF_TOKEN = "<redacted>"\nLITERAL = "<redacted>"\nN = "1"\n'
+
+
+def test_the_validator_warns_on_a_secret_in_a_profile_and_points_to_env_files() -> None:
+    from agent.profile import parse_profile
+    from agent.sglang.rules import check_profile
+
+    base = (Path(__file__).resolve().parents[2] / "profiles" / "local-sim.toml").read_text()
+    profile = parse_profile(
+        base + '\n[server.env]\nHF_TOKEN = "anything"\nUPLOAD = "ghp_abcdefghijklmnop1234"\nMODE = "fast"\n'
+    )
+    warnings = {i.key: i.rule for i in check_profile(profile, "p.toml") if i.severity == "warning"}
+    assert "server.env.MODE" not in warnings
+    assert "its name says secret" in warnings["server.env.HF_TOKEN"]
+    assert "credential's shape" in warnings["server.env.UPLOAD"]
+    assert all(
+        "server.env_files" in rule and "chmod 600" in rule for rule in warnings.values() if "secret" in rule
+    )
+
+
+def test_the_record_copy_of_a_profile_hides_its_env_values_and_still_loads() -> None:
+    from agent.profile import dump_profile, parse_profile
+    from agent.sglang.redact import hidden_profile_toml
+
+    base = (Path(__file__).resolve().parents[2] / "profiles" / "local-sim.toml").read_text()
+    profile = parse_profile(base + '\n[server.env]\nHF_TOKEN = "hf_abcdefgh12"\nN = "4"\n')
+    hidden = hidden_profile_toml(dump_profile(profile))
+    assert "hf_abcdefgh12" not in hidden
+    assert parse_profile(hidden).server.env == {"HF_TOKEN": REDACTED, "N": "4"}
+    assert hidden_profile_toml('api_key = "sk-abcdef"') == 'api_key = "<redacted>"'  # not a profile
