@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,9 +15,11 @@ import agent
 from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
+from agent.control.audit import AuditUnavailable
 from agent.control.library import UnknownProfile, issue_dict
 from agent.profile import ProfileError, dump_profile
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
+from agent.serve.operations import source_of
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 from agent.wire.api import (
@@ -45,12 +47,19 @@ class TelemetrySettings(_Body):
     tick_interval_s: float = Field(ge=MIN_TICK_S, le=MAX_TICK_S)
 
 
+_OPERATOR = Field(
+    None, max_length=64, description="Who asks, for the audit (the console passes the SSH user)"
+)
+
+
 class EngineCommand(_Body):
     drain_timeout_s: float | None = Field(None, ge=0, le=3600)
+    operator: str | None = _OPERATOR
 
 
 class AgentStop(_Body):
     engine_too: bool = False
+    operator: str | None = _OPERATOR
 
 
 class ActionCancel(_Body):
@@ -128,22 +137,22 @@ def create_app(daemon: Daemon) -> FastAPI:
         return Response(json_list("events", daemon.hub.events.since(since)), media_type="application/json")
 
     @api.post("/actions")
-    async def plan_action(request: ActionRequest) -> Plan:
+    async def plan_action(request: ActionRequest, http: Request) -> Plan:
         try:
-            return daemon.actions.plan(request)
+            return daemon.actions.plan(request, source_of(http))
         except RequestConflict as exc:
             raise HTTPException(409, str(exc)) from None
 
     @api.post("/actions/{action_id}/confirm")
-    async def confirm_action(action_id: str) -> ActionResult:
-        result = await daemon.actions.confirm(action_id)
+    async def confirm_action(action_id: str, http: Request) -> ActionResult:
+        result = await daemon.actions.confirm(action_id, source_of(http))
         if result is None:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
 
     @api.post("/actions/{action_id}/cancel")
-    async def cancel_action(action_id: str, body: ActionCancel | None = None) -> ActionResult:
-        result = await daemon.actions.cancel(action_id, body.operator if body else None)
+    async def cancel_action(action_id: str, http: Request, body: ActionCancel | None = None) -> ActionResult:
+        result = await daemon.actions.cancel(action_id, body.operator if body else None, source_of(http))
         if result is None:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
@@ -156,8 +165,16 @@ def create_app(daemon: Daemon) -> FastAPI:
         return result
 
     @api.get("/audit")
-    async def audit(limit: int = Query(100, ge=1, le=10_000)) -> dict[str, Any]:
-        return {"lines": daemon.actions.audit.read(limit)}
+    async def audit(
+        limit: int = Query(100, ge=1, le=10_000),
+        cursor: int | None = Query(None, ge=0, description="Byte offset: the page from there on"),
+        before: int | None = Query(None, ge=0, description="Byte offset: the newest page before it"),
+        since: float | None = Query(None, ge=0, description="Only records at or after this Unix time"),
+    ) -> dict[str, Any]:
+        """Streamed and paged; torn or corrupt lines are skipped and listed in ``corrupt``."""
+        read = daemon.actions.audit.page
+        page = await asyncio.to_thread(read, limit=limit, cursor=cursor, before=before, since=since)
+        return page.as_dict()
 
     @api.get("/profiles", response_model=ProfileList)
     async def list_profiles() -> dict[str, Any]:
@@ -192,11 +209,12 @@ def create_app(daemon: Daemon) -> FastAPI:
             raise HTTPException(422, _issues(exc)) from None
 
     @api.put("/profiles/{name}", response_model=ProfileSaved)
-    async def save_profile(name: str, body: ProfileText) -> dict[str, Any]:
+    async def save_profile(name: str, body: ProfileText, http: Request) -> dict[str, Any]:
         try:
             daemon.library.save(name, body.toml)
         except ProfileError as exc:
             raise HTTPException(422, _issues(exc)) from None
+        daemon.ops.record("profile_save", operator=None, source=source_of(http), detail={"name": name})
         return {"name": name, "saved": True}
 
     @api.get("/profiles/{name}/diff", response_model=ProfileDiff)
@@ -240,24 +258,47 @@ def create_app(daemon: Daemon) -> FastAPI:
             else body.drain_timeout_s
         )
 
+    def _begin(kind: str, http: Request, operator: str | None, detail: dict[str, Any]) -> dict[str, Any]:
+        """The audit's intent first; when it cannot be written the request is refused (503)."""
+        try:
+            return daemon.ops.begin(kind, operator=operator, source=source_of(http), detail=detail)
+        except AuditUnavailable as exc:
+            raise HTTPException(503, f"refused: {exc}; nothing was done") from None
+
+    def _engine_words() -> str:
+        return f"the engine is {daemon.supervisor.state}"
+
     @api.post("/engine/restart", status_code=202)
-    async def engine_restart(body: EngineCommand | None = None) -> dict[str, Any]:
-        in_background(daemon.supervisor.restart(None, drain_timeout_s=_drain(body)), "engine-restart")
+    async def engine_restart(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin(
+            "engine_restart", http, body.operator if body else None, {"drain_timeout_s": _drain(body)}
+        )
+        work = daemon.supervisor.restart(None, drain_timeout_s=_drain(body))
+        in_background(daemon.ops.run(op, work, _engine_words), "engine-restart")
         return {"accepted": True, "action": "restart"}
 
     @api.post("/engine/stop", status_code=202)
-    async def engine_stop(body: EngineCommand | None = None) -> dict[str, Any]:
-        in_background(daemon.supervisor.stop(drain_timeout_s=_drain(body)), "engine-stop")
+    async def engine_stop(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin("engine_stop", http, body.operator if body else None, {"drain_timeout_s": _drain(body)})
+        work = daemon.supervisor.stop(drain_timeout_s=_drain(body))
+        in_background(daemon.ops.run(op, work, _engine_words), "engine-stop")
         return {"accepted": True, "action": "stop"}
 
     @api.post("/engine/start", status_code=202)
-    async def engine_start() -> dict[str, Any]:
+    async def engine_start(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin("engine_start", http, body.operator if body else None, {})
         started = await daemon.supervisor.start()
+        daemon.ops.end(op, "applied" if started else "noop", "started" if started else "it runs already")
         return {"accepted": started, "action": "start", "engine_state": daemon.supervisor.state}
 
     @api.post("/agent/stop", status_code=202)
-    async def agent_stop(body: AgentStop | None = None) -> dict[str, Any]:
-        daemon.request_exit(engine_too=bool(body and body.engine_too))
+    async def agent_stop(http: Request, body: AgentStop | None = None) -> dict[str, Any]:
+        engine_too = bool(body and body.engine_too)
+        op = _begin("agent_stop", http, body.operator if body else None, {"engine_too": engine_too})
+        daemon.ops.end(
+            op, "applied", "the agent exits" + (" after stopping the engine" if engine_too else "")
+        )
+        daemon.request_exit(engine_too=engine_too)
         return {"accepted": True, "engine_too": daemon.stop_engine_on_exit}
 
     if daemon.bench is not None:
