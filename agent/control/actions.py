@@ -298,23 +298,22 @@ class ActionBook:
             applied_at=time.time() if status == "applied" else None,
         )
         if audit and status in AUDITED:
-            try:
-                self.audit.append(
-                    operator=operator or plan.request.operator,
-                    action=self._audit_action(plan),
-                    before={c.key: c.old for c in plan.changes},
-                    after={c.key: c.new for c in plan.changes},
-                    result={"status": status, "message": message},
-                    phase="outcome" if entry.intent_written else "record",
-                    source=entry.source,
-                    live=live,
-                )
-            except AuditUnavailable as exc:
-                # The intent is durable; the start-up reconciliation settles what is in force.
-                message = f"{message} (its outcome is not in the audit: {exc})"
-                entry.result = entry.result.model_copy(update={"message": message})
-            else:
+            written = self.audit.append_or_later(
+                f"the outcome of {plan.action_id}",
+                operator=operator or plan.request.operator,
+                action=self._audit_action(plan),
+                before={c.key: c.old for c in plan.changes},
+                after={c.key: c.new for c in plan.changes},
+                result={"status": status, "message": message},
+                phase="outcome" if entry.intent_written else "record",
+                source=entry.source,
+                live=live,
+            )
+            if written:
                 fault_point("outcome")
+            else:  # its intent is durable; the outcome is written once the disk has room
+                message = f"{message} (its audit line waits for space on the state disk)"
+                entry.result = entry.result.model_copy(update={"message": message})
         self.emit(
             EVENT_OF[status], f"{action_words(plan.request)}: {status}. {message}", event_data(plan, status)
         )

@@ -165,8 +165,30 @@ class AuditLog:
             self.disk.ok("the audit log")
         return line
 
+    def append_or_later(self, what: str, **record: Any) -> bool:
+        """``append``; a record that cannot be written now (an outcome, after its intent) is kept and
+        written, with its own time, once the disk can take it (``StateDisk.retry_all``). True: written now."""
+        record.setdefault("when", time.time())
+        try:
+            self.append(**record)
+            return True
+        except AuditUnavailable as exc:
+            first = exc
+
+        def retry() -> None:
+            try:
+                self.append(**record)
+            except AuditUnavailable as again:
+                raise OSError(errno.ENOSPC, str(again)) from again
+
+        self.disk.failed(what, OSError(errno.ENOSPC, str(first)), retry)
+        return False
+
     def _refill(self) -> None:
-        if not self.make_reserve():
+        """Allocate the reserve again once the disk has room for it twice over: taking back the
+        room the reserve just gave would only leave the disk as full as before, reserve and all."""
+        st = os.statvfs(self.path.parent)
+        if st.f_bavail * st.f_frsize < 2 * self.reserve_bytes or not self.make_reserve():
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     def _write(self, data: bytes) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agent.engine import proc
@@ -34,6 +35,17 @@ def _header(log: EngineLog, disk: StateDisk, fd: int, kind: str) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     if os.write(fd, data) != len(data):
         raise OSError(28, os.strerror(28))
+
+
+def record_writer(path: Path, record: EngineRecord) -> Callable[[], None]:
+    """The write of ``record``; retried later, it writes only while that engine still lives (a
+    record of an engine that died since would be read as one to adopt)."""
+
+    def write() -> None:
+        if proc.is_same_process(record.pid, record.start_ticks):
+            write_record(path, record)
+
+    return write
 
 
 def launch(
@@ -78,5 +90,5 @@ def launch(
         profile_toml=dump_profile(profile),
         log_path=str(log.path),
     )
-    disk.write("the engine record", lambda: write_record(record_path, record))
+    disk.write("the engine record", record_writer(record_path, record))
     return engine, offset

@@ -28,14 +28,14 @@ import httpx
 
 from agent.engine.adopt import adopt_recorded
 from agent.engine.failure import PortHolder, port_holder, port_in_use, read_log_since, startup_error
-from agent.engine.launcher import launch
+from agent.engine.launcher import launch, record_writer
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.engine.probe import is_ready
-from agent.engine.record import EngineKind, clear_record, read_record, write_record
+from agent.engine.record import EngineKind, clear_record, read_record
 from agent.engine.running import RunningEngine, drain, terminate, unknown_running_requests
 from agent.engine.spec import EngineSpec
-from agent.engine.state_disk import StateDisk
+from agent.engine.state_disk import StateDisk, is_full
 from agent.profile import Profile, dump_profile
 from agent.wire.snapshot import EngineState
 
@@ -202,7 +202,7 @@ class Supervisor:
             live = dump_profile(profile)
             value = None if live == record.profile_toml else live
             new = record.model_copy(update={"live_profile_toml": value})
-            self.disk.write("the engine record", lambda: write_record(self.record_path, new))
+            self.disk.write("the engine record", record_writer(self.record_path, new))
 
     # ---- internals --------------------------------------------------------------------------------
 
@@ -268,11 +268,8 @@ class Supervisor:
                 log.exception("engine supervision met an I/O error")
                 pause = IO_RETRY_S[min(tries, len(IO_RETRY_S) - 1)]
                 tries += 1
-                self.emit(
-                    "engine.supervisor_error",
-                    f"Supervision met an I/O error ({exc.strerror or exc}); it goes on in {pause:.0f} s",
-                    {"retry_s": pause},
-                )
+                said = f"Supervision met an I/O error ({exc.strerror or exc}); it goes on in {pause:.0f} s"
+                self.emit("engine.supervisor_error", said, {"retry_s": pause})
                 self.disk.failed("the engine supervision", exc)
                 await asyncio.sleep(pause)
                 self.disk.ok("the engine supervision")
@@ -302,6 +299,8 @@ class Supervisor:
                     self._port_held(held.holder)
                     return
                 except OSError as exc:
+                    if is_full(exc):  # the disk's failure, not the profile's: waited out at the limit
+                        self.disk.failed("the engine start", exc)
                     self.emit(
                         "engine.start_failed",
                         f"The engine could not be started: {exc}; failure {self.failures + 1} of "

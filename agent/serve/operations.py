@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.control.audit import AuditLog, AuditUnavailable
+from agent.control.audit import AuditLog
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +47,9 @@ class Operations:
     def end(self, op: dict[str, Any], status: str, message: str) -> None:
         """The outcome of ``op`` (from ``begin``); a full disk here only costs the line (logged)."""
         action = {k: v for k, v in op.items() if k not in ("operator", "source")}
-        try:
-            self.audit.append(operator=op["operator"], action=action, before=None, after=None,
-                              phase="outcome", result={"status": status, "message": message},
-                              source=op["source"])  # fmt: skip
-        except AuditUnavailable:
-            log.exception("the outcome of %s is not in the audit", action["kind"])
+        self.audit.append_or_later(f"the outcome of {action['op_id']}", operator=op["operator"], action=action,
+                                   before=None, after=None, phase="outcome",
+                                   result={"status": status, "message": message}, source=op["source"])  # fmt: skip
 
     async def run(self, op: dict[str, Any], work: Awaitable[Any], after: Callable[[], str]) -> None:
         """Await ``work`` (in the background) and audit how it ended."""
@@ -73,12 +70,8 @@ class Operations:
         status: str = "applied",
         message: str = "",
     ) -> bool:
-        """One line for a change already made; False (logged) when it could not be written."""
-        action = {"kind": kind, **(detail or {})}
-        try:
-            self.audit.append(operator=operator, action=action, before=None, after=None,
-                              result={"status": status, "message": message or kind}, source=source)  # fmt: skip
-        except AuditUnavailable:
-            log.exception("the audit line of %s could not be written", kind)
-            return False
-        return True
+        """One line for a change already made; False when it waits for room on the state disk."""
+        action = {"kind": kind, "op_id": "op-" + secrets.token_hex(6), **(detail or {})}
+        return self.audit.append_or_later(f"the line of {action['op_id']}", operator=operator, action=action,
+                                          before=None, after=None, source=source,
+                                          result={"status": status, "message": message or kind})  # fmt: skip

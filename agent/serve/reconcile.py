@@ -111,15 +111,14 @@ class LiveLedger:
                 f"The live settings were not put back ({exc}); the engine runs its launch settings",
                 args,
             )
+            self._audit_later(launched, f"the live settings were not put back ({exc})")
             return launched
         outcome = await apply_live(self.http, url, args, self.headers())
         status = "applied" if outcome.ok else "failed"
-        try:
-            self.audit.append(operator="agent", action=action, before=None, after=live, phase="outcome",
-                              result={"status": status, "message": outcome.message},
-                              live=outcome.readback if outcome.ok else None)  # fmt: skip
-        except AuditUnavailable:
-            log.exception("the live restore's outcome is not in the audit")
+        self.audit.append_or_later("the outcome of the live restore", operator="agent", action=action,
+                                   before=None, after=live, phase="outcome",
+                                   result={"status": status, "message": outcome.message},
+                                   live=outcome.readback if outcome.ok else None)  # fmt: skip
         if outcome.ok:
             said = f"The operator's live settings are in force on the engine: {outcome.message}"
             self.emit("engine.live_restored", said, args)
@@ -131,6 +130,14 @@ class LiveLedger:
             args,
         )
         return launched
+
+    def _audit_later(self, launched: Profile, why: str) -> None:
+        """What runs instead (the launch settings), audited once the audit can be written again."""
+        live = {"threshold": live_threshold(launched)}
+        self.audit.append_or_later("the audit of the live restore", operator="agent",
+                                   action={"kind": "live_restore", "profile": launched.identity.name},
+                                   before=None, after=live, live=live, result={"status": "applied",
+                                   "message": f"{why}: the engine runs its launch settings"})  # fmt: skip
 
     async def reconcile(self, url: str, launched: Profile, running: Profile, adopted: bool) -> Profile:
         engine = await self.read(url)
@@ -152,18 +159,17 @@ class LiveLedger:
             )
             if not running.speculation.autopilot.enabled:  # the autopilot's setting is not the operator's
                 result = with_engine_values(running, launched, engine)
-        try:
-            self.audit.append(
-                operator="agent",
-                action={"kind": "reconcile", "adopted": adopted, "profile": running.identity.name},
-                before=expected,
-                after=engine,
-                result={"status": "reconciled", "message": message},
-                source=SOURCE,
-                live=engine,
-            )
-        except AuditUnavailable as exc:
-            message = f"{message} (not in the audit: {exc})"
+        if not self.audit.append_or_later(
+            "the start-up reconciliation",
+            operator="agent",
+            action={"kind": "reconcile", "adopted": adopted, "profile": running.identity.name},
+            before=expected,
+            after=engine,
+            result={"status": "reconciled", "message": message},
+            source=SOURCE,
+            live=engine,
+        ):
+            message = f"{message} (its audit line waits for room on the state disk)"
         self.emit("agent.reconciled", f"Reconciled with the engine: {message}", {"engine": engine,
                   "expected": expected, "differs": differs})  # fmt: skip
         return result
@@ -181,8 +187,8 @@ class LiveLedger:
             why = "the engine shows it" if took else "the engine does not show it"
             if not adopted:
                 why = "the engine was started again since"
-            try:
-                self.audit.append(
+            self.audit.append_or_later(
+                    f"the outcome of {(intent.get('action') or {}).get('action_id')}",
                     operator=intent.get("operator"),
                     action=intent.get("action") or {},
                     before=intent.get("before"),
@@ -193,8 +199,6 @@ class LiveLedger:
                     source=SOURCE,
                     live=want if took else None,
                 )  # fmt: skip
-            except AuditUnavailable:
-                log.exception("an intent could not be settled in the audit")
 
 
 def _profile_shows(profile: Profile, after: dict[str, Any]) -> bool:

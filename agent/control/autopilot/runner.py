@@ -224,27 +224,32 @@ class AutopilotRunner:
         }
 
     def _audit_line(self, cmd: Command, outcome: LiveOutcome | None) -> str | None:
-        """The intent (``outcome`` None) or the outcome of a command; what stopped it being written."""
+        """The intent (``outcome`` None: refused when it cannot be written, returns why) or the
+        outcome of a command (written later when the disk is full)."""
         args = live_args(cmd)
         live = {live_control.READBACK_OF[k]: v for k, v in args.items()}
         status = "intent" if outcome is None else "applied" if outcome.ok else "failed"
+        record: dict[str, Any] = {
+            "operator": "autopilot",
+            "action": {"kind": f"autopilot.{cmd.kind}", "mode": "live", "args": args},
+            "before": _setting(cmd.before),
+            "after": _setting(cmd.target),
+            "result": {
+                "status": status,
+                "message": "about to apply" if outcome is None else outcome.message,
+                "why": cmd.why,
+                "estimate": cmd.estimate,
+            },
+            "phase": "intent" if outcome is None else "outcome",
+            "live": live if outcome is None else (outcome.readback if outcome.ok else None),
+        }
+        if outcome is not None:
+            self._audit.append_or_later(f"the autopilot's {cmd.kind} at {self._clock():.3f}", **record)
+            return None
         try:
-            self._audit.append(
-                operator="autopilot",
-                action={"kind": f"autopilot.{cmd.kind}", "mode": "live", "args": args},
-                before=_setting(cmd.before),
-                after=_setting(cmd.target),
-                result={
-                    "status": status,
-                    "message": "about to apply" if outcome is None else outcome.message,
-                    "why": cmd.why,
-                    "estimate": cmd.estimate,
-                },
-                phase="intent" if outcome is None else "outcome",
-                live=live if outcome is None else (outcome.readback if outcome.ok else None),
-            )
+            self._audit.append(**record)
         except AuditUnavailable as exc:
-            log.exception("the autopilot's audit line could not be written")
+            log.exception("the autopilot's intent could not be written")
             return str(exc)
         return None
 
