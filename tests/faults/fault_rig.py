@@ -80,6 +80,8 @@ class Rig:
     mounted: bool
     proc: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    extra: list[str] = field(default_factory=list)
+    """More ``agent serve`` flags (a later one wins)."""
     engine_pgids: set[int] = field(default_factory=set)
     starts: int = 0
 
@@ -112,7 +114,7 @@ class Rig:
             sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim", "--profile", str(self.profile),
             "--profiles-dir", str(self.profile.parent), "--state-dir", str(self.state), "--gpus", "none",
             "--drain-timeout", "1", "--restart-backoff", "0.5", "--restart-backoff-max", "2",
-            "--crash-loop-limit", "100",
+            "--crash-loop-limit", "100", *self.extra,
         ]  # fmt: skip
 
     def start(self, fault_point: str | None = None) -> None:
