@@ -136,6 +136,7 @@ class ActionBook:
         on_profile_applied: Callable[[Profile], Awaitable[str | None] | None] = lambda p: None,
         drain_timeout_s: float = 60.0,
         live_pinned: Callable[[], int | None] = lambda: None,
+        audited: dict[str, str] | None = None,
     ) -> None:
         self.engine = engine
         self.live_pinned = live_pinned
@@ -151,7 +152,7 @@ class ActionBook:
         self._by_request: dict[str, str] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._audited = audit.index().requests
+        self._audited = audit.index().requests if audited is None else audited
         """Request ids the audit holds from before this start: never planned (so never applied) again."""
 
     # ---- planning -------------------------------------------------------------------------------

@@ -105,11 +105,13 @@ class Daemon:
         self._tick_changed = asyncio.Event()
         self.state_disk = StateDisk(str(self.paths.root))
         audit = AuditLog(self.paths.audit, disk=self.state_disk)
+        self.audit_index = audit.index()  # one streamed scan at start: request ids, open intents, damage
         self.ops = Operations(audit)
         self.live_ledger = LiveLedger(
             http=self.http,
             headers=self.engine_headers,
             audit=audit,
+            pending=self.audit_index.pending,
             emit=lambda name, msg, data: self.emit(
                 "engine" if name.split(".")[0] == "engine" else "agent", name, msg, data
             ),
@@ -137,6 +139,7 @@ class Daemon:
             on_profile_applied=self._profile_applied,
             drain_timeout_s=config.drain_timeout_s,
             live_pinned=lambda: self.hub.latest.speculation.pinned_steps if self.hub.latest else None,
+            audited=self.audit_index.requests,
         )
         self.autopilot = AutopilotRunner(
             config.profile,
@@ -252,7 +255,7 @@ class Daemon:
 
     def _report_audit_damage(self) -> None:
         """Torn or corrupt audit lines are skipped by every read; say so once, where an operator looks."""
-        damaged = self.actions.audit.index().corrupt
+        damaged = self.audit_index.corrupt
         if damaged:
             self.emit(
                 "agent",

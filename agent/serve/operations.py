@@ -9,6 +9,7 @@ writes the outcome. A change already made (a benchmark that ended, a profile sav
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -55,6 +56,9 @@ class Operations:
         """Await ``work`` (in the background) and audit how it ended."""
         try:
             await work
+        except asyncio.CancelledError:
+            self.end(op, "failed", "the agent stopped before it ended")
+            raise
         except Exception as exc:
             self.end(op, "failed", f"{type(exc).__name__}: {exc}")
             raise

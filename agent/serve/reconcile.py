@@ -74,8 +74,11 @@ class LiveLedger:
         headers: Callable[[], dict[str, str]],
         audit: AuditLog,
         emit: Emit,
+        pending: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.http, self.headers, self.audit, self.emit = http, headers, audit, emit
+        self.pending = pending
+        """Intents without an outcome as the agent found them at its start (None: read them then)."""
         self.reconciled = False
 
     async def __call__(self, url: str, launched: Profile, running: Profile, adopted: bool) -> Profile:
@@ -177,7 +180,8 @@ class LiveLedger:
     def _settle_intents(self, engine: dict[str, Any] | None, adopted: bool, running: Profile) -> None:
         """Give each intent left without an outcome the outcome the engine (or, for a change that is
         not live, the profile it runs) shows."""
-        for intent in self.audit.index().pending.values():
+        pending = self.audit.index().pending if self.pending is None else self.pending
+        for intent in pending.values():
             want = intent.get("live") or {}
             if want:
                 took = bool(adopted and engine and all(engine.get(k) == v for k, v in want.items()))

@@ -197,7 +197,11 @@ def engine_killed_in_bench(rig: Rig, rnd: random.Random, run: int) -> None:
         return found if found.get("state") not in (None, "running") else None
 
     assert wait_until(ended, timeout_s=60, what="the benchmark to end")["state"] == "failed"
-    assert rig.wait_ready()["engine_pid"] != killed
+    wait_until(
+        lambda: (s := rig.status())["engine_state"] == "ready" and s["engine_pid"] != killed,
+        timeout_s=90,
+        what="a new engine, ready",
+    )  # the benchmark may see the engine die before the supervisor does
     records, _ = rig.audit_records()
     kinds = [(r["action"]["kind"], r["result"]["status"]) for r in records if r["action"].get("bench_id") == bench_id
              or (r["action"]["kind"] == "bench_start" and bench_id in r["result"].get("message", ""))]  # fmt: skip
