@@ -19,7 +19,7 @@ from agent.engine.logfile import EngineLog
 from agent.engine.record import EngineRecord, write_record
 from agent.engine.running import RunningEngine
 from agent.engine.spec import EngineSpec
-from agent.engine.state_disk import StateDisk
+from agent.engine.state_disk import StateDisk, check_injected
 from agent.profile import Profile, dump_profile
 
 
@@ -52,6 +52,7 @@ def launch(
     spec: EngineSpec, profile: Profile, log: EngineLog, record_path: Path, disk: StateDisk
 ) -> tuple[RunningEngine, int]:
     """Start the engine of ``spec`` launched with ``profile``; (the engine, its log offset)."""
+    check_injected()  # the fault suite's full disk, where it cannot mount one (a no-op otherwise)
     disk.write("the engine log rotation", lambda: (log.rotate_if_needed(), None)[1], retry=False)
     fd = log.open_for_engine()
     try:
