@@ -39,6 +39,10 @@ OWN_KEYS = {
     ("cli/status.py", "threshold"),  # the agent's own snapshot (agent.wire Speculation)
     ("cli/status.py", "pinned_steps"),
     ("wire/bench_env.py", "tp_size"),  # a bench result's own server summary, read back
+    ("control/audit.py", "status"),  # the audit record's own result
+    ("cli/audit.py", "status"),  # the audit record's own result, printed
+    ("serve/reconcile.py", "threshold"),  # the audit's "live" values (the read-back's names, our record)
+    ("serve/reconcile.py", "pinned_steps"),
 }
 
 

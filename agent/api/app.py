@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,11 +16,13 @@ import agent
 from agent.api.auth import token_guard
 from agent.api.sse import sse_stream
 from agent.control.actions import RequestConflict
+from agent.control.audit import AuditUnavailable
 from agent.control.library import UnknownProfile, issue_dict
 from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import PreconditionFailed, PreconditionRequired, WriteGuard
 from agent.profile import ProfileError
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
+from agent.serve.operations import source_of
 from agent.serve.stream import json_list
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 from agent.wire.api import (
@@ -61,12 +63,19 @@ class TelemetrySettings(_Body):
     tick_interval_s: float = Field(ge=MIN_TICK_S, le=MAX_TICK_S)
 
 
+_OPERATOR = Field(
+    None, max_length=64, description="Who asks, for the audit (the console passes the SSH user)"
+)
+
+
 class EngineCommand(_Body):
     drain_timeout_s: float | None = Field(None, ge=0, le=3600)
+    operator: str | None = _OPERATOR
 
 
 class AgentStop(_Body):
     engine_too: bool = False
+    operator: str | None = _OPERATOR
 
 
 class ActionCancel(_Body):
@@ -150,22 +159,22 @@ def create_app(daemon: Daemon) -> FastAPI:
         return Response(json_list("events", daemon.hub.events.since(since)), media_type="application/json")
 
     @api.post("/actions")
-    async def plan_action(request: ActionRequest) -> Plan:
+    async def plan_action(request: ActionRequest, http: Request) -> Plan:
         try:
-            return daemon.actions.plan(request)
+            return daemon.actions.plan(request, source_of(http))
         except RequestConflict as exc:
             raise HTTPException(409, str(exc)) from None
 
     @api.post("/actions/{action_id}/confirm")
-    async def confirm_action(action_id: str) -> ActionResult:
-        result = await daemon.actions.confirm(action_id)
+    async def confirm_action(action_id: str, http: Request) -> ActionResult:
+        result = await daemon.actions.confirm(action_id, source_of(http))
         if result is None:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
 
     @api.post("/actions/{action_id}/cancel")
-    async def cancel_action(action_id: str, body: ActionCancel | None = None) -> ActionResult:
-        result = await daemon.actions.cancel(action_id, body.operator if body else None)
+    async def cancel_action(action_id: str, http: Request, body: ActionCancel | None = None) -> ActionResult:
+        result = await daemon.actions.cancel(action_id, body.operator if body else None, source_of(http))
         if result is None:
             raise HTTPException(404, f"no action {action_id!r}")
         return result
@@ -178,8 +187,16 @@ def create_app(daemon: Daemon) -> FastAPI:
         return result
 
     @api.get("/audit")
-    async def audit(limit: int = Query(100, ge=1, le=10_000)) -> dict[str, Any]:
-        return {"lines": daemon.actions.audit.read(limit)}
+    async def audit(
+        limit: int = Query(100, ge=1, le=10_000),
+        cursor: int | None = Query(None, ge=0, description="Byte offset: the page from there on"),
+        before: int | None = Query(None, ge=0, description="Byte offset: the newest page before it"),
+        since: float | None = Query(None, ge=0, description="Only records at or after this Unix time"),
+    ) -> dict[str, Any]:
+        """Streamed and paged; torn or corrupt lines are skipped and listed in ``corrupt``."""
+        read = daemon.actions.audit.page
+        page = await asyncio.to_thread(read, limit=limit, cursor=cursor, before=before, since=since)
+        return page.as_dict()
 
     @api.get("/profiles", response_model=ProfileList)
     async def list_profiles() -> dict[str, Any]:
@@ -227,22 +244,35 @@ def create_app(daemon: Daemon) -> FastAPI:
         except PreconditionFailed as exc:
             raise HTTPException(412, str(exc)) from None
 
+    def _audited(op: dict[str, Any], write: Any, done: str) -> str:
+        """A profile write after its intent: the outcome says applied, or why it was refused."""
+        try:
+            result = _guarded(write)
+        except HTTPException as exc:
+            daemon.ops.end(op, "rejected", str(exc.detail))
+            raise
+        daemon.ops.end(op, "applied", done)
+        return result
+
     @api.put("/profiles/{name}", response_model=ProfileSaved)
     async def save_profile(
         name: str,
         body: ProfileText,
         response: Response,
+        http: Request,
         if_match: str | None = Header(None, max_length=512, description="The digest of the version replaced"),
         if_none_match: str | None = Header(None, max_length=16, description="'*': create only"),
     ) -> dict[str, Any]:
         guard = WriteGuard(if_match, if_none_match, body.confirm_production)
-        digest = _guarded(lambda: daemon.library.save(name, body.toml, guard, daemon.profile))
+        op = _begin("profile_save", http, None, {"name": name})
+        digest = _audited(op, lambda: daemon.library.save(name, body.toml, guard, daemon.profile), "saved")
         response.headers["ETag"] = f'"{digest}"'
         return {"name": name, "saved": True, "digest": digest}
 
     @api.delete("/profiles/{name}", response_model=ProfileDeleted)
     async def delete_profile(
         name: str,
+        http: Request,
         body: ProfileDelete | None = None,
         if_match: str | None = Header(None, max_length=512, description="The digest of the version deleted"),
     ) -> dict[str, Any]:
@@ -250,7 +280,8 @@ def create_app(daemon: Daemon) -> FastAPI:
         if Path(path).resolve() == daemon.config.profile_path.resolve():
             raise HTTPException(409, f"{name} is the profile this agent was started with; it stays")
         guard = WriteGuard(if_match, None, body.confirm_production if body else None)
-        _guarded(lambda: daemon.library.delete(name, guard))
+        op = _begin("profile_delete", http, None, {"name": name})
+        _audited(op, lambda: daemon.library.delete(name, guard), "deleted")
         return {"name": name, "deleted": True}
 
     @api.get("/profiles/{name}/diff", response_model=ProfileDiff)
@@ -294,24 +325,47 @@ def create_app(daemon: Daemon) -> FastAPI:
             else body.drain_timeout_s
         )
 
+    def _begin(kind: str, http: Request, operator: str | None, detail: dict[str, Any]) -> dict[str, Any]:
+        """The audit's intent first; when it cannot be written the request is refused (503)."""
+        try:
+            return daemon.ops.begin(kind, operator=operator, source=source_of(http), detail=detail)
+        except AuditUnavailable as exc:
+            raise HTTPException(503, f"refused: {exc}; nothing was done") from None
+
+    def _engine_words() -> str:
+        return f"the engine is {daemon.supervisor.state}"
+
     @api.post("/engine/restart", status_code=202)
-    async def engine_restart(body: EngineCommand | None = None) -> dict[str, Any]:
-        in_background(daemon.supervisor.restart(None, drain_timeout_s=_drain(body)), "engine-restart")
+    async def engine_restart(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin(
+            "engine_restart", http, body.operator if body else None, {"drain_timeout_s": _drain(body)}
+        )
+        work = daemon.supervisor.restart(None, drain_timeout_s=_drain(body))
+        in_background(daemon.ops.run(op, work, _engine_words), "engine-restart")
         return {"accepted": True, "action": "restart"}
 
     @api.post("/engine/stop", status_code=202)
-    async def engine_stop(body: EngineCommand | None = None) -> dict[str, Any]:
-        in_background(daemon.supervisor.stop(drain_timeout_s=_drain(body)), "engine-stop")
+    async def engine_stop(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin("engine_stop", http, body.operator if body else None, {"drain_timeout_s": _drain(body)})
+        work = daemon.supervisor.stop(drain_timeout_s=_drain(body))
+        in_background(daemon.ops.run(op, work, _engine_words), "engine-stop")
         return {"accepted": True, "action": "stop"}
 
     @api.post("/engine/start", status_code=202)
-    async def engine_start() -> dict[str, Any]:
+    async def engine_start(http: Request, body: EngineCommand | None = None) -> dict[str, Any]:
+        op = _begin("engine_start", http, body.operator if body else None, {})
         started = await daemon.supervisor.start()
+        daemon.ops.end(op, "applied" if started else "noop", "started" if started else "it runs already")
         return {"accepted": started, "action": "start", "engine_state": daemon.supervisor.state}
 
     @api.post("/agent/stop", status_code=202)
-    async def agent_stop(body: AgentStop | None = None) -> dict[str, Any]:
-        daemon.request_exit(engine_too=bool(body and body.engine_too))
+    async def agent_stop(http: Request, body: AgentStop | None = None) -> dict[str, Any]:
+        engine_too = bool(body and body.engine_too)
+        op = _begin("agent_stop", http, body.operator if body else None, {"engine_too": engine_too})
+        daemon.ops.end(
+            op, "applied", "the agent exits" + (" after stopping the engine" if engine_too else "")
+        )
+        daemon.request_exit(engine_too=engine_too)
         return {"accepted": True, "engine_too": daemon.stop_engine_on_exit}
 
     if daemon.bench is not None:

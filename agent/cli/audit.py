@@ -1,7 +1,9 @@
 """``agent audit``: the audit log of a running agent, read through its socket, newest last.
 
-What changed, who asked, from where and what came of it, one line each, in an operator's words; with
-``--json`` the lines as the agent keeps them. Filters: ``--since`` (a time, or how long ago: "30m",
+What changed, who asked, from where and what came of it, one line each, in an operator's words: a
+change is written ahead (an intent, then its outcome), and an intent whose outcome is there is not
+shown again; one without (in flight, or the agent was killed between the two) says so. Damaged
+lines the agent skipped are counted. With ``--json`` every record as the agent keeps them. Filters: ``--since`` (a time, or how long ago: "30m",
 "2h", "1d") and ``--kind`` (an action's kind: threshold, steps, bench_cancel, ...).
 """
 
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.cli.status import add_connection_args
-from agent.profile.words import value_words
+from agent.profile.words import count_words, value_words
 
 AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
 UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -53,6 +55,22 @@ def since_epoch(text: str, now: float) -> float:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
+
+
+def action_key(line: Mapping[str, Any]) -> str | None:
+    """What pairs an intent with its outcome: the operator action's id, or the operation's."""
+    action = line.get("action")
+    if not isinstance(action, Mapping):
+        return None
+    key = action.get("action_id") or action.get("op_id")
+    return str(key) if key else None
+
+
+def shown(lines: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every record but the intents whose outcome is among ``lines``."""
+    lines = list(lines)
+    settled = {action_key(x) for x in lines if x.get("phase") == "outcome"} - {None}
+    return [x for x in lines if not (x.get("phase") == "intent" and action_key(x) in settled)]
 
 
 def kind_of(line: Mapping[str, Any]) -> str:
@@ -96,6 +114,8 @@ def line_words(line: Mapping[str, Any]) -> str:
     outcome: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
     status = outcome.get("status") or "no outcome"
     message = outcome.get("message")
+    if line.get("phase") == "intent":
+        status, message = "intent", "no outcome yet (in flight, or the agent stopped before it)"
     change = change_words(line.get("before"), line.get("after"))
     parts = [when, str(who), kind_of(line) or "unknown action", change, str(status)]
     text = "  ".join(p for p in parts if p)
@@ -119,15 +139,23 @@ def run(args: argparse.Namespace) -> int:
     ask = MOST_LINES if since is not None or args.kind else args.limit
     try:
         with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
-            answer = call(client, "GET", "/v1/audit", params={"limit": ask})
+            params: dict[str, Any] = {"limit": ask}
+            if since is not None:
+                params["since"] = max(0.0, since)
+            answer = call(client, "GET", "/v1/audit", params=params)
     except AgentUnreachable as exc:
         print(f"agent: not running ({exc})", file=sys.stderr)
         return 1
-    lines = selected(answer.get("lines") or [], since, args.kind)[-args.limit :]
+    records = selected(answer.get("lines") or [], since, args.kind)
     if args.json:
-        for line in lines:
+        for line in records[-args.limit :]:
             print(json.dumps(line, sort_keys=True))
         return 0
+    lines = shown(records)[-args.limit :]
+    damaged = answer.get("corrupt") or []
+    if damaged:
+        print(f"{count_words(len(damaged), 'damaged line')} in the audit log skipped (torn or not JSON)",
+              file=sys.stderr)  # fmt: skip
     if not lines:
         print("no audit lines" + (" match" if since is not None or args.kind else " yet"))
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 import time
 
@@ -18,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_connection_args(p)
     p.add_argument("--engine-too", action="store_true", help="drain and stop the engine as well")
+    p.add_argument("--operator", default=None, help="who asks, for the audit (default: this user)")
     p.add_argument(
         "--wait", type=float, default=120.0, metavar="S", help="how long to wait for the agent to exit"
     )
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
             status = call(client, "GET", "/v1/status")
-            call(client, "POST", "/v1/agent/stop", json={"engine_too": args.engine_too})
+            body = {"engine_too": args.engine_too, "operator": args.operator or getpass.getuser()}
+            call(client, "POST", "/v1/agent/stop", json=body)
             deadline = time.monotonic() + args.wait
             while time.monotonic() < deadline:  # no event to wait on across processes: poll the socket
                 try:

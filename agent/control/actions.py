@@ -1,4 +1,4 @@
-"""The action book: plans by id, idempotent requests, confirm-once, apply, audit, events.
+"""The action book: plans by id, idempotent requests, confirm-once, write-ahead audit, apply, events.
 
 A console may resend a request after a timeout, or send a confirm twice; both must be harmless. A
 request id maps to exactly one plan (resending it returns that plan), and an action moves out of
@@ -6,6 +6,11 @@ request id maps to exactly one plan (resending it returns that plan), and an act
 made against the profile that runs (live values included) and the one its server was launched with;
 if the running one changes before the confirm, the plan expires rather than apply a change computed
 against something else.
+
+Write-ahead: a confirmed change writes its intent to the audit (fsynced) before the engine is
+touched, and its outcome after; an intent that cannot be written refuses the action, and nothing
+changes. Request ids already in the audit (from before an agent restart) are refused too, so a
+console resending an old request after the agent came back never applies it a second time.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from typing import Any, Protocol
 
 import httpx
 
-from agent.control.audit import AuditLog
+from agent.control.audit import AuditLog, AuditUnavailable
+from agent.control.faults import fault_point
 from agent.control.live import apply_live
 from agent.control.planner import Draft, plan_request
 from agent.profile import Profile
 from agent.profile.words import value_words
+from agent.sglang.live_control import READBACK_OF
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
 from agent.wire.snapshot import EngineState
 
@@ -108,6 +115,8 @@ class _Entry:
     base: Profile | None
     created: float
     lock: asyncio.Lock
+    source: dict[str, Any] | None = None
+    intent_written: bool = False
 
 
 DEFAULT_STARTUP_S = {"sim": 5.0, "sglang": 600.0}
@@ -127,6 +136,7 @@ class ActionBook:
         on_profile_applied: Callable[[Profile], Awaitable[str | None] | None] = lambda p: None,
         drain_timeout_s: float = 60.0,
         live_pinned: Callable[[], int | None] = lambda: None,
+        audited: dict[str, str] | None = None,
     ) -> None:
         self.engine = engine
         self.live_pinned = live_pinned
@@ -142,6 +152,8 @@ class ActionBook:
         self._by_request: dict[str, str] = {}
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._audited = audit.index().requests if audited is None else audited
+        """Request ids the audit holds from before this start: never planned (so never applied) again."""
 
     # ---- planning -------------------------------------------------------------------------------
 
@@ -149,8 +161,14 @@ class ActionBook:
         startup = self.engine.last_startup_s or DEFAULT_STARTUP_S.get(self.engine.kind, 600.0)
         return round(startup + 5.0, 1)
 
-    def plan(self, request: ActionRequest) -> Plan:
+    def plan(self, request: ActionRequest, source: dict[str, Any] | None = None) -> Plan:
         known = self._by_request.get(request.request_id)
+        if known is None and request.request_id in self._audited:
+            raise RequestConflict(
+                f"request_id {request.request_id!r} is in the audit already "
+                f"(its last status: {self._audited[request.request_id]}); nothing is applied twice: plan "
+                "again with a new request id"
+            )
         if known is not None:
             entry = self._entries[known]
             if entry.result.plan.request.model_dump(exclude={"operator"}) != request.model_dump(
@@ -180,7 +198,7 @@ class ActionBook:
         )
         status: ActionStatus = "rejected" if draft.mode == "rejected" else "planned"
         result = ActionResult(action_id=action_id, status=status, plan=plan, message=draft.reason)
-        self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock())
+        self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock(), source)
         self._by_request[request.request_id] = action_id
         self._evict()
         what = action_words(request)
@@ -191,12 +209,15 @@ class ActionBook:
             else f"{what}: planned ({_MODE_WORDS[draft.mode]}); waiting for the operator to confirm",
             event_data(plan, status),
         )
+        fault_point("plan")
         return plan
 
     def _evict(self) -> None:
         while len(self._entries) > MAX_ACTIONS:
             _, entry = self._entries.popitem(last=False)
-            self._by_request.pop(entry.result.plan.request.request_id, None)
+            rid = entry.result.plan.request.request_id
+            self._by_request.pop(rid, None)
+            self._audited[rid] = entry.result.status  # forgotten here, still never applied twice
 
     def get(self, action_id: str) -> ActionResult | None:
         entry = self._entries.get(action_id)
@@ -204,10 +225,12 @@ class ActionBook:
 
     # ---- applying -------------------------------------------------------------------------------
 
-    async def confirm(self, action_id: str) -> ActionResult | None:
+    async def confirm(self, action_id: str, source: dict[str, Any] | None = None) -> ActionResult | None:
         entry = self._entries.get(action_id)
         if entry is None:
             return None
+        if source is not None:
+            entry.source = source
         async with entry.lock:
             if entry.result.status != "planned":
                 return entry.result  # already applied, applying, rejected, failed or expired: never twice
@@ -218,9 +241,44 @@ class ActionBook:
             draft = entry.draft
             if draft.mode == "noop":
                 return self._finish(entry, "applied", "nothing to change")
+            refused = self._write_intent(entry)
+            if refused is not None:
+                return refused
             if draft.mode == "live":
                 return await self._apply_live(entry)
             return self._start_restart(entry)
+
+    def _audit_action(self, plan: Plan) -> dict[str, Any]:
+        return {
+            "action_id": plan.action_id,
+            "request_id": plan.request.request_id,
+            "kind": plan.request.kind,
+            "value": plan.request.value,
+            "mode": plan.mode,
+        }
+
+    def _write_intent(self, entry: _Entry) -> ActionResult | None:
+        """The intent, durable before anything is applied; the refusal when it cannot be written."""
+        plan = entry.result.plan
+        args = entry.draft.live_args
+        try:
+            self.audit.append(
+                operator=plan.request.operator,
+                action=self._audit_action(plan),
+                before={c.key: c.old for c in plan.changes},
+                after={c.key: c.new for c in plan.changes},
+                result={"status": "intent", "message": f"about to apply ({_MODE_WORDS[plan.mode]})"},
+                phase="intent",
+                source=entry.source,
+                live={READBACK_OF[k]: v for k, v in args.items()} if plan.mode == "live" and args else None,
+            )
+        except AuditUnavailable as exc:
+            return self._finish(
+                entry, "failed", f"refused: {exc}; nothing was changed on the engine", audit=False
+            )
+        entry.intent_written = True
+        fault_point("intent")
+        return None
 
     def _finish(
         self,
@@ -230,6 +288,7 @@ class ActionBook:
         *,
         audit: bool = True,
         operator: str | None = None,
+        live: dict[str, Any] | None = None,
     ) -> ActionResult:
         plan = entry.result.plan
         entry.result = ActionResult(
@@ -240,25 +299,30 @@ class ActionBook:
             applied_at=time.time() if status == "applied" else None,
         )
         if audit and status in AUDITED:
-            self.audit.append(
+            written = self.audit.append_or_later(
+                f"the outcome of {plan.action_id}",
                 operator=operator or plan.request.operator,
-                action={
-                    "action_id": plan.action_id,
-                    "request_id": plan.request.request_id,
-                    "kind": plan.request.kind,
-                    "value": plan.request.value,
-                    "mode": plan.mode,
-                },
+                action=self._audit_action(plan),
                 before={c.key: c.old for c in plan.changes},
                 after={c.key: c.new for c in plan.changes},
                 result={"status": status, "message": message},
+                phase="outcome" if entry.intent_written else "record",
+                source=entry.source,
+                live=live,
             )
+            if written:
+                fault_point("outcome")
+            else:  # its intent is durable; the outcome is written once the disk has room
+                message = f"{message} (its audit line waits for space on the state disk)"
+                entry.result = entry.result.model_copy(update={"message": message})
         self.emit(
             EVENT_OF[status], f"{action_words(plan.request)}: {status}. {message}", event_data(plan, status)
         )
         return entry.result
 
-    async def cancel(self, action_id: str, operator: str | None = None) -> ActionResult | None:
+    async def cancel(
+        self, action_id: str, operator: str | None = None, source: dict[str, Any] | None = None
+    ) -> ActionResult | None:
         """The operator said no to a plan: it ends as "cancelled", audited as such, and never applies.
 
         Only a plan still waiting for its confirm can be cancelled; an action already applying (a
@@ -270,6 +334,7 @@ class ActionBook:
         async with entry.lock:
             if entry.result.status != "planned":
                 return entry.result
+            entry.source = source or entry.source
             return self._finish(
                 entry, "cancelled", "cancelled by the operator; nothing was changed", operator=operator
             )
@@ -286,16 +351,17 @@ class ActionBook:
             outcome = await apply_live(self.http, url, draft.live_args, self.engine_headers())
             if not outcome.ok:
                 return self._finish(entry, "failed", outcome.message)
-            message = outcome.message
+            fault_point("apply")
+            message, live = outcome.message, outcome.readback
         else:
-            message = "applied by the agent; SGLang is not touched"
+            message, live = "applied by the agent; SGLang is not touched", None
         self.engine.update_running_profile(draft.new_profile)
         maybe = self.on_profile_applied(draft.new_profile)
         if maybe is not None:
             said = await maybe
             if said:  # what the agent's own parts did about it (the autopilot restoring a threshold)
                 message = said if not draft.live_args else f"{message}; {said}"
-        return self._finish(entry, "applied", message)
+        return self._finish(entry, "applied", message, live=live)
 
     def _start_restart(self, entry: _Entry) -> ActionResult:
         plan = entry.result.plan

@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,15 +26,16 @@ from typing import Any
 
 import httpx
 
-from agent.engine import proc
 from agent.engine.adopt import adopt_recorded
 from agent.engine.failure import PortHolder, port_holder, port_in_use, read_log_since, startup_error
+from agent.engine.launcher import launch, record_writer
 from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.engine.probe import is_ready
-from agent.engine.record import EngineKind, EngineRecord, clear_record, read_record, write_record
+from agent.engine.record import EngineKind, clear_record, read_record
 from agent.engine.running import RunningEngine, drain, terminate, unknown_running_requests
 from agent.engine.spec import EngineSpec
+from agent.engine.state_disk import StateDisk, is_full
 from agent.profile import Profile, dump_profile
 from agent.wire.snapshot import EngineState
 
@@ -45,12 +44,15 @@ log = logging.getLogger(__name__)
 Emit = Callable[[str, str, dict[str, Any]], None]
 """``emit(name, message, data)``: publish an engine event (kind "engine") on the agent's stream."""
 
-RestoreLive = Callable[[str, Profile, Profile], Awaitable[Profile]]
-"""``restore_live(url, launched, running)``: put ``running``'s live values on the engine at ``url``,
-launched with ``launched``, once it answers; returns the running profile in force afterwards."""
+RestoreLive = Callable[[str, Profile, Profile, bool], Awaitable[Profile]]
+"""``restore_live(url, launched, running, adopted)``: put ``running``'s live values on the engine at
+``url``, launched with ``launched``, once it answers (``adopted``: an engine a previous agent left,
+whose live values are read and reconciled, never overwritten); returns the running profile in force."""
+
+IO_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # after an I/O error supervision goes on after these pauses
 
 
-async def _nothing_to_restore(url: str, launched: Profile, running: Profile) -> Profile:
+async def _nothing_to_restore(url: str, launched: Profile, running: Profile, adopted: bool) -> Profile:
     return running
 
 
@@ -87,6 +89,7 @@ class Supervisor:
         poll_s: float = 0.2,
         redact: Callable[[list[str]], list[str]] | None = None,
         restore_live: RestoreLive = _nothing_to_restore,
+        disk: StateDisk | None = None,
     ) -> None:
         self.kind: EngineKind = kind
         self.record_path = record_path
@@ -104,6 +107,7 @@ class Supervisor:
         self.launched: Profile | None = None
         """What the engine process was launched with: what it has built."""
         self.restore_live = restore_live
+        self.disk = disk or StateDisk(str(record_path.parent))
         self.engine: RunningEngine | None = None
         self.failures = 0
         self.last_startup_s: float | None = None
@@ -196,8 +200,9 @@ class Supervisor:
         record = read_record(self.record_path)
         if record is not None and self.engine is not None and record.pid == self.engine.pid:
             live = dump_profile(profile)
-            update = {"live_profile_toml": None if live == record.profile_toml else live}
-            write_record(self.record_path, record.model_copy(update=update))
+            value = None if live == record.profile_toml else live
+            new = record.model_copy(update={"live_profile_toml": value})
+            self.disk.write("the engine record", record_writer(self.record_path, new))
 
     # ---- internals --------------------------------------------------------------------------------
 
@@ -229,49 +234,7 @@ class Supervisor:
         holder = port_holder(spec.host, spec.port) if spec.kind == "sglang" else None
         if holder is not None:
             raise PortHeld(holder)
-        self.log.rotate_if_needed()
-        fd = self.log.open_for_engine()
-        try:
-            header = f"\n--- k25console agent: starting the {spec.kind} engine at {time.strftime('%Y-%m-%dT%H:%M:%S%z')} ---\n"
-            os.write(fd, header.encode())
-            self._log_offset = os.lseek(fd, 0, os.SEEK_END)  # what this start writes comes after
-            popen = subprocess.Popen(
-                spec.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=fd,
-                stderr=fd,
-                env=spec.env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            os.close(fd)
-        stat = proc.read_stat(popen.pid)
-        engine = RunningEngine(
-            pid=popen.pid,
-            pgid=popen.pid,
-            start_ticks=stat.start_ticks if stat else 0,
-            url=spec.url,
-            kind=spec.kind,
-            launched_at=time.time(),
-            popen=popen,
-        )
-        write_record(
-            self.record_path,
-            EngineRecord(
-                kind=spec.kind,
-                pid=engine.pid,
-                pgid=engine.pgid,
-                start_ticks=engine.start_ticks,
-                argv_hash=proc.argv_hash(spec.argv),
-                host=spec.host,
-                port=spec.port,
-                launched_at=engine.launched_at,
-                profile_name=profile.identity.name,
-                profile_toml=dump_profile(profile),
-                log_path=str(self.log.path),
-            ),
-        )
+        engine, self._log_offset = launch(spec, profile, self.log, self.record_path, self.disk)
         return engine, spec
 
     async def _wait_ready(self, engine: RunningEngine, timeout_s: float) -> bool:
@@ -292,22 +255,39 @@ class Supervisor:
             await asyncio.sleep(self.poll_s)
 
     async def _lifecycle(self, adopted: RunningEngine | None) -> None:
-        try:
-            await self._supervise(adopted)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a bug here must not leave the engine silently unwatched
-            log.exception("engine supervision failed")
-            self._set_state("unknown")
-            self.emit(
-                "engine.supervisor_error",
-                f"The agent stopped watching the engine after an internal error ({type(exc).__name__}: {exc}); "
-                "restart the agent to reattach",
-                {},
-            )
+        """Supervise; an I/O error (a full state disk) never ends it: it starts again after a pause,
+        with the engine that runs, and comes back by itself once the disk does."""
+        tries = 0
+        while True:
+            try:
+                await self._supervise(adopted)
+                return
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.exception("engine supervision met an I/O error")
+                pause = IO_RETRY_S[min(tries, len(IO_RETRY_S) - 1)]
+                tries += 1
+                said = f"Supervision met an I/O error ({exc.strerror or exc}); it goes on in {pause:.0f} s"
+                self.emit("engine.supervisor_error", said, {"retry_s": pause})
+                self.disk.failed("the engine supervision", exc)
+                await asyncio.sleep(pause)
+                self.disk.ok("the engine supervision")
+                self.engine = adopted = self.engine if self.engine and not self.engine.exited()[0] else None
+            except Exception as exc:  # a bug here must not leave the engine silently unwatched
+                log.exception("engine supervision failed")
+                self._set_state("unknown")
+                self.emit(
+                    "engine.supervisor_error",
+                    f"The agent stopped watching the engine after an internal error ({type(exc).__name__}: "
+                    f"{exc}); restart the agent to reattach",
+                    {},
+                )
+                return
 
     async def _supervise(self, adopted: RunningEngine | None) -> None:
         engine = adopted
+        reattached = adopted is not None  # its live values are the engine's to tell, not ours to set
         while True:
             assert self.profile is not None and self.launched is not None
             ready = False
@@ -319,6 +299,8 @@ class Supervisor:
                     self._port_held(held.holder)
                     return
                 except OSError as exc:
+                    if is_full(exc):  # the disk's failure, not the profile's: waited out at the limit
+                        self.disk.failed("the engine start", exc)
                     self.emit(
                         "engine.start_failed",
                         f"The engine could not be started: {exc}; failure {self.failures + 1} of "
@@ -357,7 +339,9 @@ class Supervisor:
                     await self._terminate(engine)
             if engine is not None and ready:
                 self.last_error = None
-                self.update_running_profile(await self.restore_live(engine.url, self.launched, self.profile))
+                restored = await self.restore_live(engine.url, self.launched, self.profile, reattached)
+                self.update_running_profile(restored)
+                reattached = False
                 self._set_state("ready")
                 self.emit(
                     "engine.ready",
@@ -390,6 +374,8 @@ class Supervisor:
             clear_record(self.record_path)
             self.engine = None
             engine = None
+            if self.failures >= self.policy.crash_loop_limit and self.disk.problem is not None:
+                await self._wait_for_disk()
             if self.failures >= self.policy.crash_loop_limit:
                 self._set_state("crash_loop")
                 self.emit(
@@ -408,6 +394,19 @@ class Supervisor:
             )
             self.restarts += 1
             await asyncio.sleep(delay)
+
+    async def _wait_for_disk(self) -> None:
+        """Crashes while the state disk is full are the disk's, not the profile's: wait for space,
+        then start again rather than give up as a crash loop."""
+        self.emit(
+            "engine.restarting",
+            f"The engine failed {self.failures} times while the state disk is full; starting it again once "
+            "there is space",
+            {"failures": self.failures},
+        )
+        while self.disk.problem is not None:
+            await asyncio.sleep(1.0)
+        self.failures = 0
 
     def _startup_error(self) -> dict[str, Any] | None:
         """The engine log's account of a start that failed, redacted (kept for ``agent status``)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.bench.engine import EngineError, EngineProbe
@@ -17,6 +17,8 @@ from agent.bench.options import BenchOptionError
 from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench
+from agent.control.audit import AuditUnavailable
+from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
 from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchRecord, BenchStarted
 
@@ -30,6 +32,7 @@ class CancelBody(BaseModel):
     operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
 
 
+_ENDED = {"bench.finished": "finished", "bench.failed": "failed", "bench.cancelled": "cancelled"}
 _ANNOUNCED = {"running": "bench.started", "finished": "bench.finished", "failed": "bench.failed",
               "cancelled": "bench.cancelled"}  # fmt: skip
 
@@ -42,6 +45,13 @@ class BenchService:
 
     def _publish(self, event: BenchEvent) -> None:
         self.daemon.emit("bench", event.name, event.message, event.data)
+        ended = _ENDED.get(event.name)
+        if ended is not None:  # the run's end, audited
+            data = event.data
+            self.daemon.ops.record(
+                "bench_end", operator=None, source={"via": "agent"}, status=ended,
+                detail={"bench_id": data.get("bench_id"), "mode": data.get("mode")}, message=event.message,
+            )  # fmt: skip
 
     async def cancel_running(self) -> None:
         running = self.runs.running()
@@ -49,28 +59,32 @@ class BenchService:
             self.runs.cancel(running)
             await self.runs.wait(running)
 
-    def cancel(self, bench_id: str, operator: str | None) -> dict[str, Any]:
+    def cancel(
+        self, bench_id: str, operator: str | None, source: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Stop a run at once (its requests in flight are cut; the live threshold is put back by the
         run itself). Audited as an operator's decision, like a cancelled plan."""
         try:
             record = self.runs.get(bench_id)
         except UnknownBench:
             raise HTTPException(404, f"no benchmark {bench_id!r}") from None
-        cancelled = self.runs.cancel(bench_id)
+        if record.get("state") != "running":
+            cancelled = False
+        else:
+            try:  # write-ahead, like any change
+                op = self.daemon.ops.begin("bench_cancel", operator=operator, source=source,
+                                           detail={"bench_id": bench_id, "mode": record.get("mode")})  # fmt: skip
+            except AuditUnavailable as exc:
+                raise HTTPException(503, f"refused: {exc}; the benchmark runs on") from None
+            cancelled = self.runs.cancel(bench_id)
         state = "cancelled" if cancelled else record.get("state")
         message = (
             f"benchmark {bench_id} is being cancelled; its requests in flight are cut"
             if cancelled
             else f"benchmark {bench_id} is not running (it is {state}); nothing to cancel"
         )
-        if cancelled:
-            self.daemon.actions.audit.append(
-                operator=operator,
-                action={"kind": "bench_cancel", "bench_id": bench_id, "mode": record.get("mode")},
-                before={"bench": "running"},
-                after={"bench": "cancelled"},
-                result={"status": "applied", "message": message},
-            )
+        if record.get("state") == "running":
+            self.daemon.ops.end(op, "applied" if cancelled else "noop", message)
         return {"cancelled": cancelled, "state": state, "message": message}
 
     def plan(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +154,7 @@ class BenchService:
         daemon = self.daemon
 
         @api.post("/bench", status_code=202, response_model=BenchStarted)
-        async def start_bench(body: dict[str, Any]) -> dict[str, Any]:
+        async def start_bench(body: dict[str, Any], http: Request) -> dict[str, Any]:
             url = daemon.supervisor.url
             if url is None or daemon.supervisor.state != "ready":
                 raise HTTPException(409, f"the engine is not ready (state {daemon.supervisor.state})")
@@ -153,13 +167,24 @@ class BenchService:
                     refused = compare_refusal(body, await self._server_info(url))
                 if refused is not None:
                     raise refused
-                bench_id = runs.start(url, body, api_key=key, profile=identity.name, context=self._context())
+                op = daemon.ops.begin("bench_start", operator=body.get("operator"), source=source_of(http),
+                                      detail={"mode": body.get("mode"), "profile": identity.name})  # fmt: skip
+                try:
+                    bench_id = runs.start(
+                        url, body, api_key=key, profile=identity.name, context=self._context()
+                    )
+                except Exception as exc:
+                    daemon.ops.end(op, "failed", f"not started: {exc}")
+                    raise
+                daemon.ops.end(op, "applied", f"benchmark {bench_id} started")
             except BenchOptionError as exc:
                 raise HTTPException(422, str(exc)) from None
             except BenchBusy as exc:
                 raise HTTPException(409, str(exc)) from None
             except EngineError as exc:
                 raise HTTPException(409, f"the engine did not answer before the benchmark: {exc}") from None
+            except AuditUnavailable as exc:
+                raise HTTPException(503, f"refused: {exc}; no benchmark was started") from None
             return {"bench_id": bench_id}
 
         @api.get("/bench", response_model=BenchList)
@@ -185,5 +210,7 @@ class BenchService:
             self.announce(body)
 
         @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
-        async def cancel_bench(bench_id: str, body: CancelBody | None = None) -> dict[str, Any]:
-            return self.cancel(bench_id, body.operator if body else None)
+        async def cancel_bench(
+            bench_id: str, http: Request, body: CancelBody | None = None
+        ) -> dict[str, Any]:
+            return self.cancel(bench_id, body.operator if body else None, source_of(http))

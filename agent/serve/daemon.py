@@ -32,11 +32,14 @@ from agent.engine.policy import RestartPolicy
 from agent.engine.probe import requests_in_flight
 from agent.engine.record import EngineKind
 from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
+from agent.engine.state_disk import StateDisk
 from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
+from agent.serve.operations import Operations
 from agent.serve.paths import StatePaths
+from agent.serve.reconcile import LiveLedger
 from agent.serve.stream import StreamHub
-from agent.sglang.live_state import live_args_to_restore
+from agent.sglang.launch import env_file_secrets
 from agent.sglang.redact import hidden_env_values, redact_lines, redact_text, redact_values
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
 from agent.wire.events import EVENT_NAMES, EventKind, EventName
@@ -77,15 +80,6 @@ def stack_manifest_hash(profile: Profile) -> str | None:
         return None
 
 
-def _env_file_values(profile: Profile) -> list[str]:
-    from agent.sglang.launch import LaunchError, read_env_files
-
-    try:
-        return [v for v in read_env_files(profile.server.env_files).values() if v]
-    except LaunchError:
-        return []
-
-
 def _read_key(path: str | None) -> str | None:
     if not path:
         return None
@@ -110,6 +104,19 @@ class Daemon:
         self.engine_log = EngineLog(self.paths.engine_log)
         self.tick_interval_s = config.profile.telemetry.tick_interval_s
         self._tick_changed = asyncio.Event()
+        self.state_disk = StateDisk(str(self.paths.root))
+        audit = AuditLog(self.paths.audit, disk=self.state_disk)
+        self.audit_index = audit.index()  # one streamed scan at start: request ids, open intents, damage
+        self.ops = Operations(audit)
+        self.live_ledger = LiveLedger(
+            http=self.http,
+            headers=self.engine_headers,
+            audit=audit,
+            pending=self.audit_index.pending,
+            emit=lambda name, msg, data: self.emit(
+                "engine" if name.split(".")[0] == "engine" else "agent", name, msg, data
+            ),
+        )
         self.supervisor = Supervisor(
             kind=config.engine,
             record_path=self.paths.engine_record,
@@ -120,18 +127,20 @@ class Daemon:
             policy=config.policy,
             running_requests=self._running_requests,
             redact=lambda lines: redact_lines(lines, self.secrets()),
-            restore_live=self._restore_live,
+            restore_live=self.live_ledger,
+            disk=self.state_disk,
         )
         self.actions = ActionBook(
             engine=self.supervisor,
             load_named=self.library.load,
             http=self.http,
             engine_headers=self.engine_headers,
-            audit=AuditLog(self.paths.audit),
+            audit=audit,
             emit=lambda name, msg, data: self.emit("action", name, msg, data),
             on_profile_applied=self._profile_applied,
             drain_timeout_s=config.drain_timeout_s,
             live_pinned=lambda: self.hub.latest.speculation.pinned_steps if self.hub.latest else None,
+            audited=self.audit_index.requests,
         )
         self.autopilot = AutopilotRunner(
             config.profile,
@@ -198,7 +207,9 @@ class Daemon:
         numbers and booleans) and those it reads from files."""
         p = self.profile
         found = [self.token, _read_key(p.server.api_key_file), _read_key(p.server.admin_api_key_file)]
-        return [s for s in found if s] + hidden_env_values(p.server.env) + _env_file_values(p)
+        return (
+            [s for s in found if s] + hidden_env_values(p.server.env) + env_file_secrets(p.server.env_files)
+        )
 
     def engine_headers(self, admin: bool = True) -> dict[str, str]:
         p = self.profile
@@ -226,25 +237,6 @@ class Daemon:
             return LiveOutcome(False, f"the engine is not ready (state {self.supervisor.state})")
         return await apply_live(self.http, url, args, self.engine_headers())
 
-    async def _restore_live(self, url: str, launched: Profile, running: Profile) -> Profile:
-        """An engine (re)started or reattached answers: the operator's live values go back on it."""
-        args = live_args_to_restore(launched, running)
-        if not args:
-            return running
-        outcome = await apply_live(self.http, url, args, self.engine_headers())
-        if outcome.ok:
-            said = f"The operator's live settings are in force on the engine: {outcome.message}"
-            self.emit("engine", "engine.live_restored", said, args)
-            return running
-        self.emit(
-            "engine",
-            "engine.live_restore_failed",
-            f"The live settings could not be put back ({outcome.message}); the engine runs its launch "
-            "settings, set them again",
-            args,
-        )
-        return launched
-
     def set_tick_interval(self, seconds: float) -> None:
         if not MIN_TICK_S <= seconds <= MAX_TICK_S:
             raise ValueError(f"tick_interval_s must be between {MIN_TICK_S} and {MAX_TICK_S} (got {seconds})")
@@ -261,10 +253,23 @@ class Daemon:
             {"pid": os.getpid()},
         )
         self._gpus = self._make_gpu_sampler()
+        self._report_audit_damage()
         await self.supervisor.begin(self.config.profile)
         self._telemetry_task = asyncio.create_task(self._telemetry_loop(), name="telemetry")
         self.bench = self._make_bench()
         await self.autopilot.start()
+
+    def _report_audit_damage(self) -> None:
+        """Torn or corrupt audit lines are skipped by every read; say so once, where an operator looks."""
+        damaged = self.audit_index.corrupt
+        if damaged:
+            self.emit(
+                "agent",
+                "agent.audit_damaged",
+                f"The audit log {self.paths.audit} has {damaged} torn or corrupt line(s); they are skipped "
+                "and listed by GET /v1/audit (corrupt), the other lines are intact",
+                {"corrupt": damaged},
+            )
 
     def _make_gpu_sampler(self) -> Any:
         if self.config.gpus == "sim":
@@ -345,8 +350,8 @@ class Daemon:
                 self._publish(observed, profile, judged)
             except Exception:
                 log.exception("telemetry tick failed")
-            with contextlib.suppress(OSError):
-                self.engine_log.rotate_if_needed()
+            self.state_disk.write("the engine log rotation", self.engine_log_rotate, retry=False)
+            self.state_disk.retry_all()
             delay = max(0.0, self.tick_interval_s - (time.monotonic() - started))
             self._tick_changed.clear()
             # asyncio.timeout, not wait_for: on 3.11 wait_for swallowed a cancel that landed as the
@@ -354,6 +359,14 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._tick_changed.wait()
+
+    def engine_log_rotate(self) -> None:
+        self.engine_log.rotate_if_needed()
+
+    def _with_disk(self, snap: Snapshot) -> Snapshot:
+        """The state disk's finding, when something could not be written (``engine.state_disk``)."""
+        found = self.state_disk.finding()
+        return snap if found is None else snap.model_copy(update={"findings": [found, *snap.findings]})
 
     def _publish(
         self,
@@ -372,7 +385,7 @@ class Daemon:
             engine_kind=self.supervisor.kind,
         )
         snap = self.hub.publish_snapshot(
-            lambda seq: self.autopilot.stamp(judge(observed.snapshot(seq, identity)))
+            lambda seq: self.autopilot.stamp(self._with_disk(judge(observed.snapshot(seq, identity))))
         )
         for change in telemetry_events(self._last_snapshot, snap):
             log.info("%s: %s", change.name, change.message)

@@ -147,6 +147,15 @@ def render_launch(profile: Profile, run_dir: str | os.PathLike[str] | None = Non
     )
 
 
+def env_file_secrets(files: dict[str, str]) -> list[str]:
+    """The values ``server.env_files`` hold, to hide wherever the agent answers (none when a file
+    cannot be read: the launch says so, and nothing of it can leak)."""
+    try:
+        return [v for v in read_env_files(files).values() if v]
+    except LaunchError:
+        return []
+
+
 def read_env_files(files: dict[str, str]) -> dict[str, str]:
     """``server.env_files`` read at launch: each file holds one value (a trailing newline is allowed).
     The values go into the engine's environment only, never its argv."""

@@ -78,6 +78,8 @@ EventName = Literal[
     "agent.started",
     "agent.stopping",
     "agent.gpu_sampler",
+    "agent.reconciled",
+    "agent.audit_damaged",
     "agent.unknown_event",
 ]
 """Every event name the agent publishes: ``<kind>.<what>``. ``speculation.on``/``speculation.off``

@@ -32,8 +32,10 @@ def _engine_info(agent: Agent) -> dict[str, Any]:
 
 
 def _audit_lines(agent: Agent) -> list[dict[str, Any]]:
+    """The outcome lines (each change also has its intent line, written before it was applied)."""
     path = agent.state_dir / "audit.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    lines = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return [x for x in lines if x["phase"] != "intent"]
 
 
 # ---- stream -----------------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ async def test_threshold_applies_live_once_and_is_audited(shared_agent: Agent) -
     assert second == first  # confirmed twice, applied once
     live = _engine_info(shared_agent)["internal_states"][0][live_control.READBACK_FIELD]
     assert live["threshold"] == wanted
-    mine = [a for a in _audit_lines(shared_agent) if a["action"]["action_id"] == plan.action_id]
+    mine = [a for a in _audit_lines(shared_agent) if a["action"].get("action_id") == plan.action_id]
     assert len(mine) == 1
     assert mine[0]["operator"] == "ops"
     assert mine[0]["before"] == {"speculation.threshold": current or None}  # 0 on the wire is "unset"
@@ -481,7 +483,7 @@ async def test_confirmed_restart_drains_running_requests_first(make_agent: Any) 
     assert after["engine_state"] == "ready" and after["engine_pid"] != before["engine_pid"]
     assert not pid_alive(before["engine_pid"])
     assert _engine_info(agent)["speculative_eagle_topk"] == 4
-    audit = [a for a in _audit_lines(agent) if a["action"]["action_id"] == plan["action_id"]]
+    audit = [a for a in _audit_lines(agent) if a["action"].get("action_id") == plan["action_id"]]
     assert len(audit) == 1 and audit[0]["action"]["mode"] == "restart"
     assert audit[0]["after"]["speculation.eagle_topk"] == 4
 

@@ -243,7 +243,17 @@ def test_audit_lines_append(tmp_path: Path) -> None:
     audit.append(operator=None, action={"kind": "topk"}, before={}, after={}, result={"status": "failed"})
     lines = audit.read()
     assert [x["action"]["kind"] for x in lines] == ["threshold", "topk"]
-    assert set(lines[0]) == {"time", "operator", "action", "before", "after", "result"}
+    assert set(lines[0]) == {
+        "time",
+        "id",
+        "phase",
+        "operator",
+        "source",
+        "action",
+        "before",
+        "after",
+        "result",
+    }
     assert os.stat(tmp_path / "audit.jsonl").st_mode & 0o777 == 0o600
 
 

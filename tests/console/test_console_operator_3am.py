@@ -166,7 +166,8 @@ async def test_agent_control_pins_and_releases_steps_and_sets_the_threshold(agen
     assert (await agent.live_state())["threshold"] != 40
     async with agent.client() as client:
         audit = (await client.get("/v1/audit")).json()["lines"]
-    assert [line["result"]["status"] for line in audit[-3:]] == ["applied", "applied", "cancelled"]
+    outcomes = [line for line in audit if line["phase"] != "intent"]  # each change: its intent, then this
+    assert [line["result"]["status"] for line in outcomes[-3:]] == ["applied", "applied", "cancelled"]
 
 
 async def _pinned(agent: RunningAgent, steps: int) -> bool:
@@ -320,14 +321,16 @@ async def test_ctrl_c_on_agent_serve_with_a_console_attached_prints_no_traceback
 
 
 async def test_agent_audit_lists_filters_and_prints_json(agent: RunningAgent) -> None:
-    empty = await asyncio.to_thread(agent_cli, agent, "audit")
-    assert empty.returncode == 0 and empty.stdout.strip() == "no audit lines yet", empty.stdout + empty.stderr
+    first = await asyncio.to_thread(agent_cli, agent, "audit")
+    assert first.returncode == 0, first.stdout + first.stderr
+    start = first.stdout.splitlines()  # the agent's start: its reconciliation with the engine
+    assert start and all("  agent  reconcile  " in line for line in start), first.stdout
     for change in (("threshold", "40"), ("steps", "2")):
         done = await asyncio.to_thread(agent_cli, agent, "control", *change, "--yes", "--operator", "nightly")
         assert done.returncode == 0, done.stdout + done.stderr
     shown = await asyncio.to_thread(agent_cli, agent, "audit")
     assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.splitlines()
+    lines = shown.stdout.splitlines()[len(start) :]  # one line an action: its intent is not shown again
     assert len(lines) == 2 and all("nightly" in line and "applied" in line for line in lines), lines
     assert "threshold" in lines[0] and "→ 40" in lines[0] and "→ 2" in lines[1]
     assert not any(s in shown.stdout for s in ("{'", "None", "True", "[]"))
@@ -335,8 +338,11 @@ async def test_agent_audit_lists_filters_and_prints_json(agent: RunningAgent) ->
     assert steps.stdout.splitlines() == lines[1:], steps.stdout
     later = await asyncio.to_thread(agent_cli, agent, "audit", "--since", "2099-01-01T00:00")
     assert later.stdout.strip() == "no audit lines match"
-    as_json = await asyncio.to_thread(agent_cli, agent, "audit", "--json")
+    as_json = await asyncio.to_thread(agent_cli, agent, "audit", "--json", "--kind", "threshold")
     records = [json.loads(x) for x in as_json.stdout.splitlines()]
-    assert [r["action"]["kind"] for r in records] == ["threshold", "steps"]
+    assert [(r["action"]["kind"], r["phase"], r["operator"]) for r in records] == [
+        ("threshold", "intent", "nightly"),
+        ("threshold", "outcome", "nightly"),
+    ]
     bad = await asyncio.to_thread(agent_cli, agent, "audit", "--since", "yesterday")
     assert bad.returncode == 2 and "--since" in bad.stderr and "30m" in bad.stderr

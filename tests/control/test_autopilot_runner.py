@@ -92,8 +92,12 @@ async def test_it_moves_through_the_engine_and_stale_telemetry_brings_back_the_o
         reverted["after"] == {"threshold": operator, "steps": -1}
         and reverted["readback"]["threshold"] == operator
     )
-    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
-    assert [line["action"]["kind"] for line in lines] == ["autopilot.move", "autopilot.revert"]
+    written = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(line["action"]["kind"], line["phase"]) for line in written] == [
+        ("autopilot.move", "intent"), ("autopilot.move", "outcome"),
+        ("autopilot.revert", "intent"), ("autopilot.revert", "outcome"),
+    ]  # fmt: skip
+    lines = written[1::2]
     assert all(line["operator"] == "autopilot" and line["result"]["status"] == "applied" for line in lines)
     assert "no fresh telemetry" in lines[1]["result"]["why"]
 

@@ -78,9 +78,11 @@ class AgentProc:
         return self.root / "agent.out"
 
     def audit_lines(self) -> list[dict[str, Any]]:
+        """The audit's outcome lines: each change's intent line (written before it) is left out."""
         if not self.audit_path.exists():
             return []
-        return [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+        lines = [json.loads(line) for line in self.audit_path.read_text().splitlines() if line.strip()]
+        return [line for line in lines if line.get("phase") != "intent"]
 
     def engine_record(self) -> dict[str, Any] | None:
         try:

@@ -313,6 +313,6 @@ async def test_control_request_repeated_after_a_timeout_is_applied_once(fresh_ag
             if e["name"] == "action.applied" and e["data"].get("action_id") == action_id
         ]
     assert len(applied_events) == 1
-    audited = [line for line in fresh_agent.audit_lines() if line["action"]["action_id"] == action_id]
+    audited = [line for line in fresh_agent.audit_lines() if line["action"].get("action_id") == action_id]
     assert len(audited) == 1 and audited[0]["result"]["status"] == "applied"
     assert (await engine_live_state(fresh_agent))["threshold"] == new

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.control.audit import AuditLog
+from agent.control.audit import AuditLog, AuditUnavailable
 from agent.control.autopilot.pilot import Command, Effect, Notice, Pilot
 from agent.control.autopilot.policy import Setting
 from agent.control.autopilot.sample import sample_of
@@ -177,8 +177,12 @@ class AutopilotRunner:
     async def _execute(self, cmd: Command) -> LiveOutcome:
         self.pilot.issued(cmd)
         args = live_args(cmd)
+        refused = self._audit_line(cmd, None) if args else None  # write-ahead: the intent first
         try:
-            outcome = await self._apply(args) if args else LiveOutcome(True, "nothing to change")
+            if refused is not None:
+                outcome = LiveOutcome(False, f"refused: {refused}; nothing was changed on the engine")
+            else:
+                outcome = await self._apply(args) if args else LiveOutcome(True, "nothing to change")
         except Exception as exc:  # a broken engine answer is a failed command, not a dead autopilot
             outcome = LiveOutcome(False, f"{type(exc).__name__}: {exc}")
         now = self._clock()
@@ -189,7 +193,8 @@ class AutopilotRunner:
         if cmd.kind == "revert" and outcome.ok:
             self._count_revert(str(cmd.estimate.get("reason", "stale")))
         self._refresh()
-        self._audit_line(cmd, outcome)
+        if refused is None:
+            self._audit_line(cmd, outcome)
         if outcome.ok and cmd.kind != "restore":  # a restore's event is the pilot's "autopilot.disabled"
             name = {"move": "autopilot.move", "probe": "autopilot.probe", "probe_end": "autopilot.probe_end"}
             self.emit(
@@ -218,22 +223,35 @@ class AutopilotRunner:
             "readback": outcome.readback,
         }
 
-    def _audit_line(self, cmd: Command, outcome: LiveOutcome) -> None:
+    def _audit_line(self, cmd: Command, outcome: LiveOutcome | None) -> str | None:
+        """The intent (``outcome`` None: refused when it cannot be written, returns why) or the
+        outcome of a command (written later when the disk is full)."""
+        args = live_args(cmd)
+        live = {live_control.READBACK_OF[k]: v for k, v in args.items()}
+        status = "intent" if outcome is None else "applied" if outcome.ok else "failed"
+        record: dict[str, Any] = {
+            "operator": "autopilot",
+            "action": {"kind": f"autopilot.{cmd.kind}", "mode": "live", "args": args},
+            "before": _setting(cmd.before),
+            "after": _setting(cmd.target),
+            "result": {
+                "status": status,
+                "message": "about to apply" if outcome is None else outcome.message,
+                "why": cmd.why,
+                "estimate": cmd.estimate,
+            },
+            "phase": "intent" if outcome is None else "outcome",
+            "live": live if outcome is None else (outcome.readback if outcome.ok else None),
+        }
+        if outcome is not None:
+            self._audit.append_or_later(f"the autopilot's {cmd.kind} at {self._clock():.3f}", **record)
+            return None
         try:
-            self._audit.append(
-                operator="autopilot",
-                action={"kind": f"autopilot.{cmd.kind}", "mode": "live", "args": live_args(cmd)},
-                before=_setting(cmd.before),
-                after=_setting(cmd.target),
-                result={
-                    "status": "applied" if outcome.ok else "failed",
-                    "message": outcome.message,
-                    "why": cmd.why,
-                    "estimate": cmd.estimate,
-                },
-            )
-        except OSError:
-            log.exception("the autopilot's audit line could not be written")
+            self._audit.append(**record)
+        except AuditUnavailable as exc:
+            log.exception("the autopilot's intent could not be written")
+            return str(exc)
+        return None
 
 
 def _setting(setting: Setting | None) -> dict[str, int] | None:
