@@ -6,7 +6,7 @@ admission at SGLang's door, but it can stop its own traffic.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +21,47 @@ from agent.sglang.info_view import ServerInfo
 from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchRecord, BenchStarted
 
 if TYPE_CHECKING:
-    from agent.serve.daemon import Daemon
+    from pathlib import Path
+
+    import httpx
+
+    from agent.control.actions import ActionBook
+    from agent.engine.supervisor import Supervisor
+    from agent.profile.schema import Profile
+    from agent.serve.paths import StatePaths
+    from agent.serve.stream import StreamHub
+    from agent.wire.events import EventKind
+
+
+class _Launch(Protocol):
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def profile_path(self) -> Path | None: ...
+
+
+class BenchHost(Protocol):
+    """What the bench service uses of the daemon (``agent.serve.daemon.Daemon`` is one), named by shape
+    so that the daemon can build the service without the two modules importing each other."""
+
+    @property
+    def paths(self) -> StatePaths: ...
+    @property
+    def supervisor(self) -> Supervisor: ...
+    @property
+    def actions(self) -> ActionBook: ...
+    @property
+    def hub(self) -> StreamHub: ...
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+    @property
+    def config(self) -> _Launch: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def launched_profile(self) -> Profile: ...
+    def emit(self, kind: EventKind, name: str, message: str, data: dict[str, Any] | None = None) -> None: ...
+    def engine_headers(self, admin: bool = True) -> dict[str, str]: ...
 
 
 class CancelBody(BaseModel):
@@ -35,7 +75,7 @@ _ANNOUNCED = {"running": "bench.started", "finished": "bench.finished", "failed"
 
 
 class BenchService:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: BenchHost) -> None:
         self.daemon = daemon
         self.runs = BenchRuns(BenchStore(daemon.paths.root), publish=self._publish)
         daemon.supervisor.drain_hooks.append(self.cancel_running)

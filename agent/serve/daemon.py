@@ -34,6 +34,7 @@ from agent.engine.record import EngineKind
 from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
 from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
+from agent.serve.bench import BenchService
 from agent.serve.paths import StatePaths
 from agent.serve.stream import StreamHub
 from agent.sglang.live_state import live_args_to_restore
@@ -137,7 +138,7 @@ class Daemon:
         self._gpus: Any = None
         self.exit_requested = asyncio.Event()
         self.stop_engine_on_exit = False
-        self.bench: Any = None
+        self.bench: BenchService | None = None
 
     # ---- wiring ---------------------------------------------------------------------------------
 
@@ -269,11 +270,7 @@ class Daemon:
             self.emit("agent", "agent.gpu_sampler", f"GPU sampling is off: {exc}")
             return make_sampler("none")
 
-    def _make_bench(self) -> Any:
-        try:
-            from agent.serve.bench import BenchService
-        except ImportError:
-            return None
+    def _make_bench(self) -> BenchService:
         return BenchService(self)
 
     async def shutdown(self) -> None:

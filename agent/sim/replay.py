@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from agent.sim.config import SimConfig
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 from agent.sim.workload import Workload, acceptance_named
 
 Tick = Callable[[Engine, float], None]

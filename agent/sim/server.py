@@ -35,10 +35,11 @@ from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
 from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
 from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, http_impl, sse
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
+from agent.sim.request import SimRequest
 from agent.sim.runner import EngineRunner
 from agent.sim.warmup import warm_up
 

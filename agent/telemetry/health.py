@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from agent.profile.schema import Health
+from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
 from agent.wire import Finding, Snapshot
 
@@ -39,25 +40,6 @@ class EngineCounts:
 
     restarts: int = 0
     failures: int = 0
-
-
-@dataclass(frozen=True)
-class Moment:
-    """What the rules see: this snapshot, the thresholds, and what the watch remembers."""
-
-    snap: Snapshot
-    limits: Health
-    queue_window: tuple[tuple[float, int], ...] = ()
-    """(time, queued) of recent ticks, oldest first, the current one last."""
-    queue_nonempty_since: float | None = None
-    idle_since: float | None = None
-    unread_since: float | None = None
-    """First tick of the current run of ticks without a reading from an up engine."""
-    scrape_error: str | None = None
-    restarts: tuple[float, ...] = ()
-    """Times of engine restarts within the restart window."""
-    crashes: tuple[float, ...] = ()
-    """Times of engine crashes (and failed starts) within the restart window."""
 
 
 def _ago(now: float, then: float) -> str:

@@ -19,11 +19,11 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.api.transport import ListenError
 from agent.bench.store import BenchStore
 from agent.profile import load_profile
 from agent.serve.daemon import Daemon, ServeConfig
 from agent.serve.exporter import ENGINE_STATES, OFF_REASONS, AgentExporter
+from agent.serve.listen import ListenError
 from agent.serve.metrics_http import MetricsServer, parse_metrics_listen, start_metrics_server
 from agent.serve.paths import StatePaths
 from agent.wire import ActionRequest, Finding, Snapshot, Speculation
