@@ -244,9 +244,9 @@ def run_workload(args: argparse.Namespace) -> int:
     """``sim-whatif --workload``: fixed thresholds (and the autopilot) side by side on the same traffic."""
     import json
 
-    from agent.control.autopilot.offline import Run, run_autopilot, run_fixed
     from agent.sim.config import sim_config
     from agent.sim.workload import WorkloadError, load_workload
+    from agent.whatif.autopilot import Run, run_autopilot, run_fixed
 
     try:
         workload = load_workload(args.workload)

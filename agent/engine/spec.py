@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agent.engine.record import EngineKind
 from agent.profile import Profile, dump_profile
+from agent.sglang.launch import LaunchError, render_launch, stack_environ, write_launch_files
 
 
 @dataclass(frozen=True)
@@ -74,15 +75,11 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
     Key files are read here, at launch, into a 0600 ``--config`` file (the SGLang surface's
     ``write_launch_files``), so keys never sit on a command line.
     """
-    from agent.sglang.launch import LaunchError, render_launch, write_launch_files
-
     launch = render_launch(profile, run_dir)
     try:
         write_launch_files(launch)
     except LaunchError as exc:
         raise OSError(str(exc)) from None
-    from agent.install.stack import stack_environ
-
     python = Path(profile.stack.venv).expanduser() / "bin" / "python"
     env = stack_environ()  # never the agent's own PYTHONPATH: it would shadow the stack's packages
     env.update(launch.env)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agent.sglang.launch import stack_environ
 from agent.sglang.startup import LAUNCHER_MODULE
 
 Installer = Literal["uv", "pip"]
@@ -46,26 +47,6 @@ class CommandFailed(Exception):
         self.output = output
         tail = "\n".join(output.strip().splitlines()[-15:])
         super().__init__(f"`{' '.join(self.argv)}` exited with {returncode}:\n{tail}")
-
-
-STACK_ENV_DROP = (
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "VIRTUAL_ENV",
-    "__PYVENV_LAUNCHER__",
-)
-
-
-def stack_environ() -> dict[str, str]:
-    """The environment for the stack's interpreter (and the one that builds it): the agent's own,
-    less how the agent's interpreter was pointed at its packages (``PYTHONPATH``, ``PYTHONHOME``,
-    ``VIRTUAL_ENV``...). On the GPU host the agent itself may run as
-    ``PYTHONPATH=/tmp/agent-site python3 -m agent.cli.main``; inherited, that path would come before
-    the stack's site-packages (shadowing its packages) and its folders' .pth files would not run
-    (``import cutlass`` fails). A profile's ``server.env`` can still set them for the engine."""
-    return {k: v for k, v in os.environ.items() if k not in STACK_ENV_DROP}
 
 
 def run(argv: Sequence[str], timeout: float | None = None, env: dict[str, str] | None = None) -> str:

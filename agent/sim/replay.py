@@ -8,7 +8,7 @@ replays with different settings send the same requests and differ only by the se
 
 ``on_tick(engine, now)`` runs every ``tick_s`` modelled seconds between two forward passes, where
 the agent's telemetry would sample the server: a what-if with a fixed threshold passes nothing, the
-autopilot's replay (``agent.control.autopilot.offline``) reads the model's ``/metrics`` there and
+autopilot's replay (``agent.whatif.autopilot``) reads the model's ``/metrics`` there and
 moves the live threshold through the engine's controller.
 """
 

@@ -31,9 +31,9 @@ from agent.engine.running import RunningEngine, terminate
 from agent.engine.spec import EngineSpec, free_loopback_port, sglang_spec, sim_spec
 from agent.engine.supervisor import TERM_GRACE_S, Supervisor
 from agent.install.installer import stack_problems
-from agent.install.stack import stack_environ
 from agent.profile import dump_profile
 from agent.profile.schema import Profile
+from agent.sglang.launch import stack_environ
 from agent.sglang.support import threshold_unavailable_reason
 from agent.smoke import checks as smoke_checks
 from agent.smoke.derive import MAX_TOTAL_TOKENS, smoke_profile
