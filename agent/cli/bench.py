@@ -30,6 +30,7 @@ from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.status import add_connection_args
+from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
 
 WINDOWS = (
@@ -51,7 +52,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", default="1,2,4,8,16,32,64,128,250", help="levels, comma-separated")
     parser.add_argument("--input-len", type=int, default=1024, help="prompt tokens per request")
     parser.add_argument("--output-len", type=int, default=256, help="output tokens per request (ignore_eos)")
-    parser.add_argument("--chat", action="store_true", help="use /v1/chat/completions instead of /generate")
+    parser.add_argument(
+        "--chat", action="store_true", help=f"use {paths.CHAT_COMPLETIONS} instead of {paths.GENERATE}"
+    )
     parser.add_argument(
         "--repeats",
         type=int,
@@ -92,7 +95,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--admin-api-key-file",
         type=Path,
         default=None,
-        help="file holding the server's admin API key (for /set_internal_state and /flush_cache)",
+        help=f"file holding the server's admin API key (for {paths.SET_INTERNAL_STATE} and {paths.FLUSH_CACHE})",
     )
     parser.add_argument(
         "--drain-wait-s",
