@@ -9,12 +9,13 @@ says it is rough. A run also waits first for other clients' requests to leave th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from agent.bench.options import BenchOptions
 from agent.bench.schedule import DurationModel, format_duration, plan
+from agent.wire.bench_result import BenchResult
 
 COMPARE_ARMS = ("on", "off", "adaptive")
 SAME_PLAN_KEYS = ("concurrency", "repeats", "input_len", "output_len", "min_requests", "min_window_s", "chat")
@@ -49,9 +50,9 @@ def arms_of(mode: str, baseline: bool) -> tuple[str, ...]:
     return (*arms, "baseline") if baseline else arms
 
 
-def same_plan(record: Mapping[str, Any], mode: str, options: BenchOptions) -> bool:
-    recorded = record.get("options")
-    if record.get("mode") != mode or not isinstance(recorded, Mapping):
+def same_plan(record: BenchResult, mode: str, options: BenchOptions) -> bool:
+    recorded = record.options
+    if record.mode != mode:
         return False
     mine = options.public_dict()
     return all(recorded.get(k) == mine.get(k) for k in SAME_PLAN_KEYS)
@@ -62,7 +63,7 @@ def estimate(
     options: BenchOptions,
     *,
     baseline: bool = False,
-    earlier: Iterable[Mapping[str, Any]] = (),
+    earlier: Iterable[BenchResult] = (),
     request_s: float | None = None,
     busy_now: int | None = None,
 ) -> Estimate:
@@ -72,13 +73,9 @@ def estimate(
     steps = plan(options.concurrency, arms, options.repeats)
     drain = options.drain_wait_s if busy_now else 0.0
     for record in earlier:
-        took = record.get("duration_s")
-        if (
-            record.get("state") == "finished"
-            and isinstance(took, int | float)
-            and same_plan(record, mode, options)
-        ):
-            basis = f"run {record.get('bench_id')} of the same plan took {format_duration(float(took))}"
+        took = record.duration_s
+        if record.state == "finished" and took is not None and same_plan(record, mode, options):
+            basis = f"run {record.bench_id} of the same plan took {format_duration(took)}"
             return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
     model = DurationModel(options.min_window_s, probe_s=request_s)
     expected = model.remaining(steps)

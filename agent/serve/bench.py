@@ -16,9 +16,10 @@ from agent.bench.estimate import estimate, request_time
 from agent.bench.options import BenchOptionError
 from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
-from agent.bench.store import BenchStore, UnknownBench
+from agent.bench.store import BenchStore, UnknownBench, UnreadableBench
 from agent.sglang.info_view import ServerInfo
-from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchRecord, BenchStarted
+from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
+from agent.wire.bench_result import BenchResult
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -97,7 +98,7 @@ class BenchService:
         except UnknownBench:
             raise HTTPException(404, f"no benchmark {bench_id!r}") from None
         cancelled = self.runs.cancel(bench_id)
-        state = "cancelled" if cancelled else record.get("state")
+        state = "cancelled" if cancelled else record.state
         message = (
             f"benchmark {bench_id} is being cancelled; its requests in flight are cut"
             if cancelled
@@ -106,7 +107,7 @@ class BenchService:
         if cancelled:
             self.daemon.actions.audit.append(
                 operator=operator,
-                action={"kind": "bench_cancel", "bench_id": bench_id, "mode": record.get("mode")},
+                action={"kind": "bench_cancel", "bench_id": bench_id, "mode": record.mode},
                 before={"bench": "running"},
                 after={"bench": "cancelled"},
                 result={"status": "applied", "message": message},
@@ -125,12 +126,7 @@ class BenchService:
                 busy = load.running + (load.queued or 0)
             request_s = request_time(lat.ttft_p50_s, lat.itl_p50_s, options.output_len)
         earlier = []
-        for summary in self.runs.list()[:50]:
-            if summary.get("state") == "finished" and summary.get("mode") == mode:
-                try:
-                    earlier.append(self.runs.get(str(summary["bench_id"])))
-                except UnknownBench:
-                    continue
+        earlier = [r for r in self.runs.list()[:50] if r.state == "finished" and r.mode == mode]
         est = estimate(
             mode,
             options,
@@ -201,14 +197,16 @@ class BenchService:
 
         @api.get("/bench", response_model=BenchList)
         async def list_bench() -> dict[str, Any]:
-            return {"runs": runs.list()}
+            return {"runs": [r.summary() for r in runs.list()]}
 
-        @api.get("/bench/{bench_id}", response_model=BenchRecord)
-        async def get_bench(bench_id: str) -> dict[str, Any]:
+        @api.get("/bench/{bench_id}", response_model=BenchResult, response_model_exclude_unset=True)
+        async def get_bench(bench_id: str) -> BenchResult:
             try:
                 return runs.get(bench_id)
             except UnknownBench:
                 raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+            except UnreadableBench as exc:
+                raise HTTPException(500, str(exc)) from None
 
         @api.post("/bench/plan", response_model=BenchPlan)
         async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:

@@ -411,8 +411,8 @@ class Daemon:
                                for f in snap.findings]  # fmt: skip
         if self.bench is not None:
             runs = self.bench.runs.list()
-            chosen = next((r for r in runs if r.get("state") == "running"), runs[0] if runs else None)
-            out["bench"] = chosen
+            chosen = next((r for r in runs if r.state == "running"), runs[0] if runs else None)
+            out["bench"] = chosen.summary() if chosen is not None else None
         return out
 
     def log_lines(self, tail: int, search: str | None) -> list[str]:

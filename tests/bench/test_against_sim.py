@@ -207,14 +207,14 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
     }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=4) as sim:
         bench_id = runs.start(sim.url, body)
-        assert runs.list()[0]["state"] == "running"
+        assert runs.list()[0].state == "running"
         await asyncio.wait_for(on_arm_started.wait(), 60)
     record = await runs.wait(bench_id)
-    assert record["state"] == "failed"
-    assert "engine stopped answering" in record["error"] or "not up" in record["error"]
-    assert "could not restore the live threshold" in record["error"]
+    assert record.state == "failed" and record.error is not None
+    assert "engine stopped answering" in record.error or "not up" in record.error
+    assert "could not restore the live threshold" in record.error
     assert events[0].name == "bench.started" and events[-1].name == "bench.failed"
-    assert runs.list()[0]["state"] == "failed"
+    assert runs.list()[0].state == "failed"
 
 
 async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
         assert runs.cancel(bench_id)
         record = await runs.wait(bench_id)
         assert await _threshold(sim.url) == original
-    assert record["state"] == "cancelled"
+    assert record.state == "cancelled"
     assert runs.cancel(bench_id) is False
 
 
@@ -246,7 +246,7 @@ async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> No
     runs = BenchRuns(BenchStore(tmp_path))
     bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0})
     record = await runs.wait(bench_id)
-    assert record["state"] == "failed" and "the engine is not up" in record["error"]
+    assert record.state == "failed" and "the engine is not up" in str(record.error)
 
 
 async def _agent(*args: str) -> tuple[int, str, str]:
