@@ -92,11 +92,3 @@ def request_time(ttft_s: float | None, itl_s: float | None, output_len: int) -> 
     if itl_s is None:
         return None
     return (ttft_s or 0.0) + itl_s * max(0, output_len - 1)
-
-
-def estimate_words(est: Estimate) -> str:
-    """ "about 4 m 10 s (run X of the same plan took 4 m 10 s)"."""
-    words = f"about {format_duration(est.expected_s)} ({est.basis})"
-    if est.drain_wait_s:
-        words += f", after up to {format_duration(est.drain_wait_s)} waiting for the engine to drain"
-    return words

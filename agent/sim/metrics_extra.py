@@ -56,10 +56,6 @@ SCHEDULER_STAGES = (
 )  # fmt: skip
 
 
-def _family(kind: type[Metric], name: str, doc: str, labels: list[str]) -> Metric:
-    return kind(PREFIX + name, doc, labels=labels)  # type: ignore[call-arg]
-
-
 def extra_families(engine: Engine, s_labels: tuple[str, ...], s_vals: list[str]) -> Iterator[Metric]:
     """The scheduler-side families beyond the modelled ones, labelled like SGLang's."""
     cfg = engine.config
