@@ -33,6 +33,10 @@ from agent.cli.status import add_connection_args
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 WINDOWS = (
     "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
     "comes from steady-state windows: from the first completion once the engine holds C, whole cycles of "

@@ -18,8 +18,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -165,8 +167,6 @@ def python_facts(python: str) -> PythonFacts | None:
 
 def agent_pip_version() -> tuple[int, ...] | None:
     """The pip of the interpreter the agent runs on (``python -m pip`` sees the same path), or None."""
-    from importlib import metadata
-
     try:
         text = metadata.version("pip")
     except metadata.PackageNotFoundError:
@@ -349,8 +349,6 @@ def check_imports(venv: Path, version: str, modules: Sequence[str] = ()) -> list
 
 def check_launcher(venv: Path) -> float:
     """``python -m sglang.launch_server --help``; its duration in seconds."""
-    import time
-
     started = time.monotonic()
     run([str(venv_python(venv)), *LAUNCHER_HELP], timeout=600)
     return time.monotonic() - started

@@ -37,8 +37,14 @@ from agent.profile import Profile
 from agent.serve.bench import BenchService
 from agent.serve.paths import StatePaths
 from agent.serve.stream import StreamHub
+from agent.sglang.launch import LaunchError, read_key_file
 from agent.sglang.live_state import live_args_to_restore
 from agent.sglang.redact import redact_lines
+from agent.telemetry.changes import telemetry_events
+from agent.telemetry.collector import Collector, Identity
+from agent.telemetry.health import EngineCounts, HealthWatch
+from agent.telemetry.nvml import NoGpuSampler, make_sampler
+from agent.telemetry.sim_gpus import SimGpuLoad, SimulatedGpus
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
 from agent.wire.events import EVENT_NAMES, EventKind, EventName
 
@@ -82,8 +88,6 @@ def _read_key(path: str | None) -> str | None:
     if not path:
         return None
     try:
-        from agent.sglang.launch import LaunchError, read_key_file
-
         return read_key_file(os.path.expanduser(path))
     except LaunchError:
         return None
@@ -156,8 +160,6 @@ class Daemon:
 
     def _sim_gpu_load(self) -> Any:
         """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""
-        from agent.telemetry.sim_gpus import SimGpuLoad
-
         snap = self.hub.latest
         running = snap.load.running if snap is not None and snap.load.running is not None else 0
         fraction = self.profile.server.mem_fraction_static or 0.85
@@ -257,13 +259,7 @@ class Daemon:
 
     def _make_gpu_sampler(self) -> Any:
         if self.config.gpus == "sim":
-            from agent.telemetry.sim_gpus import SimulatedGpus
-
             return SimulatedGpus(self._sim_gpu_load)
-        try:
-            from agent.telemetry.nvml import make_sampler
-        except ImportError:
-            return None
         try:
             return make_sampler(self.config.gpus, fixture=self.config.gpu_fixture)
         except Exception as exc:  # a broken driver must not stop the agent
@@ -304,10 +300,6 @@ class Daemon:
     # ---- telemetry ------------------------------------------------------------------------------
 
     async def _telemetry_loop(self) -> None:
-        from agent.telemetry.collector import Collector
-        from agent.telemetry.health import EngineCounts, HealthWatch
-        from agent.telemetry.nvml import NoGpuSampler
-
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
         # The collector derives build facts (KV shapes, the 0-step state) from the launch profile.
         collector = Collector(None, self.launched_profile, gpus, self.http)
@@ -348,9 +340,6 @@ class Daemon:
     ) -> Snapshot:
         """Number the observation, stamp its identity (here, once), publish it, and publish what
         changed since the last snapshot (speculation switched, findings raised or cleared) next to it."""
-        from agent.telemetry.changes import telemetry_events
-        from agent.telemetry.collector import Identity
-
         identity = Identity(
             profile_name=profile.identity.name,
             production=profile.identity.production,

@@ -16,6 +16,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agent.sglang import kv
 from agent.sglang import metrics as names
 from agent.sim.engine import Engine
 
@@ -150,8 +151,6 @@ def extra_families(engine: Engine, s_labels: tuple[str, ...], s_vals: list[str])
 
 def _memory(engine: Engine) -> dict[str, Any]:
     """The figures ``/server_info`` → ``memory_usage`` reports (``agent.sim.info.ServerInfo.memory_usage``)."""
-    from agent.sglang import kv
-
     cfg = engine.config
     memory = cfg.calibration.memory
     cell = kv.mla_cell_bytes(cfg.profile.server.kv_cache_dtype, cfg.speculative)

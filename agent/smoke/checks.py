@@ -26,6 +26,8 @@ from agent.engine.record import EngineKind
 from agent.profile.schema import Profile
 from agent.sglang import live_control, paths
 from agent.sglang.client import EngineClient
+from agent.telemetry.collector import Collector
+from agent.telemetry.nvml import NoGpuSampler
 
 REQUEST_TOKENS = 129
 GENERATE_TIMEOUT_S = 120.0
@@ -188,9 +190,6 @@ def refusal_words(status: int, answer: Any) -> str:
 
 async def snapshot_check(checks: EngineChecks, kind: EngineKind, pid: int | None, pool_cap: int) -> CheckRow:
     """The agent's own Collector reads the engine's real /metrics and /server_info into a Snapshot."""
-    from agent.telemetry.collector import Collector
-    from agent.telemetry.nvml import NoGpuSampler
-
     spec = checks.profile.speculation
     prebuilt = sorted({*spec.live_steps, *([0] if spec.threshold else [])})
 
