@@ -85,3 +85,13 @@ def test_the_layers_contract_names_every_agent_part_and_allows_no_exception() ->
     named = {part.strip() for floor in layers["layers"] for part in floor.split("|")}
     parts = {m.name for m in pkgutil.iter_modules(agent.__path__) if m.ispkg}
     assert named == parts
+
+
+def test_only_the_cli_and_the_whatifs_may_import_the_simulator() -> None:
+    """The layers put the sim low (it imports only sglang and profile); a second contract keeps every
+    other part from importing it, and must name each of them."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    sim = next(c for c in contracts if c["type"] == "forbidden" and c["forbidden_modules"] == ["agent.sim"])
+    assert sim.get("ignore_imports", []) == []
+    parts = {m.name for m in pkgutil.iter_modules(agent.__path__) if m.ispkg}
+    assert {m.removeprefix("agent.") for m in sim["source_modules"]} == parts - {"cli", "whatif", "sim"}
