@@ -167,7 +167,7 @@ class BenchRuns:
             BenchEvent(
                 "bench.started",
                 f"benchmark {bench_id} ({mode}) started",
-                record.summary(),
+                record.run_line(),
             )
         )
         return bench_id
@@ -331,7 +331,7 @@ class BenchRuns:
             BenchEvent(
                 name,
                 message,
-                final.summary(),  # the run's line in GET /v1/bench, as it is now
+                final.run_line(),  # the run's line in GET /v1/bench, as it is now
             )
         )
         return final

@@ -32,6 +32,7 @@ from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
+from agent.wire.bench_result import BenchResult
 
 # Start-up cost: `agent` imports every command module to build its parser, so what only this
 # command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
@@ -223,11 +224,12 @@ def _handle(args: argparse.Namespace) -> int:
         return 130
     bar.close()
     announce("finished")
+    typed = BenchResult.model_validate(result)
     if args.json_out is not None:
-        atomic_write_json(args.json_out, result)
-    table = sweep_table(result["levels"]) if args.bench_mode == "sweep" else compare_table(result)
+        atomic_write_json(args.json_out, typed.stored())
+    table = sweep_table(typed.levels) if args.bench_mode == "sweep" else compare_table(typed)
     print(table)
-    print("\n".join(where_lines(result)))
+    print("\n".join(where_lines(typed)))
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
     return 0
@@ -261,17 +263,15 @@ def _show(args: argparse.Namespace) -> int:
     if args.as_json:
         print(json.dumps(None if env is None else env.model_dump(), indent=2))
         return 0
-    print("\n".join(where_lines(result)))
     try:
-        table = (
-            compare_table(result)
-            if result.get("kind", "compare") == "compare"
-            else sweep_table(result["levels"])
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        print(f"agent bench show: {path}: its levels lack a field the table needs ({exc})", file=sys.stderr)
+        typed = BenchResult.model_validate(result)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        print(f"agent bench show: {path}: {where}: {first['msg']}", file=sys.stderr)
         return 2
-    print(table)
+    print("\n".join(where_lines(typed)))
+    print(compare_table(typed) if (typed.kind or "compare") == "compare" else sweep_table(typed.levels))
     return 0
 
 

@@ -197,7 +197,7 @@ class BenchService:
 
         @api.get("/bench", response_model=BenchList)
         async def list_bench() -> dict[str, Any]:
-            return {"runs": [r.summary() for r in runs.list()]}
+            return {"runs": [r.run_line() for r in runs.list()]}
 
         @api.get("/bench/{bench_id}", response_model=BenchResult, response_model_exclude_unset=True)
         async def get_bench(bench_id: str) -> BenchResult:

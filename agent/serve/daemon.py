@@ -401,7 +401,7 @@ class Daemon:
         if self.bench is not None:
             runs = self.bench.runs.list()
             chosen = next((r for r in runs if r.state == "running"), runs[0] if runs else None)
-            out["bench"] = chosen.summary() if chosen is not None else None
+            out["bench"] = chosen.run_line() if chosen is not None else None
         return out
 
     def log_lines(self, tail: int, search: str | None) -> list[str]:

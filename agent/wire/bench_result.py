@@ -28,7 +28,7 @@ ARM_NAMES: tuple[str, ...] = ("on", "off", "adaptive", "baseline")
 class _Open(BaseModel):
     """Typed where read; the rest of the benchmark's figures kept as they are."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
 
 class BenchRun(_Open):
@@ -54,6 +54,23 @@ class Figures(_Open):
         None, description="The engine's token count and the client's streams differed by more than 2 %"
     )
     runs: list[BenchRun] = Field(default_factory=list)
+    output_throughput_ci_rel: float | None = Field(
+        None, description="The interval's half-width over the figure"
+    )
+    concurrency_reached: bool | None = Field(None, description="The engine held the asked concurrency")
+    concurrency_note: str | None = None
+    engine_output_throughput: float | None = Field(None, description="tok/s from the engine's own counters")
+    engine_stream_diff: float | None = Field(None, description="(engine - streams) / streams, token counts")
+    client_cpu_fraction: float | None = Field(None, description="Of one core, the load generator's")
+    request_throughput: float | None = None
+    median_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    median_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    median_e2e_latency_ms: float | None = None
+    accept_length: float | None = None
+    accept_length_source: str | None = None
+    failed: int | None = None
 
     @property
     def windowed(self) -> bool:
@@ -84,6 +101,8 @@ class BenchLevel(Figures):
     off: BenchArm | None = None
     adaptive: BenchArm | None = None
     baseline: BenchArm | None = None
+    envelope: float | None = Field(None, description="A compare's: max(on, off) tok/s")
+    ratios: dict[str, float | None] = Field(default_factory=dict, description="Each arm over the envelope")
 
     @property
     def asked(self) -> int:
@@ -106,7 +125,47 @@ class BenchLevel(Figures):
 class Recommendation(_Open):
     threshold: int | None = None
     crossover: float | None = Field(None, description="Where the on/off ratio crosses 1 (concurrency)")
+    threshold_range: tuple[int, int | None] | None = Field(
+        None, description="Its interval; None above: never"
+    )
+    confidence: float | None = None
+    confidence_label: str | None = None
     reason: str = ""
+    resolution: list[dict[str, Any]] = Field(
+        default_factory=list, description="Per level, what more repeats would resolve (verdict's own rows)"
+    )
+
+
+class LiveControl(_Open):
+    """Whether the run could switch the live threshold, and whether it put the operator's back."""
+
+    available: bool = False
+    reason: str | None = None
+    original_threshold: int | None = None
+    restored: bool | None = None
+    restore_error: str | None = None
+
+
+class Spread(_Open):
+    median: float
+    max: float | None = None
+
+
+class Settling(_Open):
+    """How fast a live switch took effect, over every switch of the run."""
+
+    switches: int = 0
+    set_s: Spread | None = Field(None, description="From the request to its read-back")
+    in_force_s: Spread | None = Field(None, description="From the request to the engine running it")
+    in_force_not_seen: int | None = None
+
+
+class CompareSummary(_Open):
+    adaptive_min_ratio: float | None = None
+    adaptive_min_ratio_at: int | None = None
+    adaptive_outside_twin_at: list[int] = Field(default_factory=list)
+    baseline_ahead_at: list[int] | None = None
+    baseline_ahead_from: int | None = None
 
 
 class BenchResult(_Open):
@@ -124,6 +183,11 @@ class BenchResult(_Open):
     recommended_threshold: int | None = None
     error: str | None = None
     duration_s: float | None = None
+    expected_duration_s: float | None = None
+    live_control: LiveControl | None = None
+    settling: Settling | None = None
+    compare_summary: CompareSummary | None = Field(None, alias="summary")
+    off_note: str | None = None
     options: dict[str, Any] = Field(default_factory=dict, description="The options as given (open)")
     levels: list[BenchLevel] = Field(default_factory=list)
     recommendation: Recommendation | None = None
@@ -136,9 +200,9 @@ class BenchResult(_Open):
     def stored(self) -> dict[str, Any]:
         """The JSON the agent writes: what was set, nothing added (a round trip keeps every key and
         value; an integer figure of a typed float field comes back as a float)."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
-    def summary(self) -> dict[str, Any]:
+    def run_line(self) -> dict[str, Any]:
         """The run's line in ``GET /v1/bench`` and in its events (``SUMMARY_KEYS``)."""
         return {key: getattr(self, key) for key in SUMMARY_KEYS}
 

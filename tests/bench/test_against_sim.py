@@ -28,6 +28,7 @@ from agent.profile.store import load_profile
 from agent.sglang import kv
 from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_FIELD, RELEASE_PINNED_STEPS
 from agent.sim.server import run_sim
+from agent.wire.bench_result import BenchResult
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 EAGLE3 = load_profile(PROFILES / "kimi-k25-eagle3.toml")
@@ -182,7 +183,7 @@ async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseli
         spec, TREE.server.page_size
     )
     assert "cannot stop speculating" in result["off_note"] and "baseline arm measures" in result["off_note"]
-    table = compare_table(result)
+    table = compare_table(BenchResult.model_validate(result))
     assert "baseline tok/s" in table and "n/a" in table
     assert f"live arms unavailable: {live['reason']}" in table
 

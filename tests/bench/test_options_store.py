@@ -81,7 +81,7 @@ def test_unreadable_result_is_listed_as_failed(tmp_path: Path) -> None:
     [summary] = store.list()
     assert summary.state == "failed" and summary.error is not None and "unreadable" in summary.error
     assert str(store.path(bench_id)) in summary.error  # it names the file
-    json.dumps(summary.summary())
+    json.dumps(summary.run_line())
 
 
 def test_a_refused_value_is_quoted_in_json_words_never_as_a_python_repr() -> None:
