@@ -8,7 +8,10 @@ included: a loop hidden in a function is still a loop).
 
 from __future__ import annotations
 
+import ast
 import pkgutil
+import subprocess
+import sys
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -95,3 +98,36 @@ def test_only_the_cli_and_the_whatifs_may_import_the_simulator() -> None:
     assert sim.get("ignore_imports", []) == []
     parts = {m.name for m in pkgutil.iter_modules(agent.__path__) if m.ispkg}
     assert {m.removeprefix("agent.") for m in sim["source_modules"]} == parts - {"cli", "whatif", "sim"}
+
+
+def _function_level_agent_imports(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith("agent"):
+                    found.append(f"{path.relative_to(root)}:{inner.lineno}: {inner.module}")
+                elif isinstance(inner, ast.Import) and any(a.name.startswith("agent") for a in inner.names):
+                    found.append(f"{path.relative_to(root)}:{inner.lineno}")
+    return found
+
+
+def test_agent_modules_import_each_other_at_the_top_but_in_the_cli() -> None:
+    """A function-level import hides a dependency from the contracts; only the command modules keep
+    theirs (start-up cost: the next test)."""
+    found = _function_level_agent_imports(ROOT / "agent")
+    assert [f for f in found if not f.startswith("cli/")] == []
+    assert found  # the scan sees the CLI's own
+
+
+def test_agent_help_loads_neither_the_api_server_nor_the_simulator() -> None:
+    """Why the CLI's imports sit in its functions: ``agent --help`` stays cheap."""
+    code = (
+        "import sys, agent.cli.main as m\n"
+        "try:\n    m.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(n for n in ('fastapi', 'uvicorn', 'agent.sim.engine', 'agent.serve.daemon') if n in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

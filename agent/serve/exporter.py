@@ -20,7 +20,7 @@ How it gets its data, and why this way:
 
 The autopilot (issue 16) is not here yet. Its series go under ``k25_autopilot_``, from a
 :class:`MetricsSource` it provides, registered with :meth:`AgentExporter.add_source` where the daemon
-is wired (``agent/serve/run.py``). Nothing is exported for it until then.
+is wired (``agent/api/run.py``). Nothing is exported for it until then.
 """
 
 from __future__ import annotations
