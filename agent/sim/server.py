@@ -5,10 +5,9 @@ the simulator writes ~15,000 SSE chunks a second on one core, and a framework's 
 make it the bottleneck, so routing, auth and responses are a few lines here and each chunk goes straight
 to the server's ``send``. Handlers stay thin and hand requests to the engine through ``agent.sim.runner``.
 
-Authentication follows ``srt/utils/auth.py``: ``/health*``, ``/ready``, ``/metrics`` always open;
-NORMAL routes need the API key when one is set; ADMIN_OPTIONAL routes (``/set_internal_state``,
-``/flush_cache``) need the admin key when set, else the API key when set, else nothing.
-Unauthorized → 401 ``{"error": "Unauthorized"}``.
+Authentication follows ``srt/utils/auth.py``: ``/health*``, ``/ready``, ``/metrics`` always open; NORMAL
+routes need the API key when one is set; ADMIN_OPTIONAL routes (``/set_internal_state``, ``/flush_cache``)
+need the admin key when set, else the API key when set, else nothing. Unauthorized → 401.
 
 In-process use (tests, the demo)::
 
