@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from agent.bench.runner import BenchRuns
 from agent.bench.store import BenchStore, UnreadableBench, new_bench_id
 from agent.wire.bench_result import BenchResult
 from console.model.bench_result import parse_result
@@ -84,3 +85,14 @@ def test_the_console_reads_the_result_with_no_get() -> None:
         if isinstance(node, ast.Attribute) and node.attr == "get"
     ]
     assert gets == []
+
+
+def test_a_result_that_does_not_fit_the_model_is_kept_and_the_run_says_why(tmp_path: Path) -> None:
+    """A builder's bug must not lose a run's figures: the run fails naming the field, the figures stay."""
+    runs = BenchRuns(BenchStore(tmp_path))
+    record = BenchResult(bench_id=new_bench_id(), mode="sweep", state="running", url="http://e")
+    final = runs._finish(record, "finished", None, {"levels": [{"output_throughput": "fast"}]})
+    assert final.state == "failed" and "levels.0.output_throughput" in str(final.error)
+    stored = json.loads(runs.store.path(record.bench_id).read_text())
+    assert stored["state"] == "failed"
+    assert stored["unchecked_result"]["levels"][0]["output_throughput"] == "fast"
