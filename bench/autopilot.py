@@ -4,7 +4,7 @@ clock (no HTTP, no sleeping: twenty modelled minutes take seconds).
 The autopilot runs exactly as in ``agent serve``: every modelled second the engine model's ``/metrics``
 page is rendered and read by the agent's reader, its ``/server_info`` every five ticks, the Snapshot
 parts derived by the agent's telemetry code, and the pilot's commands applied through the engine's
-controller as ``/set_internal_state`` applies them (``agent.control.autopilot.offline``).
+controller as ``/set_internal_state`` applies them (``agent.whatif.autopilot``).
 
 1. **Shifting traffic** (``--workload``, default ``shifting``: contexts 1k, 4k, 1k; acceptance high,
    then low; clients in waves): output tokens delivered by the autopilot, by every fixed threshold of
@@ -32,9 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.control.autopilot.offline import run_autopilot, run_fixed
 from agent.profile.store import load_profile
 from agent.sim.workload import Phase, Workload, load_workload
+from agent.whatif.autopilot import run_autopilot, run_fixed
 
 ROOT = Path(__file__).resolve().parents[1]
 RANDOM_LIMIT_S = 120.0

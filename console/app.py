@@ -315,10 +315,16 @@ class ConsoleApp(App[None]):
         self.set_focus(None)
 
     def on_descendant_focus(self) -> None:
-        self.refresh_bindings()  # the footer's "esc Leave field" comes and goes with a field's focus
+        self._refresh_footer()
 
     def on_descendant_blur(self) -> None:
-        self.refresh_bindings()
+        self._refresh_footer()
+
+    def _refresh_footer(self) -> None:
+        """The footer's "esc Leave field" comes and goes with a field's focus. A blur also comes while
+        the app closes, after its last screen is gone (a Pilot test ended with ScreenStackError)."""
+        if self.screen_stack:
+            self.refresh_bindings()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.readonly))

@@ -24,6 +24,7 @@ from agent.profile import ProfileError
 from agent.serve.daemon import MAX_TICK_S, MIN_TICK_S, Daemon
 from agent.serve.operations import source_of
 from agent.serve.stream import json_list
+from agent.sglang.kv import kv_whatif as whatif
 from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
 from agent.wire.api import (
     AgentStatus,
@@ -299,8 +300,6 @@ def create_app(daemon: Daemon) -> FastAPI:
         context: int = Query(ge=1, le=10_000_000),
         pool: int | None = Query(None, ge=1),
     ) -> dict[str, Any]:
-        from agent.sglang.kv import kv_whatif as whatif
-
         try:
             return whatif(daemon.launched_profile, running, context, pool).to_dict()
         except ValueError as exc:

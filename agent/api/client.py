@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from agent.api.transport import parse_listen
+from agent.serve.listen import parse_listen
 from agent.serve.token import read_token
 
 

@@ -9,41 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import ipaddress
 import os
 import socket
 from pathlib import Path
 
+from agent.serve.listen import ListenError
 from agent.serve.paths import ensure_private_dir
-
-
-class ListenError(Exception):
-    """The requested address is refused or taken; the message says which and why."""
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``127.0.0.1:PORT``, ``[::1]:PORT`` or ``localhost:PORT``; any address that is not loopback is refused."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ListenError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:8790")
-    port = int(port_text)
-    if not 0 < port < 65536:
-        raise ListenError(f"--listen {text!r}: port must be 1-65535")
-    host = host.strip("[]")
-    if host == "localhost":
-        host = "127.0.0.1"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise ListenError(
-            f"--listen {text!r}: the host must be a loopback IP address (127.0.0.1 or ::1)"
-        ) from None
-    if not address.is_loopback:
-        raise ListenError(
-            f"--listen {text!r}: {host} is not a loopback address; the agent listens only on loopback "
-            "or a UNIX socket (reach it over SSH)"
-        )
-    return host, port
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

@@ -31,6 +31,7 @@ from agent.bench.schedule import Step, plan
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
 from agent.bench.verdict import recommendation_from_levels
+from agent.sglang import paths
 from agent.sglang.info_view import ServerInfo
 from agent.sglang.kv import reserve_per_decode, zero_step_reserve
 from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD, ZERO_STEP_PLAIN
@@ -227,7 +228,7 @@ async def _original_threshold_and_reset_steps(
     """
     state = await session.probe.live_state()
     if state is None or state.threshold is None:
-        raise EngineError(f"/server_info {READBACK_FIELD} has no integer threshold: {state}")
+        raise EngineError(f"{paths.SERVER_INFO} {READBACK_FIELD} has no integer threshold: {state}")
     launch = info.speculative_num_steps
     if state.pinned or launch is None or launch <= 0 or launch not in state.prebuilt_steps:
         return state.threshold, None

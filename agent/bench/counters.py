@@ -32,6 +32,7 @@ from typing import Any
 from agent.bench.loop import EngineRead
 from agent.bench.stats import RequestRecord
 from agent.bench.window import delivered
+from agent.sglang import paths
 from agent.telemetry.window import CounterWindow
 
 MISMATCH = 0.02
@@ -75,7 +76,7 @@ def stream_mismatch_words(gap: float, figures: str = "") -> str:
 RACE_MARGIN_S = 0.005
 """A request that finished this close to a reading's round trip counts as possibly in it or not."""
 ACCEPT_FROM_COUNTERS = "metrics: Δgeneration_tokens_total / Δspec_verify_calls_total over the window"
-ACCEPT_FROM_SERVER_INFO = "server_info: internal_states[0].avg_spec_accept_length after /flush_cache"
+ACCEPT_FROM_SERVER_INFO = f"server_info: internal_states[0].avg_spec_accept_length after {paths.FLUSH_CACHE}"
 
 
 def _ms(value: float | None) -> float | None:
@@ -111,7 +112,7 @@ def engine_fields(
     }
     if at_start is None or at_end is None or at_start.reading is None or at_end.reading is None:
         problem = next((r.error for r in (at_start, at_end) if r is not None and r.error), None)
-        fields["engine_note"] = problem or "the engine exports no /metrics (no --enable-metrics?)"
+        fields["engine_note"] = problem or f"the engine exports no {paths.METRICS} (no --enable-metrics?)"
         return fields
     window = CounterWindow(keep_s=float("inf"))
     first, last = at_start.reading, at_end.reading

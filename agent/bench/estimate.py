@@ -10,12 +10,13 @@ time, that made a 30-minute run "about 4 h 50 m"), and says it is rough. A run a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from agent.bench.options import BenchOptions
 from agent.bench.schedule import DurationModel, format_duration, plan
+from agent.wire.bench_result import BenchResult
 
 COMPARE_ARMS = ("on", "off", "adaptive")
 SAME_PLAN_KEYS = ("concurrency", "repeats", "input_len", "output_len", "min_requests", "min_window_s", "chat")
@@ -50,9 +51,9 @@ def arms_of(mode: str, baseline: bool) -> tuple[str, ...]:
     return (*arms, "baseline") if baseline else arms
 
 
-def same_plan(record: Mapping[str, Any], mode: str, options: BenchOptions) -> bool:
-    recorded = record.get("options")
-    if record.get("mode") != mode or not isinstance(recorded, Mapping):
+def same_plan(record: BenchResult, mode: str, options: BenchOptions) -> bool:
+    recorded = record.options
+    if record.mode != mode:
         return False
     mine = options.public_dict()
     return all(recorded.get(k) == mine.get(k) for k in SAME_PLAN_KEYS)
@@ -63,7 +64,7 @@ def estimate(
     options: BenchOptions,
     *,
     baseline: bool = False,
-    earlier: Iterable[Mapping[str, Any]] = (),
+    earlier: Iterable[BenchResult] = (),
     request_s: float | None = None,
     request_at: int = 1,
     busy_now: int | None = None,
@@ -75,13 +76,9 @@ def estimate(
     steps = plan(options.concurrency, arms, options.repeats)
     drain = options.drain_wait_s if busy_now else 0.0
     for record in earlier:
-        took = record.get("duration_s")
-        if (
-            record.get("state") == "finished"
-            and isinstance(took, int | float)
-            and same_plan(record, mode, options)
-        ):
-            basis = f"run {record.get('bench_id')} of the same plan took {format_duration(float(took))}"
+        took = record.duration_s
+        if record.state == "finished" and took is not None and same_plan(record, mode, options):
+            basis = f"run {record.bench_id} of the same plan took {format_duration(took)}"
             return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
     at = max(1, request_at)
     if request_s and at > 1:
@@ -103,11 +100,3 @@ def request_time(ttft_s: float | None, itl_s: float | None, output_len: int) -> 
     if itl_s is None:
         return None
     return (ttft_s or 0.0) + itl_s * max(0, output_len - 1)
-
-
-def estimate_words(est: Estimate) -> str:
-    """ "about 4 m 10 s (run X of the same plan took 4 m 10 s)"."""
-    words = f"about {format_duration(est.expected_s)} ({est.basis})"
-    if est.drain_wait_s:
-        words += f", after up to {format_duration(est.drain_wait_s)} waiting for the engine to drain"
-    return words

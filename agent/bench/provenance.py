@@ -24,6 +24,7 @@ from agent.install.manifest import manifest_hash, read_manifest
 from agent.profile.schema import Profile
 from agent.profile.store import dump_profile
 from agent.sglang.info_view import ServerInfo
+from agent.telemetry.nvml import make_sampler
 from agent.wire import Gpus
 from agent.wire.bench_env import BenchEnvironment, GpuFacts, ProfileFacts, ServerFacts, StackFacts
 
@@ -101,8 +102,6 @@ def local_context(url: str) -> RunContext:
     """``agent bench`` on the command line: this machine's GPUs when the server is on it."""
     if not is_local(url):
         return RunContext(gpus_unknown=f"{url} is not on this machine, so its GPUs were not read")
-    from agent.telemetry.nvml import make_sampler
-
     sampler = make_sampler("auto")
     try:
         facts, unknown = gpu_facts(sampler.sample(), "this machine's NVML")

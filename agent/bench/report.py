@@ -2,20 +2,20 @@
 
 Each figure is shown with the half-width of its 95 % interval (``1234.5±1.2%``); a level where the
 engine's count and our streams' differ by more than 2 % is marked ``!`` and listed under the table.
+Everything is read from the typed result (``agent.wire.bench_result``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.verdict import resolution_words
 from agent.wire.bench_env import describe, parse_environment
+from agent.wire.bench_result import ARM_NAMES, BenchArm, BenchLevel, BenchResult, Figures
 
-ARMS = ("on", "off", "adaptive", "baseline")
+ARMS = ARM_NAMES
 
 
-def _num(value: Any, digits: int = 1) -> str:
+def _num(value: float | bool | None, digits: int = 1) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -23,24 +23,27 @@ def _num(value: Any, digits: int = 1) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def _pm(arm: dict[str, Any]) -> str:
+def _pm(arm: Figures) -> str:
     """``1234.5±1.2%`` (the figure and its interval's half-width), ``1234.5±?`` without an interval."""
-    rel = arm.get("output_throughput_ci_rel")
+    rel = arm.output_throughput_ci_rel
     spread = "±?" if rel is None else f"±{rel * 100:.1f}%"
-    mark = "" if arm.get("concurrency_reached") in (True, None) else "*"
-    flag = "!" if arm.get("engine_stream_mismatch") else ""
-    return f"{_num(arm.get('output_throughput'))}{spread}{mark}{flag}"
+    mark = "" if arm.concurrency_reached in (True, None) else "*"
+    flag = "!" if arm.engine_stream_mismatch else ""
+    return f"{_num(arm.output_throughput)}{spread}{mark}{flag}"
 
 
-def _reached(level: dict[str, Any]) -> str:
-    reached = level.get("concurrency_reached")
-    held = level.get("concurrency")
+def _reached(level: BenchLevel) -> str:
+    reached, held = level.concurrency_reached, level.concurrency
     if reached is None or held is None:
         return "?"
     return f"{float(held):.0f}" + ("" if reached else "*")
 
 
-def sweep_table(levels: list[dict[str, Any]]) -> str:
+def _failed(level: BenchLevel) -> str:
+    return "-" if level.failed is None else str(level.failed)
+
+
+def sweep_table(levels: list[BenchLevel]) -> str:
     head = (
         f"{'conc':>5} {'held':>5} {'out tok/s':>16} {'engine':>9} {'req/s':>7} {'TTFT med/p99 ms':>17} "
         f"{'ITL med/p99 ms':>16} {'e2e med ms':>10} {'accept':>6} {'window':>7} {'fail':>4}"
@@ -48,24 +51,24 @@ def sweep_table(levels: list[dict[str, Any]]) -> str:
     rows = [head]
     for lv in levels:
         rows.append(
-            f"{lv['max_concurrency']:>5} {_reached(lv):>5} {_pm(lv):>16} "
-            f"{_num(lv.get('engine_output_throughput')):>9} {_num(lv['request_throughput'], 2):>7} "
-            f"{_num(lv['median_ttft_ms']):>8}/{_num(lv['p99_ttft_ms']):<8} "
-            f"{_num(lv['median_itl_ms']):>7}/{_num(lv['p99_itl_ms']):<8} "
-            f"{_num(lv['median_e2e_latency_ms'], 0):>10} {_num(lv.get('accept_length'), 2):>6} "
-            f"{_num(lv.get('window_s')) + ' s':>7} {lv['failed']:>4}"
+            f"{lv.max_concurrency:>5} {_reached(lv):>5} {_pm(lv):>16} "
+            f"{_num(lv.engine_output_throughput):>9} {_num(lv.request_throughput, 2):>7} "
+            f"{_num(lv.median_ttft_ms):>8}/{_num(lv.p99_ttft_ms):<8} "
+            f"{_num(lv.median_itl_ms):>7}/{_num(lv.p99_itl_ms):<8} "
+            f"{_num(lv.median_e2e_latency_ms, 0):>10} {_num(lv.accept_length, 2):>6} "
+            f"{_num(lv.window_s) + ' s':>7} {_failed(lv):>4}"
         )
-    notes = [lv["concurrency_note"] for lv in levels if lv.get("concurrency_note")]
+    notes = [lv.concurrency_note for lv in levels if lv.concurrency_note]
     if notes:
         rows.append("* the engine never reached the asked concurrency: " + "; ".join(notes))
-    rows += _mismatch_lines([(lv["max_concurrency"], "sweep", lv) for lv in levels])
-    busy = [lv["max_concurrency"] for lv in levels if lv.get("client_cpu_fraction", 0) > 0.8]
+    rows += _mismatch_lines([(lv.max_concurrency or 0, "sweep", lv) for lv in levels])
+    busy = [lv.max_concurrency for lv in levels if (lv.client_cpu_fraction or 0) > 0.8]
     if busy:
         rows.append(
             f"the load generator used over 80% of a core at c={', '.join(str(c) for c in busy)}: "
             "it may have been the bottleneck"
         )
-    sources = {lv.get("accept_length_source") for lv in levels if lv.get("accept_length") is not None}
+    sources = {lv.accept_length_source for lv in levels if lv.accept_length is not None}
     if sources:
         rows.append("accept length from " + " / ".join(sorted(str(s) for s in sources)))
     if levels:
@@ -73,30 +76,31 @@ def sweep_table(levels: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def _legend(arm: dict[str, Any]) -> str:
+def _legend(arm: Figures) -> str:
+    repeats = "?" if arm.repeats is None else arm.repeats
     return (
         f"tok/s over steady-state windows (whole cycles at the asked concurrency), mean of "
-        f"{arm.get('repeats', '?')} repeats ± half its 95 % interval; held = running requests in the window"
+        f"{repeats} repeats ± half its 95 % interval; held = running requests in the window"
     )
 
 
-def _mismatch_lines(arms: list[tuple[int, str, dict[str, Any]]]) -> list[str]:
+def _mismatch_lines(arms: list[tuple[int, str, Figures]]) -> list[str]:
     return [
         f"! c={c} {name}: "
         + stream_mismatch_words(
-            float(arm["engine_stream_diff"]),
-            f"{_num(arm.get('engine_output_throughput'))} vs {_num(arm.get('output_throughput'))} tok/s",
+            float(arm.engine_stream_diff or 0.0),
+            f"{_num(arm.engine_output_throughput)} vs {_num(arm.output_throughput)} tok/s",
         )
         for c, name, arm in arms
-        if arm.get("engine_stream_mismatch")
+        if arm.engine_stream_mismatch
     ]
 
 
-def _arms_of(result: dict[str, Any]) -> list[str]:
-    return [a for a in ARMS if any(a in lv for lv in result["levels"])]
+def _arms_of(result: BenchResult) -> list[str]:
+    return [a for a in ARMS if any(a in lv.arms() for lv in result.levels)]
 
 
-def compare_table(result: dict[str, Any]) -> str:
+def compare_table(result: BenchResult) -> str:
     arms = _arms_of(result)
     head = (
         f"{'conc':>5} "
@@ -105,22 +109,21 @@ def compare_table(result: dict[str, Any]) -> str:
         + " ".join(f"{a[:5] + '/env':>9}" for a in arms)
     )
     rows = [head]
-    measured: list[tuple[int, str, dict[str, Any]]] = []
-    for lv in result["levels"]:
+    measured: list[tuple[int, str, BenchArm]] = []
+    for lv in result.levels:
         cells = []
-        for arm in arms:
-            data = lv.get(arm) or {}
-            if "unavailable" in data:
+        present = lv.arms()
+        for name in arms:
+            data = present.get(name) or BenchArm()
+            if data.unavailable is not None:
                 cells.append(f"{'n/a':>18}")
             else:
                 cells.append(f"{_pm(data):>18}")
-                measured.append((lv["concurrency"], arm, data))
-        ratios = [f"{_num(lv['ratios'].get(a), 3):>9}" for a in arms]
-        rows.append(
-            f"{lv['concurrency']:>5} " + " ".join(cells) + f" {_num(lv['envelope']):>9} " + " ".join(ratios)
-        )
-    rows += _mismatch_lines(measured)
-    busy = sorted({c for c, _, data in measured if data.get("client_cpu_fraction", 0) > 0.8})
+                measured.append((lv.asked, name, data))
+        ratios = [f"{_num(lv.ratios.get(a), 3):>9}" for a in arms]
+        rows.append(f"{lv.asked:>5} " + " ".join(cells) + f" {_num(lv.envelope):>9} " + " ".join(ratios))
+    rows += _mismatch_lines(list(measured))
+    busy = sorted({c for c, _, data in measured if (data.client_cpu_fraction or 0) > 0.8})
     if busy:
         rows.append(
             f"the load generator used over 80% of a core at c={', '.join(str(c) for c in busy)}: "
@@ -128,83 +131,89 @@ def compare_table(result: dict[str, Any]) -> str:
         )
     rows += _live_lines(result)
     rows += _recommendation_lines(result)
-    if result.get("off_note"):
-        rows.append(result["off_note"])
+    if result.off_note:
+        rows.append(result.off_note)
     if measured:
         rows.append(_legend(measured[0][2]))
     rows.append(
-        f"took {result.get('duration_s', 0):.1f} s (expected {result.get('expected_duration_s', 0):.0f} s); "
+        f"took {result.duration_s or 0:.1f} s (expected {result.expected_duration_s or 0:.0f} s); "
         "* = the engine never reached the asked concurrency"
     )
     return "\n".join(rows)
 
 
-def _live_lines(result: dict[str, Any]) -> list[str]:
+def _live_lines(result: BenchResult) -> list[str]:
     rows = []
-    live = result.get("live_control") or {}
-    if not live.get("available"):
-        rows.append(f"live arms unavailable: {live.get('reason')}")
-    elif live.get("restored") is not None:
+    live = result.live_control
+    if live is None or not live.available:
+        rows.append(f"live arms unavailable: {live.reason if live is not None else None}")
+    elif live.restored is not None:
         rows.append(
-            f"live threshold was {live.get('original_threshold')} before the run; restored: "
-            f"{'yes' if live.get('restored') else 'NO: ' + str(live.get('restore_error'))}"
+            f"live threshold was {live.original_threshold} before the run; restored: "
+            f"{'yes' if live.restored else 'NO: ' + str(live.restore_error)}"
         )
-    settle = result.get("settling") or {}
-    if settle.get("switches"):
-        force, first = settle.get("in_force_s"), settle.get("set_s")
+    settle = result.settling
+    if settle is not None and settle.switches:
+        force, first = settle.in_force_s, settle.set_s
+        longest = f"{force.max * 1000:.0f} ms" if force is not None and force.max is not None else "?"
         seen = (
-            f"in force after {force['median'] * 1000:.0f} ms median, {force['max'] * 1000:.0f} ms at most"
+            f"in force after {force.median * 1000:.0f} ms median, {longest} at most"
             if force
             else "never seen in force"
         )
-        read = f"read back after {first['median'] * 1000:.0f} ms median" if first else "no read-back"
-        missing = settle.get("in_force_not_seen") or 0
+        read = f"read back after {first.median * 1000:.0f} ms median" if first else "no read-back"
+        missing = settle.in_force_not_seen or 0
         rows.append(
-            f"live switches: {settle['switches']}, {read}, {seen}"
+            f"live switches: {settle.switches}, {read}, {seen}"
             + (f" ({missing} never seen in force during their warm-up)" if missing else "")
         )
-    summary = result.get("summary") or {}
-    if "adaptive_min_ratio" in summary:
+    summary = result.compare_summary
+    if summary is None:
+        return rows
+    if summary.adaptive_min_ratio is not None:
         rows.append(
-            f"adaptive: lowest ratio to the envelope {summary['adaptive_min_ratio']:.3f} at "
-            f"c={summary['adaptive_min_ratio_at']}"
+            f"adaptive: lowest ratio to the envelope {summary.adaptive_min_ratio:.3f} at "
+            f"c={summary.adaptive_min_ratio_at}"
         )
-    outside = summary.get("adaptive_outside_twin_at")
+    outside = summary.adaptive_outside_twin_at
     if outside:
         rows.append(
             f"adaptive's interval does not hold the arm it should equal at c={', '.join(str(c) for c in outside)}"
         )
-    if "baseline_ahead_at" in summary:
+    if summary.baseline_ahead_at is not None:
         rows.append(
             "baseline (no drafter) ahead of the envelope at c="
-            + (", ".join(str(c) for c in summary["baseline_ahead_at"]) or "no level")
-            + (f" (from c={summary['baseline_ahead_from']} up)" if summary.get("baseline_ahead_from") else "")
+            + (", ".join(str(c) for c in summary.baseline_ahead_at) or "no level")
+            + (f" (from c={summary.baseline_ahead_from} up)" if summary.baseline_ahead_from else "")
         )
     return rows
 
 
-def _recommendation_lines(result: dict[str, Any]) -> list[str]:
-    rec = result.get("recommendation") or {}
-    threshold = result.get("recommended_threshold")
+def _recommendation_lines(result: BenchResult) -> list[str]:
+    rec = result.recommendation
+    threshold = result.recommended_threshold
     if threshold is None:
-        return [f"no recommended threshold: {rec.get('reason')}"] if rec else []
-    span = rec.get("threshold_range")
+        return [f"no recommended threshold: {rec.reason}"] if rec is not None else []
+    if rec is None:
+        return [f"recommended threshold: {threshold}"]
+    span = rec.threshold_range
     between = ""
     if span:
         upper = "never" if span[1] is None else str(span[1])
         between = f", interval {span[0]}..{upper}"
-    crossover = "" if rec.get("crossover") is None else f"crossover c≈{_num(rec.get('crossover'))}{between}, "
+    crossover = "" if rec.crossover is None else f"crossover c≈{_num(rec.crossover)}{between}, "
     lines = [
-        f"recommended threshold: {threshold}  ({crossover}confidence {rec.get('confidence_label')} "
-        f"{_num(rec.get('confidence'), 2)})",
-        str(rec.get("reason", "")),
+        f"recommended threshold: {threshold}  ({crossover}confidence {rec.confidence_label} "
+        f"{_num(rec.confidence, 2)})",
+        rec.reason,
     ]
-    resolved = resolution_words(rec.get("resolution") or [])
+    resolved = resolution_words(rec.resolution)
     return lines + ([resolved] if resolved else [])
 
 
-def where_lines(result: dict[str, Any]) -> list[str]:
+def where_lines(result: BenchResult) -> list[str]:
     """Where the run ran (``agent.wire.bench_env``): one line per fact, unknowns with their reason."""
-    lines = describe(parse_environment(result))
+    env = result.environment if result.environment is not None else parse_environment(result.stored())
+    lines = describe(env)
     width = max(len(label) for label, _ in lines)
     return [f"{label:>{width}}: {words}" for label, words in lines]

@@ -21,15 +21,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
 from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
 from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
-from agent.bench.store import SUMMARY_KEYS, BenchStore, new_bench_id
+from agent.bench.store import BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.profile.words import given_words
 from agent.sglang.info_view import ServerInfo
+from agent.wire.bench_result import BenchResult
 from agent.wire.events import EventName
 
 PROGRESS_EVENT_INTERVAL_S = 5.0
@@ -118,7 +121,7 @@ class BenchRuns:
         self.store = store
         self.publish = publish or (lambda _: None)
         self.progress_interval_s = progress_interval_s
-        self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}
+        self._tasks: dict[str, asyncio.Task[BenchResult]] = {}
         self._cancels: dict[str, asyncio.Event] = {}
         store.mark_abandoned("the agent stopped while this benchmark was running")
 
@@ -146,18 +149,18 @@ class BenchRuns:
         if busy is not None:
             raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")
         bench_id = new_bench_id()
-        record: dict[str, Any] = {
-            "bench_id": bench_id,
-            "mode": mode,
-            "state": "running",
-            "url": url,
-            "baseline_url": baseline_url,
-            "options": options.public_dict(),
-            "profile": profile,
-            "created_at": time.time(),
-            "finished_at": None,
-            "error": None,
-        }
+        record = BenchResult(
+            bench_id=bench_id,
+            mode=mode,
+            state="running",
+            url=url,
+            baseline_url=baseline_url,
+            options=options.public_dict(),
+            profile=profile,
+            created_at=time.time(),
+            finished_at=None,
+            error=None,
+        )
         self.store.save(record)
         cancel = asyncio.Event()
         self._cancels[bench_id] = cancel
@@ -168,7 +171,7 @@ class BenchRuns:
             BenchEvent(
                 "bench.started",
                 f"benchmark {bench_id} ({mode}) started",
-                {k: record.get(k) for k in SUMMARY_KEYS},
+                record.run_line(),
             )
         )
         return bench_id
@@ -198,16 +201,16 @@ class BenchRuns:
         event.set()
         return True
 
-    async def wait(self, bench_id: str) -> dict[str, Any]:
+    async def wait(self, bench_id: str) -> BenchResult:
         task = self._tasks.get(bench_id)
         if task is not None:
             await asyncio.wait({task})
         return self.store.get(bench_id)
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[BenchResult]:
         return self.store.list()
 
-    def get(self, bench_id: str) -> dict[str, Any]:
+    def get(self, bench_id: str) -> BenchResult:
         return self.store.get(bench_id)
 
     async def close(self) -> None:
@@ -219,13 +222,13 @@ class BenchRuns:
 
     async def _run(
         self,
-        record: dict[str, Any],
+        record: BenchResult,
         options: BenchOptions,
         cancel: asyncio.Event,
         baseline_url: str | None,
         context: RunContext | None = None,
-    ) -> dict[str, Any]:
-        bench_id = record["bench_id"]
+    ) -> BenchResult:
+        bench_id = record.bench_id
         started = time.monotonic()
         last_sent: float | None = None
         last: tuple[BenchProgress, float] | None = None
@@ -282,10 +285,11 @@ class BenchRuns:
 
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
-            if record["mode"] == "sweep":
-                result = await run_sweep(record["url"], options, on_progress, cancel, context)
+            url = str(record.url)
+            if record.mode == "sweep":
+                result = await run_sweep(url, options, on_progress, cancel, context)
             else:
-                result = await run_compare(record["url"], options, on_progress, cancel, baseline_url, context)
+                result = await run_compare(url, options, on_progress, cancel, baseline_url, context)
         except BenchCancelled as exc:
             return self._finish(record, "cancelled", failure_reason(exc))
         except asyncio.CancelledError:
@@ -298,11 +302,28 @@ class BenchRuns:
         return self._finish(record, "finished", None, result)
 
     def _finish(
-        self, record: dict[str, Any], state: str, error: str | None, result: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        final = {**(result or {}), **record, "state": state, "error": error, "finished_at": time.time()}
+        self, record: BenchResult, state: str, error: str | None, result: dict[str, Any] | None = None
+    ) -> BenchResult:
+        """The stored run: the benchmark's result (the open dict its builders made, checked here
+        against ``BenchResult``) under the agent's own record of the run."""
+        final_data = {
+            **(result or {}),
+            **record.stored(),
+            "state": state,
+            "error": error,
+            "finished_at": time.time(),
+        }
         if result is not None:
-            final["recommended_threshold"] = result.get("recommended_threshold")
+            final_data["recommended_threshold"] = result.get("recommended_threshold")
+        try:
+            final = BenchResult.model_validate(final_data)
+        except ValidationError as exc:  # a builder's bug: the figures are kept, the run says why it failed
+            first = exc.errors()[0]
+            error = (
+                f"the result does not fit BenchResult at {'.'.join(map(str, first['loc']))}: {first['msg']}"
+            )
+            kept = {**record.stored(), "state": "failed", "error": error, "finished_at": time.time()}
+            final, state = BenchResult.model_validate({**kept, "unchecked_result": result}), "failed"
         with contextlib.suppress(OSError):
             self.store.save(final)
         names: dict[str, EventName] = {
@@ -311,12 +332,12 @@ class BenchRuns:
             "cancelled": "bench.cancelled",
         }
         name = names[state]
-        message = f"benchmark {record['bench_id']} {state}" + (f": {error}" if error else "")
+        message = f"benchmark {record.bench_id} {state}" + (f": {error}" if error else "")
         self.publish(
             BenchEvent(
                 name,
                 message,
-                {k: final.get(k) for k in SUMMARY_KEYS},  # the run's line in GET /v1/bench, as it is now
+                final.run_line(),  # the run's line in GET /v1/bench, as it is now
             )
         )
         return final

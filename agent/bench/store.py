@@ -14,25 +14,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.profile.atomic import write_atomic
+from agent.wire.bench_result import BenchResult
 
 BENCH_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
-SUMMARY_KEYS = (
-    "bench_id",
-    "mode",
-    "state",
-    "url",
-    "baseline_url",
-    "profile",
-    "created_at",
-    "finished_at",
-    "recommended_threshold",
-    "error",
-)
 
 
 class UnknownBench(KeyError):
     """No stored run has this id (or the id is malformed)."""
+
+
+class UnreadableBench(ValueError):
+    """A stored run's file is not a benchmark result; the message names the file and what is wrong."""
 
 
 def new_bench_id(now: float | None = None) -> str:
@@ -56,37 +51,50 @@ class BenchStore:
             raise UnknownBench(bench_id)
         return self.root / f"{bench_id}.json"
 
-    def save(self, record: dict[str, Any]) -> None:
-        atomic_write_json(self.path(str(record["bench_id"])), record)
+    def save(self, record: BenchResult) -> None:
+        atomic_write_json(self.path(record.bench_id), record.stored())
 
-    def get(self, bench_id: str) -> dict[str, Any]:
+    def get(self, bench_id: str) -> BenchResult:
+        path = self.path(bench_id)
         try:
-            data: dict[str, Any] = json.loads(self.path(bench_id).read_text(encoding="utf-8"))
+            return read_result(path)
         except FileNotFoundError:
             raise UnknownBench(bench_id) from None
-        return data
 
-    def list(self) -> builtins.list[dict[str, Any]]:
-        """Summaries, newest first; unreadable files are listed as failed with the reason."""
+    def list(self) -> builtins.list[BenchResult]:
+        """Every stored run, newest first (read whole: a listing shows only ``summary()`` of each);
+        an unreadable file is listed as a failed run that says why."""
         if not self.root.is_dir():
             return []
-        runs: list[dict[str, Any]] = []
+        runs: list[BenchResult] = []
         for path in self.root.glob("*.json"):
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                record = {"bench_id": path.stem, "state": "failed", "error": f"unreadable result file: {exc}"}
-            runs.append({k: record.get(k) for k in SUMMARY_KEYS})
-        runs.sort(key=lambda r: str(r.get("bench_id")), reverse=True)
+                record = read_result(path)
+            except (OSError, UnreadableBench) as exc:
+                record = BenchResult(
+                    bench_id=path.stem, state="failed", error=f"unreadable result file: {exc}"
+                )
+            runs.append(record)
+        runs.sort(key=lambda r: r.bench_id, reverse=True)
         return runs
 
     def mark_abandoned(self, reason: str) -> builtins.list[str]:
         """Runs still "running" from an earlier agent process are failed now; returns their ids."""
         abandoned = []
-        for summary in self.list():
-            if summary.get("state") == "running" and summary.get("bench_id"):
-                record = self.get(str(summary["bench_id"]))
-                record |= {"state": "failed", "error": reason, "finished_at": time.time()}
-                self.save(record)
-                abandoned.append(str(summary["bench_id"]))
+        for record in self.list():
+            if record.state == "running" and record.bench_id:
+                update = {"state": "failed", "error": reason, "finished_at": time.time()}
+                self.save(BenchResult.model_validate(record.stored() | update))
+                abandoned.append(record.bench_id)
         return abandoned
+
+
+def read_result(path: Path) -> BenchResult:
+    """A stored (or ``--json``-written) result; UnreadableBench names the file and the field."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return BenchResult.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise UnreadableBench(f"{path}: {where}: {first['msg']}") from None

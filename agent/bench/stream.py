@@ -20,6 +20,7 @@ from typing import Any
 
 from agent.bench.http_stream import ConnectFailed, ProtocolFailure, StreamConnection
 from agent.bench.stats import RequestRecord
+from agent.sglang import paths
 
 _WORDS = [
     "time",
@@ -183,7 +184,7 @@ async def stream_request(
     of its level had delivered (``done`` stays False for it). ``on_tokens(count)`` is called at each
     chunk that brings new tokens, with the cumulative count (the first call is the first token)."""
     chat = chat_model is not None
-    path = "/v1/chat/completions" if chat else "/generate"
+    path = paths.CHAT_COMPLETIONS if chat else paths.GENERATE
     body = (
         chat_body(prompt, output_len, chat_model)
         if chat_model is not None

@@ -35,7 +35,7 @@ from agent.bench.stats import RequestRecord
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
 from agent.bench.window import WindowRule, slices
 from agent.bench.window_stats import window_metrics
-from agent.sglang import kv
+from agent.sglang import kv, paths
 from agent.sglang.info_view import ServerInfo
 
 
@@ -110,7 +110,7 @@ class SweepSession:
     async def prepare(self) -> ServerInfo:
         """Check the engine answers and return its /server_info view (the caller keeps what it needs)."""
         if not await self.probe.healthy():
-            raise EngineError(f"{self.url}/health does not answer 200: the engine is not up")
+            raise EngineError(f"{self.url}{paths.HEALTH} does not answer 200: the engine is not up")
         self.info = await self.probe.server_info()
         if self.options.chat:
             self.chat_model = await self.probe.served_model()

@@ -30,7 +30,13 @@ from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.status import add_connection_args
+from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
+from agent.wire.bench_result import BenchResult
+
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
 
 WINDOWS = (
     "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
@@ -51,7 +57,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", default="1,2,4,8,16,32,64,128,250", help="levels, comma-separated")
     parser.add_argument("--input-len", type=int, default=1024, help="prompt tokens per request")
     parser.add_argument("--output-len", type=int, default=256, help="output tokens per request (ignore_eos)")
-    parser.add_argument("--chat", action="store_true", help="use /v1/chat/completions instead of /generate")
+    parser.add_argument(
+        "--chat", action="store_true", help=f"use {paths.CHAT_COMPLETIONS} instead of {paths.GENERATE}"
+    )
     parser.add_argument(
         "--repeats",
         type=int,
@@ -92,7 +100,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--admin-api-key-file",
         type=Path,
         default=None,
-        help="file holding the server's admin API key (for /set_internal_state and /flush_cache)",
+        help=f"file holding the server's admin API key (for {paths.SET_INTERNAL_STATE} and {paths.FLUSH_CACHE})",
     )
     parser.add_argument(
         "--drain-wait-s",
@@ -216,11 +224,12 @@ def _handle(args: argparse.Namespace) -> int:
         return 130
     bar.close()
     announce("finished")
+    typed = BenchResult.model_validate(result)
     if args.json_out is not None:
-        atomic_write_json(args.json_out, result)
-    table = sweep_table(result["levels"]) if args.bench_mode == "sweep" else compare_table(result)
+        atomic_write_json(args.json_out, typed.stored())
+    table = sweep_table(typed.levels) if args.bench_mode == "sweep" else compare_table(typed)
     print(table)
-    print("\n".join(where_lines(result)))
+    print("\n".join(where_lines(typed)))
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
     return 0
@@ -254,17 +263,15 @@ def _show(args: argparse.Namespace) -> int:
     if args.as_json:
         print(json.dumps(None if env is None else env.model_dump(), indent=2))
         return 0
-    print("\n".join(where_lines(result)))
     try:
-        table = (
-            compare_table(result)
-            if result.get("kind", "compare") == "compare"
-            else sweep_table(result["levels"])
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        print(f"agent bench show: {path}: its levels lack a field the table needs ({exc})", file=sys.stderr)
+        typed = BenchResult.model_validate(result)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        print(f"agent bench show: {path}: {where}: {first['msg']}", file=sys.stderr)
         return 2
-    print(table)
+    print("\n".join(where_lines(typed)))
+    print(compare_table(typed) if (typed.kind or "compare") == "compare" else sweep_table(typed.levels))
     return 0
 
 

@@ -18,6 +18,10 @@ from typing import Any
 
 from agent.cli.status import add_connection_args
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 RELEASE = "release"
 TERMINAL = {"applied", "failed", "cancelled", "expired", "rejected"}
 FOLLOW_TIMEOUT_S = 1800.0

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from agent.sglang import paths
 from agent.sglang.reading import read_page
 from agent.telemetry.page_view import page_fields, page_summary
 
@@ -25,14 +26,16 @@ MAX_PAGE_BYTES = 64 * 1024 * 1024
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "metrics",
-        help="show what the agent reads from a /metrics page (file, '-' for stdin, or URL)",
+        help=f"show what the agent reads from a {paths.METRICS} page (file, '-' for stdin, or URL)",
         description=(
-            "Parse a saved or live SGLang /metrics page the way the agent's telemetry does and print "
-            "the Snapshot fields it feeds. A URL without a path gets /metrics appended."
+            f"Parse a saved or live SGLang {paths.METRICS} page the way the agent's telemetry does and print "
+            f"the Snapshot fields it feeds. A URL without a path gets {paths.METRICS} appended."
         ),
     )
     parser.add_argument(
-        "source", metavar="FILE|URL", help="a saved page, '-' for stdin, or http(s)://host:port[/metrics]"
+        "source",
+        metavar="FILE|URL",
+        help=f"a saved page, '-' for stdin, or http(s)://host:port[{paths.METRICS}]",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
@@ -55,7 +58,7 @@ def _read(source: str, timeout: float) -> bytes:
     if source.startswith(("http://", "https://")):
         url = httpx.URL(source)
         if url.path in ("", "/"):
-            url = url.copy_with(path="/metrics")
+            url = url.copy_with(path=paths.METRICS)
         try:
             resp = httpx.get(url, timeout=timeout, follow_redirects=False)
         except httpx.HTTPError as exc:

@@ -10,6 +10,10 @@ from pathlib import Path
 
 from agent.profile import ProfileError, load_profile
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
@@ -76,13 +80,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.api.transport import InstanceLock, ListenError, bind_tcp, bind_unix, parse_listen
+    from agent.api.run import serve
+    from agent.api.transport import InstanceLock, bind_tcp, bind_unix
     from agent.engine.policy import RestartPolicy
     from agent.serve.daemon import ServeConfig
     from agent.serve.exporter import AgentExporter
+    from agent.serve.listen import ListenError, parse_listen
     from agent.serve.metrics_http import MetricsServer, parse_metrics_listen, start_metrics_server
     from agent.serve.paths import StatePaths, UnsafePathError, default_state_dir
-    from agent.serve.run import serve
     from agent.serve.token import load_or_create_token
     from agent.sglang.rules import check_profile, errors_of
 

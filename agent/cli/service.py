@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import sys
+from dataclasses import asdict
 
 from agent.profile.store import ProfileError, load_profile
 from agent.sglang.launch import LaunchError, read_key_file
+
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,9 +153,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_whatif(args: argparse.Namespace) -> int:
-    import json
-    from dataclasses import asdict
-
     if args.workload is not None:
         return run_workload(args)
 
@@ -242,11 +245,10 @@ def threshold_words(threshold: int | None, source: str, mode: str) -> str:
 
 def run_workload(args: argparse.Namespace) -> int:
     """``sim-whatif --workload``: fixed thresholds (and the autopilot) side by side on the same traffic."""
-    import json
 
-    from agent.control.autopilot.offline import Run, run_autopilot, run_fixed
     from agent.sim.config import sim_config
     from agent.sim.workload import WorkloadError, load_workload
+    from agent.whatif.autopilot import Run, run_autopilot, run_fixed
 
     try:
         workload = load_workload(args.workload)

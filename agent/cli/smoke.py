@@ -27,6 +27,10 @@ from pathlib import Path
 from agent.profile import ProfileError, load_profile
 from agent.smoke.checks import CheckRow
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 COLUMNS = (("engine", 7), ("check", 52), ("expected", 30), ("measured", 40), ("result", 6), ("time", 8))
 
 

@@ -9,6 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Start-up cost: `agent` imports every command module to build its parser, so what only this
+# command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
+# function that runs it; `agent --help` and the other commands do not load it.
+
 
 def add_connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", type=Path, help="default $XDG_STATE_HOME/k25console")

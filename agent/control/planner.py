@@ -22,7 +22,7 @@ from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
 from agent.profile.words import given_words, value_words
-from agent.sglang import adaptive, live_control, live_state, rules
+from agent.sglang import adaptive, live_control, live_state, rules, support
 from agent.sglang.redact import redact_change, redact_reasons
 from agent.wire import ActionRequest, Change, PlanMode
 
@@ -165,7 +165,7 @@ def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Pr
         return _reject(key, f"{key}: must be true or false (got {_given(req.value)})")
     spec = running.speculation
     if req.value:
-        unavailable = rules.threshold_unavailable_reason(built)
+        unavailable = support.threshold_unavailable_reason(built)
         if unavailable is not None:
             return _reject(key, f"{key}: the autopilot moves the live threshold, and {unavailable}")
     new = _with_speculation(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import httpx
 
-READY_PATHS = ("/health", "/model_info")
-"""SGLang answers /health 503 while starting; /model_info proves the model is loaded."""
+from agent.sglang import paths
+from agent.sglang.reading import read_page
 
 
 async def is_ready(http: httpx.AsyncClient, url: str, timeout_s: float = 5.0) -> bool:
-    for path in READY_PATHS:
+    for path in paths.READY_PATHS:
         try:
             response = await http.get(url + path, timeout=timeout_s)
         except httpx.HTTPError:
@@ -24,10 +24,8 @@ async def requests_in_flight(http: httpx.AsyncClient, url: str, timeout_s: float
 
     None when the engine cannot say (no metrics, not answering): the drain then does not wait.
     """
-    from agent.sglang.reading import read_page
-
     try:
-        response = await http.get(url + "/metrics", timeout=timeout_s)
+        response = await http.get(url + paths.METRICS, timeout=timeout_s)
     except httpx.HTTPError:
         return None
     if response.status_code != 200:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from agent.engine.record import EngineKind
 from agent.profile import Profile, dump_profile
+from agent.sglang.launch import LaunchError, read_env_files, render_launch, stack_environ, write_launch_files
+from agent.sglang.redact import hidden_profile_toml
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,6 @@ def sim_spec(
 ) -> EngineSpec:
     # The simulator reads its settings from the file; its environment comes from the process, so
     # the file keeps the env values hidden like every other copy the agent writes.
-    from agent.sglang.redact import hidden_profile_toml
-
     profile_path = write_private(run_dir / "engine-profile.toml", hidden_profile_toml(dump_profile(profile)))
     port = free_loopback_port()
     argv = [sys.executable, "-m", "agent.cli.main", "sim", "--profile", str(profile_path)]
@@ -67,8 +67,6 @@ def sim_spec(
         argv += ["--draft-acceptance", draft_acceptance]
     if profile.server.api_key_file:
         argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
-    from agent.sglang.launch import LaunchError, read_env_files
-
     env = {k: v for k, v in os.environ.items()}
     env.update(profile.server.env)
     try:
@@ -84,16 +82,12 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
     Key files are read here, at launch, into a 0600 ``--config`` file (the SGLang surface's
     ``write_launch_files``), so keys never sit on a command line.
     """
-    from agent.sglang.launch import LaunchError, read_env_files, render_launch, write_launch_files
-
     launch = render_launch(profile, run_dir)
     try:
         write_launch_files(launch)
         from_files = read_env_files(launch.env_files)
     except LaunchError as exc:
         raise OSError(str(exc)) from None
-    from agent.install.stack import stack_environ
-
     python = Path(profile.stack.venv).expanduser() / "bin" / "python"
     env = stack_environ()  # never the agent's own PYTHONPATH: it would shadow the stack's packages
     env.update(launch.env)

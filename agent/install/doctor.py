@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import platform
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -77,8 +78,6 @@ def disk_free(path: Path) -> int | None:
 
 
 def real_probe() -> HostProbe:
-    import platform
-
     return HostProbe(
         disk_free=disk_free, python_for=find_python, uv=find_uv(), python_version=platform.python_version()
     )

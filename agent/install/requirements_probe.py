@@ -31,6 +31,8 @@ Found = tuple[str, str, str, list[str]]
 
 
 def _listed() -> list[Found]:
+    # Imports inside functions here are the order the module docstring needs: the distributions are
+    # listed before the agent's packaging folder goes on sys.path.
     from importlib import metadata
 
     out = []

@@ -18,11 +18,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from agent.sglang.launch import stack_environ
 from agent.sglang.startup import LAUNCHER_MODULE
 
 Installer = Literal["uv", "pip"]
@@ -46,26 +49,6 @@ class CommandFailed(Exception):
         self.output = output
         tail = "\n".join(output.strip().splitlines()[-15:])
         super().__init__(f"`{' '.join(self.argv)}` exited with {returncode}:\n{tail}")
-
-
-STACK_ENV_DROP = (
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "VIRTUAL_ENV",
-    "__PYVENV_LAUNCHER__",
-)
-
-
-def stack_environ() -> dict[str, str]:
-    """The environment for the stack's interpreter (and the one that builds it): the agent's own,
-    less how the agent's interpreter was pointed at its packages (``PYTHONPATH``, ``PYTHONHOME``,
-    ``VIRTUAL_ENV``...). On the GPU host the agent itself may run as
-    ``PYTHONPATH=/tmp/agent-site python3 -m agent.cli.main``; inherited, that path would come before
-    the stack's site-packages (shadowing its packages) and its folders' .pth files would not run
-    (``import cutlass`` fails). A profile's ``server.env`` can still set them for the engine."""
-    return {k: v for k, v in os.environ.items() if k not in STACK_ENV_DROP}
 
 
 def run(argv: Sequence[str], timeout: float | None = None, env: dict[str, str] | None = None) -> str:
@@ -184,8 +167,6 @@ def python_facts(python: str) -> PythonFacts | None:
 
 def agent_pip_version() -> tuple[int, ...] | None:
     """The pip of the interpreter the agent runs on (``python -m pip`` sees the same path), or None."""
-    from importlib import metadata
-
     try:
         text = metadata.version("pip")
     except metadata.PackageNotFoundError:
@@ -368,8 +349,6 @@ def check_imports(venv: Path, version: str, modules: Sequence[str] = ()) -> list
 
 def check_launcher(venv: Path) -> float:
     """``python -m sglang.launch_server --help``; its duration in seconds."""
-    import time
-
     started = time.monotonic()
     run([str(venv_python(venv)), *LAUNCHER_HELP], timeout=600)
     return time.monotonic() - started

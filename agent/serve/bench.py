@@ -6,7 +6,7 @@ admission at SGLang's door, but it can stop its own traffic.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,14 +16,58 @@ from agent.bench.estimate import estimate, request_time
 from agent.bench.options import BenchOptionError
 from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
-from agent.bench.store import BenchStore, UnknownBench
+from agent.bench.store import BenchStore, UnknownBench, UnreadableBench
 from agent.control.audit import AuditUnavailable
 from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
-from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchRecord, BenchStarted
+from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
+from agent.wire.bench_result import BenchResult
 
 if TYPE_CHECKING:
-    from agent.serve.daemon import Daemon
+    from pathlib import Path
+
+    import httpx
+
+    from agent.control.actions import ActionBook
+    from agent.engine.supervisor import Supervisor
+    from agent.profile.schema import Profile
+    from agent.serve.operations import Operations
+    from agent.serve.paths import StatePaths
+    from agent.serve.stream import StreamHub
+    from agent.wire.events import EventKind
+
+
+class _Launch(Protocol):
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def profile_path(self) -> Path | None: ...
+
+
+class BenchHost(Protocol):
+    """What the bench service uses of the daemon (``agent.serve.daemon.Daemon`` is one), named by shape
+    so that the daemon can build the service without the two modules importing each other."""
+
+    @property
+    def paths(self) -> StatePaths: ...
+    @property
+    def supervisor(self) -> Supervisor: ...
+    @property
+    def actions(self) -> ActionBook: ...
+    @property
+    def ops(self) -> Operations: ...
+    @property
+    def hub(self) -> StreamHub: ...
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+    @property
+    def config(self) -> _Launch: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def launched_profile(self) -> Profile: ...
+    def emit(self, kind: EventKind, name: str, message: str, data: dict[str, Any] | None = None) -> None: ...
+    def engine_headers(self, admin: bool = True) -> dict[str, str]: ...
 
 
 class CancelBody(BaseModel):
@@ -38,7 +82,7 @@ _ANNOUNCED = {"running": "bench.started", "finished": "bench.finished", "failed"
 
 
 class BenchService:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: BenchHost) -> None:
         self.daemon = daemon
         self.runs = BenchRuns(BenchStore(daemon.paths.root), publish=self._publish)
         daemon.supervisor.drain_hooks.append(self.cancel_running)
@@ -68,22 +112,22 @@ class BenchService:
             record = self.runs.get(bench_id)
         except UnknownBench:
             raise HTTPException(404, f"no benchmark {bench_id!r}") from None
-        if record.get("state") != "running":
+        if record.state != "running":
             cancelled = False
         else:
             try:  # write-ahead, like any change
                 op = self.daemon.ops.begin("bench_cancel", operator=operator, source=source,
-                                           detail={"bench_id": bench_id, "mode": record.get("mode")})  # fmt: skip
+                                           detail={"bench_id": bench_id, "mode": record.mode})  # fmt: skip
             except AuditUnavailable as exc:
                 raise HTTPException(503, f"refused: {exc}; the benchmark runs on") from None
             cancelled = self.runs.cancel(bench_id)
-        state = "cancelled" if cancelled else record.get("state")
+        state = "cancelled" if cancelled else record.state
         message = (
             f"benchmark {bench_id} is being cancelled; its requests in flight are cut"
             if cancelled
             else f"benchmark {bench_id} is not running (it is {state}); nothing to cancel"
         )
-        if record.get("state") == "running":
+        if record.state == "running":
             self.daemon.ops.end(op, "applied" if cancelled else "noop", message)
         return {"cancelled": cancelled, "state": state, "message": message}
 
@@ -101,12 +145,7 @@ class BenchService:
                 running = load.running
             request_s = request_time(lat.ttft_p50_s, lat.itl_p50_s, options.output_len)
         earlier = []
-        for summary in self.runs.list()[:50]:
-            if summary.get("state") == "finished" and summary.get("mode") == mode:
-                try:
-                    earlier.append(self.runs.get(str(summary["bench_id"])))
-                except UnknownBench:
-                    continue
+        earlier = [r for r in self.runs.list()[:50] if r.state == "finished" and r.mode == mode]
         est = estimate(
             mode,
             options,
@@ -189,14 +228,16 @@ class BenchService:
 
         @api.get("/bench", response_model=BenchList)
         async def list_bench() -> dict[str, Any]:
-            return {"runs": runs.list()}
+            return {"runs": [r.run_line() for r in runs.list()]}
 
-        @api.get("/bench/{bench_id}", response_model=BenchRecord)
-        async def get_bench(bench_id: str) -> dict[str, Any]:
+        @api.get("/bench/{bench_id}", response_model=BenchResult, response_model_exclude_unset=True)
+        async def get_bench(bench_id: str) -> BenchResult:
             try:
                 return runs.get(bench_id)
             except UnknownBench:
                 raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+            except UnreadableBench as exc:
+                raise HTTPException(500, str(exc)) from None
 
         @api.post("/bench/plan", response_model=BenchPlan)
         async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:

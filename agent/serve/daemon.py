@@ -35,12 +35,18 @@ from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
 from agent.engine.state_disk import StateDisk
 from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
+from agent.serve.bench import BenchService
 from agent.serve.operations import Operations
 from agent.serve.paths import StatePaths
 from agent.serve.reconcile import LiveLedger
 from agent.serve.stream import StreamHub
-from agent.sglang.launch import env_file_secrets
+from agent.sglang.launch import LaunchError, env_file_secrets, read_key_file
 from agent.sglang.redact import hidden_env_values, redact_lines, redact_text, redact_values
+from agent.telemetry.changes import telemetry_events
+from agent.telemetry.collector import Collector, Identity
+from agent.telemetry.health import EngineCounts, HealthWatch
+from agent.telemetry.nvml import NoGpuSampler, make_sampler
+from agent.telemetry.sim_gpus import SimGpuLoad, SimulatedGpus
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
 from agent.wire.events import EVENT_NAMES, EventKind, EventName
 
@@ -84,8 +90,6 @@ def _read_key(path: str | None) -> str | None:
     if not path:
         return None
     try:
-        from agent.sglang.launch import LaunchError, read_key_file
-
         return read_key_file(os.path.expanduser(path))
     except LaunchError:
         return None
@@ -155,7 +159,7 @@ class Daemon:
         self._gpus: Any = None
         self.exit_requested = asyncio.Event()
         self.stop_engine_on_exit = False
-        self.bench: Any = None
+        self.bench: BenchService | None = None
 
     # ---- wiring ---------------------------------------------------------------------------------
 
@@ -175,8 +179,6 @@ class Daemon:
 
     def _sim_gpu_load(self) -> Any:
         """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""
-        from agent.telemetry.sim_gpus import SimGpuLoad
-
         snap = self.hub.latest
         running = snap.load.running if snap is not None and snap.load.running is not None else 0
         fraction = self.profile.server.mem_fraction_static or 0.85
@@ -273,24 +275,14 @@ class Daemon:
 
     def _make_gpu_sampler(self) -> Any:
         if self.config.gpus == "sim":
-            from agent.telemetry.sim_gpus import SimulatedGpus
-
             return SimulatedGpus(self._sim_gpu_load)
-        try:
-            from agent.telemetry.nvml import make_sampler
-        except ImportError:
-            return None
         try:
             return make_sampler(self.config.gpus, fixture=self.config.gpu_fixture)
         except Exception as exc:  # a broken driver must not stop the agent
             self.emit("agent", "agent.gpu_sampler", f"GPU sampling is off: {exc}")
             return make_sampler("none")
 
-    def _make_bench(self) -> Any:
-        try:
-            from agent.serve.bench import BenchService
-        except ImportError:
-            return None
+    def _make_bench(self) -> BenchService:
         return BenchService(self)
 
     async def shutdown(self) -> None:
@@ -324,10 +316,6 @@ class Daemon:
     # ---- telemetry ------------------------------------------------------------------------------
 
     async def _telemetry_loop(self) -> None:
-        from agent.telemetry.collector import Collector
-        from agent.telemetry.health import EngineCounts, HealthWatch
-        from agent.telemetry.nvml import NoGpuSampler
-
         gpus = self._gpus if self._gpus is not None else NoGpuSampler()
         # The collector derives build facts (KV shapes, the 0-step state) from the launch profile.
         collector = Collector(None, self.launched_profile, gpus, self.http)
@@ -376,9 +364,6 @@ class Daemon:
     ) -> Snapshot:
         """Number the observation, stamp its identity (here, once), publish it, and publish what
         changed since the last snapshot (speculation switched, findings raised or cleared) next to it."""
-        from agent.telemetry.changes import telemetry_events
-        from agent.telemetry.collector import Identity
-
         identity = Identity(
             profile_name=profile.identity.name,
             production=profile.identity.production,
@@ -439,8 +424,8 @@ class Daemon:
                                for f in snap.findings]  # fmt: skip
         if self.bench is not None:
             runs = self.bench.runs.list()
-            chosen = next((r for r in runs if r.get("state") == "running"), runs[0] if runs else None)
-            out["bench"] = chosen
+            chosen = next((r for r in runs if r.state == "running"), runs[0] if runs else None)
+            out["bench"] = chosen.run_line() if chosen is not None else None
         return out
 
     def log_lines(self, tail: int, search: str | None) -> list[str]:

@@ -20,7 +20,7 @@ How it gets its data, and why this way:
 
 The autopilot (issue 16) is not here yet. Its series go under ``k25_autopilot_``, from a
 :class:`MetricsSource` it provides, registered with :meth:`AgentExporter.add_source` where the daemon
-is wired (``agent/serve/run.py``). Nothing is exported for it until then.
+is wired (``agent/api/run.py``). Nothing is exported for it until then.
 """
 
 from __future__ import annotations
@@ -29,15 +29,17 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, get_args
+from typing import TYPE_CHECKING, Protocol, get_args
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 import agent
+from agent.bench.store import BenchStore, UnknownBench
 from agent.sglang.redact import redact_text
 from agent.telemetry.changes import telemetry_events
 from agent.wire import Event, Snapshot
+from agent.wire.bench_result import BenchResult
 from agent.wire.snapshot import EngineState, SpecOffReason
 
 if TYPE_CHECKING:
@@ -59,21 +61,12 @@ class MetricsSource(Protocol):
 class LastBench:
     """The newest finished benchmark that carries a recommendation, as the store has it."""
 
-    def __init__(self, bench_id: str, record: dict[str, Any]) -> None:
+    def __init__(self, bench_id: str, record: BenchResult) -> None:
         self.bench_id = bench_id
-        self.mode = str(record.get("mode") or "")
-        self.threshold = _number(record.get("recommended_threshold"))
-        recommendation = record.get("recommendation")
-        self.crossover = (
-            _number(recommendation.get("crossover")) if isinstance(recommendation, dict) else None
-        )
-        self.finished_at = _number(record.get("finished_at"))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+        self.mode = record.mode or ""
+        self.threshold = None if record.recommended_threshold is None else float(record.recommended_threshold)
+        self.crossover = record.recommendation.crossover if record.recommendation is not None else None
+        self.finished_at = record.finished_at
 
 
 class ExporterState:
@@ -275,16 +268,14 @@ class AgentExporter(Collector):
 
 
 def _read_last_bench(daemon: Daemon, bench_id: str | None) -> LastBench | None:
-    from agent.bench.store import BenchStore, UnknownBench
-
     store = BenchStore(daemon.paths.root)
     try:
         if bench_id is None:
             bench_id = next(
                 (
-                    str(run["bench_id"])
+                    run.bench_id
                     for run in store.list()
-                    if run.get("state") == "finished" and run.get("recommended_threshold") is not None
+                    if run.state == "finished" and run.recommended_threshold is not None
                 ),
                 None,
             )
@@ -293,7 +284,7 @@ def _read_last_bench(daemon: Daemon, bench_id: str | None) -> LastBench | None:
         record = store.get(bench_id)
     except (OSError, ValueError, UnknownBench):
         return None
-    if record.get("recommended_threshold") is None:
+    if record.recommended_threshold is None:
         return None
     return LastBench(bench_id, record)
 

@@ -10,7 +10,6 @@ taken port is an error at start-up, not a silent gap in the graphs.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +18,8 @@ from prometheus_client import start_http_server
 from prometheus_client.core import CollectorRegistry
 from prometheus_client.process_collector import ProcessCollector
 
-from agent.api.transport import ListenError
 from agent.serve.exporter import AgentExporter
+from agent.serve.listen import ListenError, parse_host_port
 
 log = logging.getLogger(__name__)
 
@@ -30,28 +29,14 @@ ANY_FLAG = "--metrics-listen-any"
 
 def parse_metrics_listen(text: str, *, allow_any: bool = False) -> tuple[str, int]:
     """``127.0.0.1:PORT``, ``[::1]:PORT``, ``localhost:PORT``; with ``allow_any`` any IP address."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ListenError(f"{FLAG} {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9464")
-    port = int(port_text)
-    if not 0 < port < 65536:
-        raise ListenError(f"{FLAG} {text!r}: port must be 1-65535")
-    host = host.strip("[]")
-    if host == "localhost":
-        host = "127.0.0.1"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise ListenError(
-            f"{FLAG} {text!r}: the host must be an IP address (127.0.0.1, ::1"
-            + (", 0.0.0.0 or an interface's address)" if allow_any else ")")
-        ) from None
-    if not address.is_loopback and not allow_any:
-        raise ListenError(
-            f"{FLAG} {text!r}: {host} is not a loopback address; the metrics page listens on loopback "
-            f"unless {ANY_FLAG} is given (it needs no token, so firewall it)"
-        )
-    return host, port
+    return parse_host_port(
+        text,
+        flag=FLAG,
+        example="127.0.0.1:9464",
+        allow_any=allow_any,
+        not_loopback=f"the metrics page listens on loopback unless {ANY_FLAG} is given (it needs no token, "
+        "so firewall it)",
+    )
 
 
 @dataclass

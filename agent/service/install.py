@@ -21,7 +21,11 @@ from typing import Literal
 
 from agent.profile import ProfileError, load_profile
 from agent.profile.atomic import fsync_dir, write_atomic
+from agent.serve.listen import ListenError
+from agent.serve.metrics_http import parse_metrics_listen
+from agent.serve.paths import default_state_dir
 from agent.service.unit import UNIT_NAME, UnitError, UnitSpec, is_ours, render_unit
+from agent.sglang.rules import check_profile, errors_of
 
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 
@@ -84,11 +88,6 @@ class Rendered:
 
 def render_for(req: InstallRequest) -> Rendered:
     """Check everything and render the unit; writes nothing."""
-    from agent.api.transport import ListenError
-    from agent.serve.metrics_http import parse_metrics_listen
-    from agent.serve.paths import default_state_dir
-    from agent.sglang.rules import check_profile, errors_of
-
     if req.user_unit and req.run_as is not None:
         raise ServiceError("--run-as is for system units; a --user unit runs as you")
     profile_path = req.profile.expanduser().absolute()

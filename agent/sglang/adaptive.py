@@ -95,12 +95,6 @@ def candidate_steps(config: dict[str, Any]) -> list[int]:
     return sorted(union)
 
 
-def threshold_of(config: dict[str, Any]) -> int | None:
-    """The smallest slot whose only candidate is 0 steps (the operator's threshold), if any."""
-    zero_slots = [bs for bs, entry in slots(config).items() if list(entry["candidate_steps"]) == [0]]
-    return min(zero_slots) if zero_slots else None
-
-
 def route(config: dict[str, Any], batch_size: int) -> int:
     """The slot key SGLang routes a batch of ``batch_size`` to (without CUDA-graph padding).
 

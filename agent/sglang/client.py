@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 import httpx
 
@@ -31,15 +31,19 @@ from agent.sglang.live_control import (
     ZERO_STEP_PATHS,
     ZERO_STEP_VALUE,
 )
+from agent.sglang.paths import (
+    FLUSH_CACHE,
+    HEALTH,
+    METRICS,
+    MODEL_INFO,
+    MODELS,
+    SERVER_INFO,
+    SET_INTERNAL_STATE,
+)
 from agent.sglang.reading import MetricsParser, MetricsReading
 
 Fetch = Callable[[str], Awaitable[tuple[int, bytes]]]
 """``fetch(path) -> (status, body)``: a GET on the engine."""
-
-SERVER_INFO: Final = "/server_info"
-METRICS: Final = "/metrics"
-SET_INTERNAL_STATE: Final = "/set_internal_state"
-FLUSH_CACHE: Final = "/flush_cache"
 
 
 class EngineError(RuntimeError):
@@ -111,22 +115,22 @@ class EngineClient:
 
     async def healthy(self) -> bool:
         try:
-            response = await self.http.get(self.url + "/health", timeout=10.0)
+            response = await self.http.get(self.url + HEALTH, timeout=10.0)
         except httpx.HTTPError:
             return False
         return response.status_code == 200
 
     async def served_model(self) -> str:
         """The model name requests must name (``/v1/models``, else ``/model_info``)."""
-        status, body = await self.get("/v1/models")
+        status, body = await self.get(MODELS)
         if status == 200:
-            models = _json(body, "/v1/models").get("data") or []
+            models = _json(body, MODELS).get("data") or []
             if models and isinstance(models[0], Mapping) and models[0].get("id"):
                 return str(models[0]["id"])
-        status, body = await self.get("/model_info")
+        status, body = await self.get(MODEL_INFO)
         if status != 200:
-            raise EngineError(f"/model_info answered HTTP {status}")
-        info = _json(body, "/model_info")
+            raise EngineError(f"{MODEL_INFO} answered HTTP {status}")
+        info = _json(body, MODEL_INFO)
         return str(info.get("served_model_name") or info.get("model_path"))
 
     # -- control ------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from agent.profile.schema import Profile
+from agent.sglang import adaptive
 from agent.sglang.kv_pool import (
     DEFAULT_MEM_FRACTION_STATIC,
     DRAFT_LAYERS,
@@ -41,6 +42,7 @@ from agent.sglang.kv_pool import (
     estimate_pool_tokens,
     mla_cell_bytes,
 )
+from agent.sglang.support import adaptive_unsupported_reason, threshold_unavailable_reason
 
 # kv is the one name callers know: the pool estimate and the drafter cost live in kv_pool.
 __all__ = [
@@ -143,9 +145,6 @@ def spec_shape_for_profile(profile: Profile) -> SpecShape | None:
     * topk 1 without adaptive: draft tokens forced to steps + 1 (SGLang adjusts them with a warning).
     * Otherwise the profile's steps, topk and draft tokens as given.
     """
-    from agent.sglang import adaptive
-    from agent.sglang.rules import adaptive_unsupported_reason
-
     spec = profile.speculation
     if not profile.speculative or spec.num_steps is None:
         return None
@@ -169,8 +168,6 @@ def zero_step_shape_for_profile(profile: Profile) -> SpecShape | None:
     widest candidate's reserve (``max(1, D)``), exactly as when speculating. None when the server
     never runs at 0 steps: no speculation, no adaptive mode, or no 0-step candidate (no threshold).
     """
-    from agent.sglang import adaptive
-
     on = spec_shape_for_profile(profile)
     if on is None or on.max_draft_tokens is None:
         return None
@@ -182,8 +179,6 @@ def zero_step_shape_for_profile(profile: Profile) -> SpecShape | None:
 
 def zero_step_unavailable_reason(profile: Profile) -> str | None:
     """Why this profile's server never runs at 0 steps, in an operator's words; None when it does."""
-    from agent.sglang.rules import threshold_unavailable_reason
-
     if zero_step_shape_for_profile(profile) is not None:
         return None
     unavailable = threshold_unavailable_reason(profile)

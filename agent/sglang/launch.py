@@ -30,6 +30,26 @@ from agent.profile.atomic import write_atomic
 from agent.profile.schema import Profile
 from agent.sglang import adaptive, spec_env
 
+STACK_ENV_DROP = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "VIRTUAL_ENV",
+    "__PYVENV_LAUNCHER__",
+)
+
+
+def stack_environ() -> dict[str, str]:
+    """The environment for the stack's interpreter (and the one that builds it): the agent's own,
+    less how the agent's interpreter was pointed at its packages (``PYTHONPATH``, ``PYTHONHOME``,
+    ``VIRTUAL_ENV``...). On the GPU host the agent itself may run as
+    ``PYTHONPATH=/tmp/agent-site python3 -m agent.cli.main``; inherited, that path would come before
+    the stack's site-packages (shadowing its packages) and its folders' .pth files would not run
+    (``import cutlass`` fails). A profile's ``server.env`` can still set them for the engine."""
+    return {k: v for k, v in os.environ.items() if k not in STACK_ENV_DROP}
+
+
 LAUNCH_MODULE = ("-m", "sglang.launch_server")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from agent.profile.schema import Profile
 from agent.sglang import adaptive, live_control
-from agent.sglang.rules import adaptive_active
+from agent.sglang.support import adaptive_active
 
 
 def _launchable_threshold(threshold: int | None) -> bool:

@@ -124,11 +124,6 @@ RANK_LABELS: Final = (TP_RANK_LABEL, PP_RANK_LABEL, "moe_ep_rank", "attn_tp_rank
 data-parallel rank runs its own scheduler with its own requests."""
 
 
-def full_names(name: str) -> tuple[str, str]:
-    """Both spellings of a metric: ``sglang:<name>`` and ``sglang_<name>``."""
-    return (PREFIX + name, LOADS_PREFIX + name)
-
-
 def strip_prefix(full: str) -> str | None:
     """A metric's name without its SGLang prefix, or None when it is not an SGLang metric."""
     for prefix in PREFIXES:

@@ -28,6 +28,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from agent.profile import ProfileError, dump_profile, parse_profile
+from agent.profile.store import profile_from_dict, profile_to_dict
+
 REDACTED: Final = "<redacted>"
 
 LAUNCH_COMMAND: Final = "launch_command"
@@ -273,9 +276,6 @@ def profile_secret_warnings(env: Mapping[str, str]) -> list[tuple[str, str, str]
 def hidden_profile_toml(toml_text: str) -> str:
     """A profile's TOML (as the agent dumps it) with its env values and secrets hidden: what the engine
     record keeps on disk. Text that is no valid profile is scrubbed as text (never kept as it was)."""
-    from agent.profile import ProfileError, dump_profile, parse_profile
-    from agent.profile.store import profile_from_dict, profile_to_dict
-
     try:
         profile = parse_profile(toml_text, "<record>")
     except ProfileError:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Literal
 
 from agent.profile.schema import Profile
+from agent.sglang.support import threshold_unavailable_reason
 
 SKIP_ZERO_STEP_DRAFT_EXTEND = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
 """Declared ``EnvBool(False)`` in ``srt/environ.py``; read only by ``eagle_worker_v2.py``."""
@@ -69,8 +70,6 @@ def check(profile: Profile) -> list[tuple[Severity, str, str]]:
     before launch. A warning where adaptive mode is on but no threshold is set: the switch starts to
     act once one is, and clearing the threshold live must not be refused because of this key.
     """
-    from agent.sglang.rules import threshold_unavailable_reason
-
     out: list[tuple[Severity, str, str]] = []
     for name, key in RENDERED_ENV.items():
         if name in profile.server.env:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent.profile.schema import Profile
-from agent.sglang import adaptive, kv, rules
+from agent.sglang import adaptive, kv, support
 from agent.sglang.extra_flags import first_value
 from agent.sim.calibration import CALIBRATION, Calibration
 
@@ -105,7 +105,7 @@ def sim_config(
         draft_tokens = steps + 1 if topk == 1 else (spec.num_draft_tokens or steps + 1)
         mode = "static"
         if spec.adaptive:
-            reason = rules.adaptive_unsupported_reason(profile)
+            reason = support.adaptive_unsupported_reason(profile)
             if reason is None:
                 mode = "adaptive"
                 adaptive_cfg = adaptive.adaptive_config(profile)

@@ -7,6 +7,7 @@ explains each parameter.
 
 from __future__ import annotations
 
+from agent.sim.acceptance import mean_accept_length
 from agent.sim.calibration import Calibration, TargetCosts
 
 
@@ -106,8 +107,6 @@ def crossover_batch(
     This is the speculation threshold the model recommends for that configuration: at or above it
     the server should decode without drafting.
     """
-    from agent.sim.acceptance import mean_accept_length
-
     accept = mean_accept_length(cal.acceptance, steps, topk)
     for batch in range(1, max_batch + 1):
         kv_tokens = batch * context

@@ -108,6 +108,7 @@ SSE_DONE = b"data: [DONE]\n\n"
 def http_impl() -> str:
     """uvicorn's HTTP parser: httptools when installed (the faster one), else h11."""
     try:
+        # Here, not at the top: whether the optional fast parser is installed is the question asked.
         import httptools  # noqa: F401
     except ImportError:
         return "h11"

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.sim.config import SimConfig
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agent.sglang import kv
 from agent.sglang import metrics as names
 from agent.sim.engine import Engine
 
@@ -54,10 +55,6 @@ SCHEDULER_STAGES = (
     "other", "recv_requests", "process_input_requests", "get_next_batch_to_run", "process_queue",
     "run_batch", "process_batch_result", "sanity_check_cache", "idle",
 )  # fmt: skip
-
-
-def _family(kind: type[Metric], name: str, doc: str, labels: list[str]) -> Metric:
-    return kind(PREFIX + name, doc, labels=labels)  # type: ignore[call-arg]
 
 
 def extra_families(engine: Engine, s_labels: tuple[str, ...], s_vals: list[str]) -> Iterator[Metric]:
@@ -154,8 +151,6 @@ def extra_families(engine: Engine, s_labels: tuple[str, ...], s_vals: list[str])
 
 def _memory(engine: Engine) -> dict[str, Any]:
     """The figures ``/server_info`` → ``memory_usage`` reports (``agent.sim.info.ServerInfo.memory_usage``)."""
-    from agent.sglang import kv
-
     cfg = engine.config
     memory = cfg.calibration.memory
     cell = kv.mla_cell_bytes(cfg.profile.server.kv_cache_dtype, cfg.speculative)

@@ -19,12 +19,39 @@ already hold whatever it costs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import random
+from typing import TYPE_CHECKING, Protocol
 
 from agent.sim import acceptance
 
 if TYPE_CHECKING:
-    from agent.sim.engine import Engine, StepPlan
+    from agent.sim.adaptive import LiveAdaptiveController
+    from agent.sim.calibration import Calibration
+    from agent.sim.config import SimConfig
+    from agent.sim.request import SimRequest, StepPlan
+    from agent.sim.stats import EngineStats
+
+
+class Rider(Protocol):
+    """What the ride reads of the engine after a pass (the engine itself, named by shape so that
+    this module does not import the engine that owns it)."""
+
+    @property
+    def config(self) -> SimConfig: ...
+    @property
+    def controller(self) -> LiveAdaptiveController | None: ...
+    @property
+    def cal(self) -> Calibration: ...
+    @property
+    def now(self) -> float: ...
+    @property
+    def rng(self) -> random.Random: ...
+    @property
+    def running(self) -> list[SimRequest]: ...
+    @property
+    def stats(self) -> EngineStats: ...
+    @property
+    def active_draft_tokens(self) -> int: ...
 
 
 class OverlapRide:
@@ -37,7 +64,7 @@ class OverlapRide:
         riders, self._riders = self._riders, []
         return len(riders), sum(t for t, _ in riders), sum(d for _, d in riders)
 
-    def after_pass(self, engine: Engine, plan: StepPlan) -> None:
+    def after_pass(self, engine: Rider, plan: StepPlan) -> None:
         """Seat the requests ``plan`` finished (at the launch step count) for one more pass."""
         if engine.config.mode == "none" or plan.steps <= 0 or plan.steps != engine.config.steps:
             return

@@ -8,7 +8,7 @@ replays with different settings send the same requests and differ only by the se
 
 ``on_tick(engine, now)`` runs every ``tick_s`` modelled seconds between two forward passes, where
 the agent's telemetry would sample the server: a what-if with a fixed threshold passes nothing, the
-autopilot's replay (``agent.control.autopilot.offline``) reads the model's ``/metrics`` there and
+autopilot's replay (``agent.whatif.autopilot``) reads the model's ``/metrics`` there and
 moves the live threshold through the engine's controller.
 """
 
@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from agent.sim.config import SimConfig
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 from agent.sim.workload import Workload, acceptance_named
 
 Tick = Callable[[Engine, float], None]

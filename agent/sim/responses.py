@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.sim import text
-from agent.sim.engine import SimRequest
 from agent.sim.protocol import GenerationRequest
+from agent.sim.request import SimRequest
 
 
 def openai_finish(req: SimRequest) -> tuple[str | None, int | str | None]:

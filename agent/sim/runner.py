@@ -24,7 +24,8 @@ import logging
 import time
 from collections import deque
 
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 
 _TIMER_SLACK_S = 0.0015
 LAG_WINDOW_S = 10.0

@@ -5,10 +5,9 @@ the simulator writes ~15,000 SSE chunks a second on one core, and a framework's 
 make it the bottleneck, so routing, auth and responses are a few lines here and each chunk goes straight
 to the server's ``send``. Handlers stay thin and hand requests to the engine through ``agent.sim.runner``.
 
-Authentication follows ``srt/utils/auth.py``: ``/health*``, ``/ready``, ``/metrics`` always open;
-NORMAL routes need the API key when one is set; ADMIN_OPTIONAL routes (``/set_internal_state``,
-``/flush_cache``) need the admin key when set, else the API key when set, else nothing.
-Unauthorized → 401 ``{"error": "Unauthorized"}``.
+Authentication follows ``srt/utils/auth.py``: ``/health*``, ``/ready``, ``/metrics`` always open; NORMAL
+routes need the API key when one is set; ADMIN_OPTIONAL routes (``/set_internal_state``, ``/flush_cache``)
+need the admin key when set, else the API key when set, else nothing. Unauthorized → 401.
 
 In-process use (tests, the demo)::
 
@@ -30,15 +29,16 @@ from typing import Any
 import uvicorn
 
 from agent.profile.schema import Profile
-from agent.sglang import live_control
+from agent.sglang import live_control, paths
 from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import metrics, responses, text
 from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
 from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, http_impl, sse
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
+from agent.sim.request import SimRequest
 from agent.sim.runner import EngineRunner
 from agent.sim.warmup import warm_up
 
@@ -69,20 +69,20 @@ class SimServer:
         get, post = frozenset({"GET"}), frozenset({"POST"})
         get_post, post_put = frozenset({"GET", "POST"}), frozenset({"POST", "PUT"})
         self.routes: dict[str, Route] = {
-            "/health": Route(self.health, get, Auth.OPEN),
-            "/health_generate": Route(self.health, get, Auth.OPEN),
-            "/ready": Route(self.health, get, Auth.OPEN),
-            "/metrics": Route(self.metrics, get, Auth.OPEN),
-            "/model_info": Route(self.model_info, get, Auth.NORMAL),
-            "/get_model_info": Route(self.model_info, get, Auth.NORMAL),
-            "/server_info": Route(self.server_info, get, Auth.NORMAL),
-            "/get_server_info": Route(self.server_info, get, Auth.NORMAL),
-            "/v1/models": Route(self.models, get, Auth.NORMAL),
-            "/set_internal_state": Route(self.set_internal_state, post_put, Auth.ADMIN_OPTIONAL),
-            "/flush_cache": Route(self.flush_cache, get_post, Auth.ADMIN_OPTIONAL),
-            "/generate": Route(self.generate, post_put, Auth.NORMAL),
-            "/v1/chat/completions": Route(self.chat, post, Auth.NORMAL),
-            "/v1/completions": Route(self.completions, post, Auth.NORMAL),
+            paths.HEALTH: Route(self.health, get, Auth.OPEN),
+            paths.HEALTH_GENERATE: Route(self.health, get, Auth.OPEN),
+            paths.READY: Route(self.health, get, Auth.OPEN),
+            paths.METRICS: Route(self.metrics, get, Auth.OPEN),
+            paths.MODEL_INFO: Route(self.model_info, get, Auth.NORMAL),
+            paths.GET_MODEL_INFO: Route(self.model_info, get, Auth.NORMAL),
+            paths.SERVER_INFO: Route(self.server_info, get, Auth.NORMAL),
+            paths.GET_SERVER_INFO: Route(self.server_info, get, Auth.NORMAL),
+            paths.MODELS: Route(self.models, get, Auth.NORMAL),
+            paths.SET_INTERNAL_STATE: Route(self.set_internal_state, post_put, Auth.ADMIN_OPTIONAL),
+            paths.FLUSH_CACHE: Route(self.flush_cache, get_post, Auth.ADMIN_OPTIONAL),
+            paths.GENERATE: Route(self.generate, post_put, Auth.NORMAL),
+            paths.CHAT_COMPLETIONS: Route(self.chat, post, Auth.NORMAL),
+            paths.COMPLETIONS: Route(self.completions, post, Auth.NORMAL),
         }
 
     # ------------------------------------------------------------------ ASGI

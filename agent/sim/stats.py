@@ -27,11 +27,23 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from agent.sim.config import SimConfig
-    from agent.sim.engine import Engine, SimRequest
+    from agent.sim.request import SimRequest
+
+
+class Clock(Protocol):
+    """What the counters read of the engine (the engine itself, named by shape so that this module
+    does not import the engine that owns it)."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def active_draft_tokens(self) -> int: ...
+
 
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 E2E_BUCKETS = (
@@ -144,7 +156,7 @@ class EngineStats:
     def on_prefill_tokens(self, tokens: int) -> None:
         self.realtime_tokens["prefill_compute"] += tokens
 
-    def on_prefill_pass(self, engine: Engine) -> None:
+    def on_prefill_pass(self, engine: Clock) -> None:
         self.prefill_passes += 1
         if engine.now - self._window_start > GEN_THROUGHPUT_STALENESS_S:
             self.last_gen_throughput = 0.0
@@ -180,7 +192,7 @@ class EngineStats:
         self.retracted_output_tokens += sum(r.output_len for r in retracted)
 
     def on_decode_pass(
-        self, engine: Engine, eager: bool, live: int, delivered: int, accept_tokens: int, correct: int
+        self, engine: Clock, eager: bool, live: int, delivered: int, accept_tokens: int, correct: int
     ) -> None:
         """One decode pass of ``live`` requests; with speculation ``accept_tokens`` is what their
         verify accepted (drafts plus one each), which SGLang counts as the pass's generated tokens."""
@@ -199,7 +211,7 @@ class EngineStats:
         if self._window_passes >= self.config.decode_log_interval:
             self._close_window(engine)
 
-    def _close_window(self, engine: Engine) -> None:
+    def _close_window(self, engine: Clock) -> None:
         gap = engine.now - self._window_start
         self.last_gen_throughput = self._window_generated / gap if gap > 0 else 0.0
         self.gen_throughput = self.last_gen_throughput
@@ -216,7 +228,7 @@ class EngineStats:
         self._window_accept_tokens = self._window_forward_ct = self._window_correct = 0
         self._window_retracted = 0
 
-    def on_idle(self, engine: Engine) -> None:
+    def on_idle(self, engine: Clock) -> None:
         """The engine ran dry: the throughput gauge reads 0 (SGLang's idle report); the decode-log
         window keeps counting from where it was, and ``last_gen_throughput`` keeps its value."""
         self.gen_throughput = 0.0

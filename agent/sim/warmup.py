@@ -13,7 +13,7 @@ import asyncio
 
 from agent.sglang.extra_flags import has_flag
 from agent.sim import text
-from agent.sim.engine import SimRequest
+from agent.sim.request import SimRequest
 from agent.sim.runner import EngineRunner
 
 WARMUP_PROMPT = "The capital city of France is"

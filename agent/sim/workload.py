@@ -21,7 +21,6 @@ are in ``agent/sim/workloads`` and are named without their ``.toml``.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated
@@ -157,10 +156,3 @@ def load_workload(name_or_path: str) -> Workload:
         resources.files("agent.sim").joinpath("workloads", f"{name_or_path}.toml").read_text(encoding="utf-8")
     )
     return parse_workload(text, f"{name_or_path}.toml")
-
-
-@dataclass(frozen=True)
-class PhaseTokens:
-    index: int
-    seconds: float
-    output_tokens: int

@@ -24,8 +24,10 @@ import httpx
 from agent.control.live import apply_live
 from agent.engine.record import EngineKind
 from agent.profile.schema import Profile
-from agent.sglang import live_control
+from agent.sglang import live_control, paths
 from agent.sglang.client import EngineClient
+from agent.telemetry.collector import Collector
+from agent.telemetry.nvml import NoGpuSampler
 
 REQUEST_TOKENS = 129
 GENERATE_TIMEOUT_S = 120.0
@@ -85,7 +87,7 @@ async def measure_accept(http: httpx.AsyncClient, url: str) -> tuple[float, int,
         "text": PROMPT,
         "sampling_params": {"max_new_tokens": REQUEST_TOKENS, "temperature": 0, "ignore_eos": True},
     }
-    response = await http.post(url + "/generate", json=body, timeout=GENERATE_TIMEOUT_S)
+    response = await http.post(url + paths.GENERATE, json=body, timeout=GENERATE_TIMEOUT_S)
     response.raise_for_status()
     data = response.json()
     meta = (data[0] if isinstance(data, list) else data)["meta_info"]
@@ -147,7 +149,7 @@ class EngineChecks:
             engine = EngineClient(self.url, self.http, timeout_s=CONTROL_TIMEOUT_S)
             before = await engine.live_state()
             response = await self.http.post(
-                self.url + "/set_internal_state",
+                self.url + paths.SET_INTERNAL_STATE,
                 json={"server_args": {key: value}},
                 timeout=CONTROL_TIMEOUT_S,
             )
@@ -188,9 +190,6 @@ def refusal_words(status: int, answer: Any) -> str:
 
 async def snapshot_check(checks: EngineChecks, kind: EngineKind, pid: int | None, pool_cap: int) -> CheckRow:
     """The agent's own Collector reads the engine's real /metrics and /server_info into a Snapshot."""
-    from agent.telemetry.collector import Collector
-    from agent.telemetry.nvml import NoGpuSampler
-
     spec = checks.profile.speculation
     prebuilt = sorted({*spec.live_steps, *([0] if spec.threshold else [])})
 
@@ -212,9 +211,9 @@ async def snapshot_check(checks: EngineChecks, kind: EngineKind, pid: int | None
             f"steps {s.steps}, KV pool {kv.pool_tokens}"
         )
         problems = [
-            *([] if snap.metrics_source == "metrics" else ["/metrics was not read"]),
+            *([] if snap.metrics_source == "metrics" else [f"{paths.METRICS} was not read"]),
             *([] if s.configured else ["speculation not configured"]),
-            *([] if s.threshold_available else [f"no {live_control.READBACK_FIELD} in /server_info"]),
+            *([] if s.threshold_available else [f"no {live_control.READBACK_FIELD} in {paths.SERVER_INFO}"]),
             *(
                 []
                 if s.threshold == (spec.threshold or 0)
@@ -230,7 +229,7 @@ async def snapshot_check(checks: EngineChecks, kind: EngineKind, pid: int | None
         row.ok, row.detail = not problems, "; ".join(problems)
 
     return await checks.run(
-        "snapshot from real /metrics and /server_info",
+        f"snapshot from real {paths.METRICS} and {paths.SERVER_INFO}",
         f"speculation configured, threshold {spec.threshold or 0}, prebuilt {prebuilt}, pool <= {pool_cap}",
         body,
     )

@@ -30,9 +30,11 @@ from agent.engine.record import EngineKind, read_record
 from agent.engine.running import RunningEngine, terminate
 from agent.engine.spec import EngineSpec, free_loopback_port, sglang_spec, sim_spec
 from agent.engine.supervisor import TERM_GRACE_S, Supervisor
-from agent.install.stack import stack_environ
+from agent.install.installer import stack_problems
 from agent.profile import dump_profile
 from agent.profile.schema import Profile
+from agent.sglang.launch import stack_environ
+from agent.sglang.support import threshold_unavailable_reason
 from agent.smoke import checks as smoke_checks
 from agent.smoke.derive import MAX_TOTAL_TOKENS, smoke_profile
 from agent.smoke.shapes import TINY_MODELS_SCRIPT, ModelSet, ModelShape
@@ -72,8 +74,6 @@ class EngineRun:
 
 def smoke_problems(profile: Profile) -> list[str]:
     """Why the profile cannot be smoke-tested (the smoke checks adaptive EAGLE-3 with live controls)."""
-    from agent.sglang.rules import threshold_unavailable_reason
-
     if not profile.speculative:
         return ["the profile runs without speculation; agent smoke checks EAGLE-3 adaptive speculation"]
     reason = threshold_unavailable_reason(profile)
@@ -89,8 +89,6 @@ def stack_python(profile: Profile) -> Path:
 
 
 def check_stack(profile: Profile) -> None:
-    from agent.install.installer import stack_problems
-
     python = stack_python(profile)
     if not python.exists():
         raise SmokeError(f"no stack python at {python}: build the stack first (agent install --profile ...)")

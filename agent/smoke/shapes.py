@@ -48,11 +48,6 @@ class ModelShape:
                 out.append(f"{name} must be positive")
         return out
 
-    def kv_bytes_per_token(self) -> int:
-        """bf16 K and V of every target layer, plus the 1-layer draft's share (SGLang's MHA cell)."""
-        target = self.kv_heads * self.head_dim * 2 * 2 * self.layers
-        return target + target // self.layers
-
 
 PRESETS: dict[str, ModelShape] = {
     "tiny": ModelShape(),

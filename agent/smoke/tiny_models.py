@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 from typing import Any
@@ -120,6 +121,7 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
 
 
 def _write_tokenizer(folder: str, shape: dict[str, Any]) -> None:
+    # Here, not at the top: this runs in the stack's python (torch, tokenizers), which the agent lacks.
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3}
@@ -131,6 +133,7 @@ def _write_tokenizer(folder: str, shape: dict[str, Any]) -> None:
 
 
 def build(spec: dict[str, Any]) -> dict[str, Any]:
+    # Here, not at the top: torch is the stack's (this file runs in the stack's python).
     import torch
     from safetensors.torch import save_file
 
@@ -216,8 +219,7 @@ def expected_accept(cycle: list[int], known: set[int], steps: int) -> float:
 
 def build_chain(spec: dict[str, Any]) -> dict[str, Any]:
     """The chain set: a cycling target and one EAGLE-3 head per accept share (module docstring)."""
-    import random
-
+    # Here, not at the top: torch is the stack's (this file runs in the stack's python).
     import torch
     from safetensors.torch import save_file
 

@@ -24,7 +24,7 @@ from agent.profile.schema import Profile
 from agent.sglang import kv
 from agent.sglang.info_view import ServerInfo
 from agent.sglang.reading import MetricsReading
-from agent.sglang.rules import adaptive_unsupported_reason
+from agent.sglang.support import adaptive_unsupported_reason
 from agent.telemetry.findings import HealthInputs
 from agent.telemetry.window import CounterWindow, Windowed
 from agent.wire import Gpus, KvView, Latency, Load, Speculation, Throughput

@@ -21,8 +21,9 @@ from typing import Any, Final
 
 import httpx
 
-from agent.sglang.client import METRICS, SERVER_INFO, EngineClient, EngineError, decode_server_info
+from agent.sglang.client import EngineClient, EngineError, decode_server_info
 from agent.sglang.info_view import ServerInfo, parse_server_info
+from agent.sglang.paths import METRICS, SERVER_INFO
 from agent.sglang.reading import MetricsParser, MetricsReading, reading_from_server_info
 from agent.sglang.redact import redact_mapping
 from agent.telemetry.keepalive import KeptAliveGet

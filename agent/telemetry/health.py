@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from agent.profile.schema import Health
+from agent.sglang import paths
+from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
 from agent.wire import Finding, Snapshot
 
@@ -39,25 +41,6 @@ class EngineCounts:
 
     restarts: int = 0
     failures: int = 0
-
-
-@dataclass(frozen=True)
-class Moment:
-    """What the rules see: this snapshot, the thresholds, and what the watch remembers."""
-
-    snap: Snapshot
-    limits: Health
-    queue_window: tuple[tuple[float, int], ...] = ()
-    """(time, queued) of recent ticks, oldest first, the current one last."""
-    queue_nonempty_since: float | None = None
-    idle_since: float | None = None
-    unread_since: float | None = None
-    """First tick of the current run of ticks without a reading from an up engine."""
-    scrape_error: str | None = None
-    restarts: tuple[float, ...] = ()
-    """Times of engine restarts within the restart window."""
-    crashes: tuple[float, ...] = ()
-    """Times of engine crashes (and failed starts) within the restart window."""
 
 
 def _ago(now: float, then: float) -> str:
@@ -203,7 +186,7 @@ def no_traffic(m: Moment) -> Finding | None:
             "or the clients are down."
         ),
         action=(
-            "Send one request to the engine from the host (curl its /health and /v1/models); check the "
+            f"Send one request to the engine from the host (curl its {paths.HEALTH} and {paths.MODELS}); check the "
             "router's view of this backend and the clients' logs. Set health.idle_after_s to 0 on a "
             "server that is idle on purpose."
         ),
@@ -279,12 +262,12 @@ def telemetry_stale(m: Moment) -> Finding | None:
         severity="warning",
         title=f"No telemetry from the engine for {_ago(now, m.unread_since)}",
         explanation=(
-            f"The engine is {m.snap.engine_state}, but neither /metrics nor /server_info has answered "
+            f"The engine is {m.snap.engine_state}, but neither {paths.METRICS} nor {paths.SERVER_INFO} has answered "
             f"since then, so every number on screen is old or unknown.{cause} A busy scheduler answers "
             "late; a hung one not at all."
         ),
         action=(
-            "curl the engine's /health and /metrics from the host; read the engine log. If the engine "
+            f"curl the engine's {paths.HEALTH} and {paths.METRICS} from the host; read the engine log. If the engine "
             "hangs, restart it (Controls, or agent stop --engine-too and start again)."
         ),
         value=round(now - m.unread_since, 1),

@@ -131,6 +131,7 @@ class NvmlSampler:
     # -- set-up -------------------------------------------------------------------------------
     def _lib(self) -> Any:
         if self._nvml is None:
+            # Here, not at the top: a host without NVIDIA's library still runs the agent (no GPU sampling).
             import pynvml
 
             self._nvml = pynvml

@@ -22,6 +22,7 @@ NVML_VOLATILE_ECC: Final = 0
 
 def _nvml_error(name: str) -> Exception:
     try:
+        # Here, not at the top: pynvml is optional (a replay runs on a host without it).
         import pynvml
 
         cls = getattr(pynvml, name, None)

@@ -12,12 +12,8 @@ finding says so, with the numbers, on every console.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from agent.telemetry.moment import Moment
 from agent.wire import Finding
-
-if TYPE_CHECKING:
-    from agent.telemetry.health import Moment
 
 MIN_RUNNING = 8
 """Below this many running requests their mean context says too little about the traffic."""

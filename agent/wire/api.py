@@ -253,15 +253,6 @@ class BenchList(_Wire):
     runs: list[BenchSummary]
 
 
-class BenchRecord(BenchSummary):
-    """``GET /v1/bench/{id}``: the summary fields, the options, and the result's own keys
-    (``levels``, ``summary``, ``live_control``...: the benchmark's, kept as they are)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
 class BenchCancelled(_Wire):
     """``POST /v1/bench/{id}/cancel``."""
 

@@ -154,7 +154,9 @@ def describe(env: BenchEnvironment | None) -> list[tuple[str, str]]:
     if env is None:
         return [("where it ran", NOT_RECORDED)]
     lines = [("GPUs", _gpus(env.gpus) if env.gpus else f"unknown: {env.gpus_unknown or 'not read'}")]
-    lines.append(("server", _server(env.server) if env.server else "unknown: /server_info was not read"))
+    lines.append(
+        ("server", _server(env.server) if env.server else "unknown: the engine's server info was not read")
+    )
     if env.baseline is not None:
         lines.append(("baseline", _server(env.baseline)))
     if env.stack is not None:

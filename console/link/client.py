@@ -17,8 +17,8 @@ from agent.wire.api import (
     BenchCancelled,
     BenchList,
     BenchPlan,
-    BenchRecord,
     BenchStarted,
+    BenchSummary,
     KvWhatIf,
     LogLines,
     ProfileDiff,
@@ -28,6 +28,7 @@ from agent.wire.api import (
     RunningProfile,
     VersionInfo,
 )
+from agent.wire.bench_result import BenchResult
 from console.link.base import Link, LinkError, StreamItem
 
 M = TypeVar("M", bound=BaseModel)
@@ -129,10 +130,8 @@ class AgentClient:
         return _parse(LogLines, data, "log tail").lines
 
     # -- benchmarks -------------------------------------------------------------------------------
-    # The typed calls are ``bench_started``, ``bench_list`` and ``bench_record``. The Bench screen
-    # (console/screens/bench.py, console/model/bench_result.py) still reads the result's own keys
-    # from a dict; ``bench_start``, ``bench_runs`` and ``bench_result`` give it that, checked
-    # against the same models first, until it reads the models itself.
+    # Every answer is a model: the Bench screen (console/model/bench_result.py) reads
+    # ``agent.wire.bench_result.BenchResult`` and the run list's ``BenchSummary`` lines.
 
     async def bench_started(self, body: dict[str, Any]) -> BenchStarted:
         return _parse(BenchStarted, await self.link.request("POST", "/v1/bench", body=body), "bench start")
@@ -140,9 +139,9 @@ class AgentClient:
     async def bench_list(self) -> BenchList:
         return _parse(BenchList, await self.link.request("GET", "/v1/bench"), "bench run list")
 
-    async def bench_record(self, bench_id: str) -> BenchRecord:
+    async def bench_result(self, bench_id: str) -> BenchResult:
         data = await self.link.request("GET", f"/v1/bench/{bench_id}")
-        return _parse(BenchRecord, data, "bench result")
+        return _parse(BenchResult, data, "bench result")
 
     async def bench_plan(self, body: dict[str, Any]) -> BenchPlan:
         """What a start with ``body`` would run and how long it should take; nothing starts."""
@@ -156,8 +155,5 @@ class AgentClient:
     async def bench_start(self, body: dict[str, Any]) -> str:
         return (await self.bench_started(body)).bench_id
 
-    async def bench_runs(self) -> list[dict[str, Any]]:
-        return [run.model_dump() for run in (await self.bench_list()).runs]
-
-    async def bench_result(self, bench_id: str) -> dict[str, Any]:
-        return (await self.bench_record(bench_id)).model_dump()
+    async def bench_runs(self) -> list[BenchSummary]:
+        return (await self.bench_list()).runs

@@ -1,7 +1,8 @@
 """A stored benchmark result, read once into what the Bench screen draws.
 
-The agent's result is JSON (a sweep, or a compare with one entry per arm at each level); this is
-the one place that knows its keys, so the table, the chart and the recommendation read typed values.
+The agent sends its result as ``agent.wire.bench_result.BenchResult`` (a sweep, or a compare with
+one arm per setting at each level); this turns it into what the table, the chart and the
+recommendation draw.
 A row is labelled by the concurrency that was asked for; the running requests the engine held
 during the level (what it actually reached) sit beside it. Each arm's figure carries its 95 %
 interval over the repeats (``output_throughput_ci``) when the run measured one; older results have
@@ -11,22 +12,18 @@ prints); an older result reads "not recorded".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import ValidationError
 
+from agent.wire import bench_result as wire
+from agent.wire.api import BenchSummary
 from agent.wire.bench_env import describe, parse_environment
 
 ARMS: tuple[str, ...] = ("sweep", "on", "off", "adaptive", "baseline")
 
 REACHED_SHORT = 0.8
 """A level whose engine ran under this share of the asked concurrency is marked: it measured less."""
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -95,70 +92,47 @@ class BenchResult:
         return max(counts) if counts else None
 
 
-def _interval(value: Any) -> tuple[float, float] | None:
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return None
-    low, high = _float(value[0]), _float(value[1])
-    return None if low is None or high is None else (low, high)
-
-
-def _arm(data: Any) -> ArmResult | None:
-    if not isinstance(data, Mapping):
-        return None
-    if "unavailable" in data:
-        return ArmResult(None, None, str(data["unavailable"]))
-    windowed = "window_s" in data
-    repeats = data.get("repeats")
+def _arm(arm: wire.BenchArm) -> ArmResult:
+    if arm.unavailable is not None:
+        return ArmResult(None, None, arm.unavailable)
     return ArmResult(
-        _float(data.get("output_throughput")),
-        _float(data.get("concurrency" if windowed else "engine_mean_running_reqs")),
-        interval=_interval(data.get("output_throughput_ci")),
-        repeats=repeats if isinstance(repeats, int) and not isinstance(repeats, bool) else None,
-        window_s=_float(data.get("window_s")),
-        counts_differ=data.get("engine_stream_mismatch") is True,
+        arm.output_throughput,
+        arm.reached,
+        interval=arm.output_throughput_ci,
+        repeats=arm.repeats,
+        window_s=arm.window_s,
+        counts_differ=arm.engine_stream_mismatch is True,
     )
 
 
-def _level(row: Mapping[str, Any]) -> BenchLevel:
-    asked = row.get("concurrency", row.get("max_concurrency", 0))
-    arms: dict[str, ArmResult] = {}
-    if "output_throughput" in row:  # a plain sweep: the level is the arm
-        sweep = _arm(row)
-        if sweep is not None:
-            arms["sweep"] = sweep
-    for name in ARMS[1:]:
-        arm = _arm(row.get(name))
-        if arm is not None:
-            arms[name] = arm
-    return BenchLevel(int(asked) if isinstance(asked, int | float) else 0, arms)
+def _level(level: wire.BenchLevel) -> BenchLevel:
+    return BenchLevel(level.asked, {name: _arm(arm) for name, arm in level.arms().items()})
 
 
-def parse_result(data: Mapping[str, Any]) -> BenchResult:
-    levels = tuple(_level(row) for row in data.get("levels") or [] if isinstance(row, Mapping))
+def parse_result(result: wire.BenchResult) -> BenchResult:
+    levels = tuple(_level(level) for level in result.levels)
     present = tuple(a for a in ARMS if any(a in level.arms for level in levels))
-    threshold = data.get("recommended_threshold")
-    recommendation = data.get("recommendation")
-    reason = recommendation.get("reason", "") if isinstance(recommendation, Mapping) else ""
     return BenchResult(
-        bench_id=str(data.get("bench_id", "")),
-        mode=str(data.get("mode") or data.get("kind") or "sweep"),
-        state=str(data.get("state", "finished")),
+        bench_id=result.bench_id,
+        mode=result.run_mode,
+        state=result.state or "finished",
         levels=levels,
-        recommended_threshold=threshold
-        if isinstance(threshold, int) and not isinstance(threshold, bool)
-        else None,
-        reason=str(reason or ""),
-        created_at=_float(data.get("created_at")),
-        finished_at=_float(data.get("finished_at")),
-        error=str(data["error"]) if data.get("error") else None,
+        recommended_threshold=result.recommended_threshold,
+        reason=result.recommendation.reason if result.recommendation is not None else "",
+        created_at=result.created_at,
+        finished_at=result.finished_at,
+        error=result.error or None,
         arms=present,
-        where=_where(data),
+        where=_where(result),
     )
 
 
-def _where(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def _where(result: wire.BenchResult) -> tuple[tuple[str, str], ...]:
+    """Where it ran; an older result without ``environment`` is read from what it kept."""
+    if result.environment is not None:
+        return tuple(describe(result.environment))
     try:
-        return tuple(describe(parse_environment(dict(data))))
+        return tuple(describe(parse_environment(result.stored())))
     except ValidationError as exc:
         return (("where it ran", f"unreadable ({exc.errors()[0]['msg']})"),)
 
@@ -175,22 +149,16 @@ class RunSummary:
     error: str | None
 
 
-def parse_runs(runs: list[Any]) -> list[RunSummary]:
-    out = []
-    for run in runs:
-        if not isinstance(run, Mapping) or not run.get("bench_id"):
-            continue
-        threshold = run.get("recommended_threshold")
-        out.append(
-            RunSummary(
-                bench_id=str(run["bench_id"]),
-                mode=str(run.get("mode") or "?"),
-                state=str(run.get("state") or "?"),
-                recommended_threshold=threshold
-                if isinstance(threshold, int) and not isinstance(threshold, bool)
-                else None,
-                created_at=_float(run.get("created_at")),
-                error=str(run["error"]) if run.get("error") else None,
-            )
+def parse_runs(runs: list[BenchSummary]) -> list[RunSummary]:
+    return [
+        RunSummary(
+            bench_id=run.bench_id,
+            mode=run.mode or "?",
+            state=run.state or "?",
+            recommended_threshold=run.recommended_threshold,
+            created_at=run.created_at,
+            error=run.error or None,
         )
-    return out
+        for run in runs
+        if run.bench_id
+    ]

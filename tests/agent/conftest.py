@@ -1,4 +1,4 @@
-"""Fixtures of the daemon tests (the harness itself is in daemon_harness.py)."""
+"""Fixtures of the daemon tests (agents start through tests/agent_harness.py, seen through daemon_harness.py)."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from agent.profile import load_profile
 from agent.serve.daemon import Daemon, ServeConfig
 from agent.serve.paths import StatePaths
 from agent.wire import api
+from agent.wire.bench_result import BenchResult
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "profiles"
@@ -73,15 +74,15 @@ async def test_every_read_route_answers_its_model(agent_api: tuple[httpx.AsyncCl
         "name": "copy",
         "saved": True,
     }
-    daemon.bench.runs.store.save(
+    daemon.bench.runs.store.save(BenchResult.model_validate(
         {"bench_id": "20261201-120000-abcdef", "mode": "sweep", "state": "finished", "url": "http://e",
          "created_at": 1.0, "finished_at": 2.0, "options": {"concurrency": [1]}, "levels": [{"c": 1}]}
-    )  # fmt: skip
+    ))  # fmt: skip
     runs = await _get(client, "/v1/bench", api.BenchList)
     assert [r.bench_id for r in runs.runs] == ["20261201-120000-abcdef"]
-    record = await _get(client, "/v1/bench/20261201-120000-abcdef", api.BenchRecord)
+    record = await _get(client, "/v1/bench/20261201-120000-abcdef", BenchResult)
     assert record.state == "finished" and record.options == {"concurrency": [1]}
-    assert record.model_dump()["levels"] == [{"c": 1}]  # the result's own keys pass through
+    assert record.stored()["levels"] == [{"c": 1}]  # the result's own keys pass through, nothing added
     cancel = await client.post("/v1/bench/20261201-120000-abcdef/cancel")
     assert api.BenchCancelled.model_validate(cancel.json()).cancelled is False
 
@@ -106,5 +107,5 @@ async def test_the_schema_names_the_models(agent_api: tuple[httpx.AsyncClient, D
     assert model_of("/v1/logs") == "LogLines"
     assert model_of("/v1/bench") == "BenchList"
     assert model_of("/v1/bench", "post") == "BenchStarted"
-    assert model_of("/v1/bench/{bench_id}") == "BenchRecord"
+    assert model_of("/v1/bench/{bench_id}") == "BenchResult"
     assert model_of("/v1/bench/{bench_id}/cancel", "post") == "BenchCancelled"

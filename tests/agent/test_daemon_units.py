@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.api.transport import ListenError, bind_unix, parse_listen
+from agent.api.transport import bind_unix
 from agent.control.audit import AuditLog
 from agent.control.planner import plan_request
 from agent.engine import proc
@@ -19,6 +19,7 @@ from agent.engine.logfile import EngineLog
 from agent.engine.policy import RestartPolicy
 from agent.profile import Profile, load_profile
 from agent.serve.daemon import redact_lines
+from agent.serve.listen import ListenError, parse_listen
 from agent.serve.paths import UnsafePathError
 from agent.serve.stream import StreamHub
 from agent.serve.token import load_or_create_token, token_matches

@@ -19,14 +19,15 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.api.transport import ListenError
 from agent.bench.store import BenchStore
 from agent.profile import load_profile
 from agent.serve.daemon import Daemon, ServeConfig
 from agent.serve.exporter import ENGINE_STATES, OFF_REASONS, AgentExporter
+from agent.serve.listen import ListenError
 from agent.serve.metrics_http import MetricsServer, parse_metrics_listen, start_metrics_server
 from agent.serve.paths import StatePaths
 from agent.wire import ActionRequest, Finding, Snapshot, Speculation
+from agent.wire.bench_result import BenchResult
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -208,14 +209,16 @@ async def test_applied_actions_are_counted_by_kind_and_mode(daemon: Daemon, serv
 
 def _bench_record(store: BenchStore, bench_id: str, threshold: int, crossover: float | None) -> None:
     store.save(
-        {
-            "bench_id": bench_id,
-            "mode": "compare",
-            "state": "finished",
-            "finished_at": 1_700_000_000.0,
-            "recommended_threshold": threshold,
-            "recommendation": {"threshold": threshold, "crossover": crossover},
-        }
+        BenchResult.model_validate(
+            {
+                "bench_id": bench_id,
+                "mode": "compare",
+                "state": "finished",
+                "finished_at": 1_700_000_000.0,
+                "recommended_threshold": threshold,
+                "recommendation": {"threshold": threshold, "crossover": crossover},
+            }
+        )
     )
 
 
@@ -224,7 +227,7 @@ def test_last_benchmark_is_read_from_the_store_and_follows_bench_finished(
 ) -> None:
     store = BenchStore(daemon.paths.root)
     _bench_record(store, "20260101-000000-aaaaaa", 96, 90.5)
-    store.save({"bench_id": "20260102-000000-bbbbbb", "mode": "compare", "state": "failed", "error": "x"})
+    store.save(BenchResult(bench_id="20260102-000000-bbbbbb", mode="compare", state="failed", error="x"))
     samples, _ = scrape(served)
     assert value(samples, "k25_bench_recommended_threshold_requests") == 96
     assert value(samples, "k25_bench_crossover_requests") == 90.5

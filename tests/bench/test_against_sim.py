@@ -29,6 +29,7 @@ from agent.profile.store import load_profile
 from agent.sglang import kv
 from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_FIELD, RELEASE_PINNED_STEPS
 from agent.sim.server import run_sim
+from agent.wire.bench_result import BenchResult
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 EAGLE3 = load_profile(PROFILES / "kimi-k25-eagle3.toml")
@@ -183,7 +184,7 @@ async def test_tree_server_reports_live_arms_unavailable_and_measures_the_baseli
         spec, TREE.server.page_size
     )
     assert "cannot stop speculating" in result["off_note"] and "baseline arm measures" in result["off_note"]
-    table = compare_table(result)
+    table = compare_table(BenchResult.model_validate(result))
     assert "baseline tok/s" in table and "n/a" in table
     assert f"live arms unavailable: {live['reason']}" in table
 
@@ -208,14 +209,14 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
     }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=4) as sim:
         bench_id = runs.start(sim.url, body)
-        assert runs.list()[0]["state"] == "running"
+        assert runs.list()[0].state == "running"
         await asyncio.wait_for(on_arm_started.wait(), 60)
     record = await runs.wait(bench_id)
-    assert record["state"] == "failed"
-    assert "engine stopped answering" in record["error"] or "not up" in record["error"]
-    assert "could not restore the live threshold" in record["error"]
+    assert record.state == "failed" and record.error is not None
+    assert "engine stopped answering" in record.error or "not up" in record.error
+    assert "could not restore the live threshold" in record.error
     assert events[0].name == "bench.started" and events[-1].name == "bench.failed"
-    assert runs.list()[0]["state"] == "failed"
+    assert runs.list()[0].state == "failed"
     # Before the plan, the run says it is timing its probes (the demo's bar sat empty for 74 s).
     progress = [e for e in events if e.name == "bench.progress"]
     phases = [phase for phase, _ in itertools.groupby(e.data["phase"] for e in progress)]
@@ -244,7 +245,7 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
         assert runs.cancel(bench_id)
         record = await runs.wait(bench_id)
         assert await _threshold(sim.url) == original
-    assert record["state"] == "cancelled"
+    assert record.state == "cancelled"
     assert runs.cancel(bench_id) is False
 
 
@@ -252,7 +253,7 @@ async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> No
     runs = BenchRuns(BenchStore(tmp_path))
     bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0})
     record = await runs.wait(bench_id)
-    assert record["state"] == "failed" and "the engine is not up" in record["error"]
+    assert record.state == "failed" and "the engine is not up" in str(record.error)
 
 
 async def _agent(*args: str) -> tuple[int, str, str]:

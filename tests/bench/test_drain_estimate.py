@@ -9,6 +9,7 @@ from agent.bench.drain import Busy, wait_for_drain
 from agent.bench.estimate import estimate
 from agent.bench.options import BenchOptions
 from agent.sglang.reading import MetricsReading
+from agent.wire.bench_result import BenchResult
 
 
 class DrainingEngine:
@@ -41,8 +42,8 @@ async def test_an_engine_that_does_not_drain_is_measured_after_the_limit() -> No
 
 def test_the_estimate_prefers_an_earlier_run_of_the_same_plan() -> None:
     options = BenchOptions(concurrency=(1, 2, 4), repeats=2)
-    earlier = [{"bench_id": "b-1", "mode": "compare", "state": "finished", "duration_s": 250.0,
-                "options": options.public_dict()}]  # fmt: skip
+    earlier = [BenchResult(bench_id="b-1", mode="compare", state="finished", duration_s=250.0,
+                           options=options.public_dict())]  # fmt: skip
     same = estimate("compare", options, earlier=earlier)
     assert same.expected_s == 250.0 and "b-1" in same.basis and same.steps == 3 * 3 * 2
     other = estimate("compare", BenchOptions(concurrency=(1, 2), repeats=2), earlier=earlier, busy_now=12)

@@ -10,6 +10,7 @@ import pytest
 
 from agent.bench.options import BenchOptionError, options_from_mapping, parse_concurrency
 from agent.bench.store import BenchStore, UnknownBench, new_bench_id
+from agent.wire.bench_result import BenchResult
 
 
 def test_concurrency_is_parsed_sorted_and_checked() -> None:
@@ -56,10 +57,11 @@ def test_store_saves_lists_and_refuses_bad_ids(tmp_path: Path) -> None:
     store = BenchStore(tmp_path)
     assert store.list() == []
     first, second = new_bench_id(1_700_000_000), new_bench_id(1_700_000_100)
-    store.save({"bench_id": first, "mode": "sweep", "state": "finished", "levels": []})
-    store.save({"bench_id": second, "mode": "compare", "state": "running"})
-    assert [r["bench_id"] for r in store.list()] == [second, first]
-    assert store.get(first)["levels"] == []
+    store.save(BenchResult(bench_id=first, mode="sweep", state="finished", levels=[]))
+    store.save(BenchResult(bench_id=second, mode="compare", state="running"))
+    assert [r.bench_id for r in store.list()] == [second, first]
+    assert store.get(first).levels == []
+    assert json.loads(store.path(first).read_text())["levels"] == []  # what was set, written
     path = store.path(first)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp files left
@@ -68,7 +70,7 @@ def test_store_saves_lists_and_refuses_bad_ids(tmp_path: Path) -> None:
     with pytest.raises(UnknownBench):
         store.get(new_bench_id())
     assert store.mark_abandoned("agent restarted") == [second]
-    assert store.get(second)["state"] == "failed" and store.get(second)["error"] == "agent restarted"
+    assert store.get(second).state == "failed" and store.get(second).error == "agent restarted"
 
 
 def test_unreadable_result_is_listed_as_failed(tmp_path: Path) -> None:
@@ -77,8 +79,9 @@ def test_unreadable_result_is_listed_as_failed(tmp_path: Path) -> None:
     store.root.mkdir(parents=True)
     store.path(bench_id).write_text("{not json")
     [summary] = store.list()
-    assert summary["state"] == "failed" and "unreadable" in summary["error"]
-    json.dumps(summary)
+    assert summary.state == "failed" and summary.error is not None and "unreadable" in summary.error
+    assert str(store.path(bench_id)) in summary.error  # it names the file
+    json.dumps(summary.run_line())
 
 
 def test_a_refused_value_is_quoted_in_json_words_never_as_a_python_repr() -> None:

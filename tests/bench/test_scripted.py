@@ -17,6 +17,7 @@ from agent.bench.report import compare_table, sweep_table
 from agent.bench.sweep import run_sweep
 from agent.bench.window import STARTED_BY_STREAMS
 from agent.sglang.live_control import LIVE_THRESHOLD_KEY
+from agent.wire.bench_result import BenchResult
 from tests.bench.scripted_engine import Request, ScriptedEngine, serve
 
 QUICK = BenchOptions(
@@ -45,7 +46,7 @@ async def test_a_sweep_measures_whole_cycles_at_the_asked_concurrency() -> None:
     assert level["max_concurrency"] == 4 and level["repeats"] == 1 and level["window_s"] > 0
     assert level["output_throughput_ci"] is not None, "a window of several cycles has slices"
     assert level["ttft_requests"] >= 1 and level["completed"] == run["completed"]
-    assert "out tok/s" in sweep_table(result["levels"])
+    assert "out tok/s" in sweep_table(BenchResult.model_validate(result).levels)
 
 
 async def test_tokens_our_streams_never_saw_are_flagged_as_another_clients() -> None:
@@ -55,7 +56,11 @@ async def test_tokens_our_streams_never_saw_are_flagged_as_another_clients() -> 
         result = await run_sweep(url, replace(QUICK, min_requests=12))
     [level] = result["levels"]
     assert level["engine_stream_diff"] > 0.9 and level["engine_stream_mismatch"] is True
-    [line] = [row for row in sweep_table(result["levels"]).splitlines() if row.startswith("! ")]
+    [line] = [
+        row
+        for row in sweep_table(BenchResult.model_validate(result).levels).splitlines()
+        if row.startswith("! ")
+    ]
     measure, _, cause = line.partition(" tok/s): ")
     assert measure.startswith("! c=4 sweep: the engine generated ") and "× the tokens our streams" in measure
     assert cause.startswith("another client used the server during the run"), line
@@ -115,5 +120,5 @@ async def test_a_compare_interleaves_the_arms_and_says_which_levels_it_cannot_te
     assert "Noise seen: the arms' 95 % intervals were ±" in rec["reason"]
     checks = {c["concurrency"]: c["twin"] for c in result["summary"]["adaptive_vs_twin"]}
     assert checks == {1: "on", 4: "off"}
-    table = compare_table(result)
+    table = compare_table(BenchResult.model_validate(result))
     assert "±" in table and "indistinguishable at c=4" in table

@@ -14,6 +14,7 @@ import pytest
 from agent.bench.compare import assemble_levels
 from agent.bench.report import compare_table
 from agent.bench.verdict import recommendation_from_levels
+from agent.wire.bench_result import BenchResult
 
 
 def arm(tok_s: float, diff: float) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def test_the_flag_and_the_report_line_give_the_same_reading(diff: float, measure
     [flag] = levels[0]["flags"]
     assert flag == f"on: {measure}: {cause}"
     assert ("another client" in flag) == (diff > 0), "fewer tokens than ours is no other client's traffic"
-    table = compare_table({"levels": levels, "live_control": {"available": True}})
+    table = compare_table(BenchResult.model_validate({"levels": levels, "live_control": {"available": True}}))
     [line] = [row for row in table.splitlines() if row.startswith("! ")]
     engine = f"{1000.0 * (1 + diff):.1f}"
     assert line == f"! c=4 on: {measure} ({engine} vs 1000.0 tok/s): {cause}"

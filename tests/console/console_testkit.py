@@ -1,4 +1,5 @@
-"""The console tests' kit: a real ``agent serve --engine sim`` on a socket in a temp directory, and waits.
+"""The console tests' kit: a real ``agent serve --engine sim`` (the one harness, ``tests/agent_harness.py``)
+on a socket in a temp directory, and waits.
 
 The console is tested against the real agent and the simulated engine over real sockets; the only
 double is the simulated engine itself (it stands in for SGLang). Waiting is on conditions with a
@@ -12,17 +13,14 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from agent_harness import PROFILES, REPO, AgentProc
 from rich.console import Console
 from textual.app import App
 from textual.widgets import Static
@@ -30,8 +28,11 @@ from textual.widgets import Static
 from agent.profile import load_profile
 from console.theme import rich_styles
 
-REPO = Path(__file__).resolve().parents[2]
-PROFILES = REPO / "profiles"
+__all__ = [
+    "READY_TIMEOUT_S", "REPO", "SIM_THRESHOLD", "RunningAgent", "_start_agent", "_stop_agent", "screen_text",
+    "sim_profile_variant", "text_of", "until", "until_async",
+]  # fmt: skip
+
 SIM_THRESHOLD = load_profile(PROFILES / "local-sim.toml").speculation.threshold
 """The shipped demo profile's threshold (the tests must not hard-code it: the demo story sets it)."""
 READY_TIMEOUT_S = 40.0
@@ -79,39 +80,19 @@ async def until_async(condition: Callable[[], Awaitable[T]], *, timeout_s: float
         await asyncio.sleep(0.05)
 
 
-@dataclass
-class RunningAgent:
-    root: Path
-    proc: subprocess.Popen[bytes]
-
-    @property
-    def state_dir(self) -> Path:
-        return self.root / "state"
-
-    @property
-    def socket(self) -> Path:
-        return self.state_dir / "run" / "agent.sock"
-
-    @property
-    def token_path(self) -> Path:
-        return self.state_dir / "token"
+class RunningAgent(AgentProc):
+    """The console tests' view of the one harness (``tests/agent_harness.AgentProc``): async calls."""
 
     @property
     def log(self) -> str:
         with contextlib.suppress(OSError):
-            return (self.root / "agent.log").read_text(errors="replace")[-4000:]
+            return self.out_log.read_text(errors="replace")[-4000:]
         return ""
 
-    def client(self) -> httpx.AsyncClient:
-        token = self.token_path.read_text().strip()
-        return httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(uds=str(self.socket)),
-            base_url="http://agent",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=10.0,
-        )
+    def client(self) -> httpx.AsyncClient:  # type: ignore[override]
+        return self.aclient()
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:  # type: ignore[override]
         async with self.client() as client:
             response = await client.get("/v1/status")
             response.raise_for_status()
@@ -163,39 +144,20 @@ def sim_profile_variant(
 
 
 def _start_agent(root: Path, profile: str = "local-sim", *, production: bool = False) -> RunningAgent:
+    """Launched, not waited for (the fixture waits for the engine with the event loop turning)."""
     profiles = root / "profiles"
     profiles.mkdir(parents=True)
     for shipped in PROFILES.glob("*.toml"):
         shutil.copy(shipped, profiles / shipped.name)
     if profile != "local-sim":
         sim_profile_variant(profiles, profile, production=production)
-    argv = [
-        sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim",
-        "--profile", str(profiles / f"{profile}.toml"), "--profiles-dir", str(profiles),
-        "--state-dir", str(root / "state"), "--gpus", "none", "--drain-timeout", "2",
-    ]  # fmt: skip
-    with (root / "agent.log").open("wb") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=REPO,
-                                start_new_session=True)  # fmt: skip
-    return RunningAgent(root, proc)
+    agent = RunningAgent(root=root, profile=profiles / f"{profile}.toml")
+    agent.launch()
+    return agent
 
 
 def _stop_agent(agent: RunningAgent) -> None:
-    engine_pid = None
-    with contextlib.suppress(Exception):
-        token = agent.token_path.read_text().strip()
-        with httpx.Client(transport=httpx.HTTPTransport(uds=str(agent.socket)), base_url="http://agent",
-                          headers={"Authorization": f"Bearer {token}"}, timeout=5.0) as client:  # fmt: skip
-            engine_pid = client.get("/v1/status").json().get("engine_pid")
-            client.post("/v1/agent/stop", json={"engine_too": True})
-        agent.proc.wait(timeout=15)
-    if agent.proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(agent.proc.pid, signal.SIGKILL)
-        agent.proc.wait(timeout=5)
-    if isinstance(engine_pid, int):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(engine_pid, signal.SIGKILL)
+    agent.stop()
 
 
 def screen_text(app: App[None]) -> str:

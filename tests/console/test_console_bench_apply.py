@@ -9,6 +9,7 @@ from console_testkit import RunningAgent, text_of, until
 from textual.widgets import Button
 
 from agent.bench.store import BenchStore, new_bench_id
+from agent.wire.bench_result import BenchResult
 from console.app import ConsoleApp
 from console.link.local import LocalLink
 from console.screens.bench import BenchScreen
@@ -22,19 +23,21 @@ def _store_finished_run(agent: RunningAgent) -> str:
     bench_id = new_bench_id()
     level = {"output_throughput": 100.0}
     BenchStore(agent.state_dir).save(
-        {
-            "bench_id": bench_id,
-            "mode": "compare",
-            "state": "finished",
-            "created_at": time.time() - 60,
-            "finished_at": time.time(),
-            "levels": [
-                {"concurrency": c, "on": level, "off": level, "adaptive": level, "envelope": 100.0}
-                for c in (1, 32, 64)
-            ],
-            "recommended_threshold": RECOMMENDED,
-            "recommendation": {"reason": "off beats on from 48 running"},
-        }
+        BenchResult.model_validate(
+            {
+                "bench_id": bench_id,
+                "mode": "compare",
+                "state": "finished",
+                "created_at": time.time() - 60,
+                "finished_at": time.time(),
+                "levels": [
+                    {"concurrency": c, "on": level, "off": level, "adaptive": level, "envelope": 100.0}
+                    for c in (1, 32, 64)
+                ],
+                "recommended_threshold": RECOMMENDED,
+                "recommendation": {"reason": "off beats on from 48 running"},
+            }
+        )
     )
     return bench_id
 

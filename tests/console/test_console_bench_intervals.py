@@ -9,6 +9,7 @@ from typing import Any
 from console_testkit import RunningAgent, text_of, until
 
 from agent.bench.store import BenchStore, new_bench_id
+from agent.wire.bench_result import BenchResult
 from console.app import ConsoleApp
 from console.link.local import LocalLink
 from console.screens.bench import BenchScreen
@@ -40,16 +41,18 @@ def store(agent: RunningAgent, rel: float | None, started: float) -> str:
         },
     ]
     BenchStore(agent.state_dir).save(
-        {
-            "bench_id": bench_id,
-            "mode": "compare",
-            "state": "finished",
-            "created_at": started,
-            "finished_at": started + 60,
-            "levels": levels,
-            "recommended_threshold": 0,
-            "recommendation": {"reason": "The arms were indistinguishable at c=32."},
-        }
+        BenchResult.model_validate(
+            {
+                "bench_id": bench_id,
+                "mode": "compare",
+                "state": "finished",
+                "created_at": started,
+                "finished_at": started + 60,
+                "levels": levels,
+                "recommended_threshold": 0,
+                "recommendation": {"reason": "The arms were indistinguishable at c=32."},
+            }
+        )
     )
     return bench_id
 

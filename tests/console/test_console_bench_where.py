@@ -16,6 +16,7 @@ from agent.profile.store import load_profile
 from agent.sglang.info_view import parse_server_info
 from agent.telemetry.nvml import FixtureSampler
 from agent.wire.bench_env import NOT_RECORDED
+from agent.wire.bench_result import BenchResult
 from console.app import ConsoleApp
 from console.link.local import LocalLink
 from console.screens.bench import BenchScreen
@@ -52,7 +53,7 @@ def _store(agent: RunningAgent, env: dict[str, Any] | None) -> str:
     }
     if env is not None:
         record["environment"] = env
-    BenchStore(agent.state_dir).save(record)
+    BenchStore(agent.state_dir).save(BenchResult.model_validate(record))
     return bench_id
 
 

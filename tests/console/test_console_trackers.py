@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.wire import Event, Finding, Load, Snapshot, Speculation
+from agent.wire.bench_result import BenchResult
 from console.model import ConsoleModel
 from console.model.bench_result import parse_result
 from console.model.live_settings import live_settings
@@ -128,7 +129,7 @@ def test_matches_are_case_insensitive_and_n_wraps() -> None:
 
 
 def test_a_bench_row_is_labelled_by_the_asked_concurrency_with_the_reached_one() -> None:
-    result = parse_result({
+    result = parse_result(BenchResult.model_validate({
         "bench_id": "20260101-000000-abcdef", "mode": "compare", "state": "finished",
         "levels": [
             {"concurrency": 64, "on": {"output_throughput": 300.0, "engine_mean_running_reqs": 63.2},
@@ -137,7 +138,7 @@ def test_a_bench_row_is_labelled_by_the_asked_concurrency_with_the_reached_one()
              "off": {"unavailable": "no off arm"}},
         ],
         "recommended_threshold": 48, "recommendation": {"reason": "off wins from 48"},
-    })  # fmt: skip
+    }))  # fmt: skip
     assert result.arms == ("on", "off")
     first, second = result.levels
     assert first.asked == 64 and first.reached == 40.0 and first.short

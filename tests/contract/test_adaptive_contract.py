@@ -11,7 +11,7 @@ import pytest
 from sglang_exec import adaptive_spec_params
 
 from agent.profile import Profile, load_profile, parse_profile
-from agent.sglang import adaptive, kv, rules
+from agent.sglang import adaptive, kv, rules, support
 from agent.sglang.extra_flags import first_value, has_flag
 
 pytestmark = pytest.mark.contract
@@ -54,7 +54,7 @@ def test_sglang_reads_our_config_as_intended(name: str, sgl: types.SimpleNamespa
     path.write_text(json.dumps(config))
 
     union = sgl.resolve_candidate_steps_from_config(str(path))
-    assert union == adaptive.candidate_steps(config) == rules.prebuilt_steps(profile)
+    assert union == adaptive.candidate_steps(config) == support.prebuilt_steps(profile)
     shape = kv.spec_shape_for_profile(profile)
     assert shape is not None and shape.max_draft_tokens == max(union) + 1  # SGLang: max(candidates) + 1
     assert profile.speculation.num_steps in union  # else SGLang refuses to start
@@ -131,6 +131,6 @@ def test_unsupported_reasons_are_sglangs(extra: str, sgl: types.SimpleNamespace)
         load_profile(PROFILES / "kimi-k25-eagle3-tree.toml"),
         load_profile(PROFILES / "kimi-k25-baseline.toml"),
     ):
-        assert rules.adaptive_unsupported_reason(profile) == sgl.adaptive_unsupported_reason(
+        assert support.adaptive_unsupported_reason(profile) == sgl.adaptive_unsupported_reason(
             _server_args(profile)
         )

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 
-from agent.control.autopilot.offline import run_autopilot, run_fixed
 from agent.control.autopilot.pilot import Command, Notice, Pilot
 from agent.control.autopilot.policy import Setting
 from agent.control.autopilot.sample import Sample
@@ -16,6 +15,7 @@ from agent.control.autopilot.settings import PROBE_WINDOW_S, RESUME_AFTER_S, set
 from agent.control.autopilot.view import state_of
 from agent.profile.store import load_profile
 from agent.sim.workload import Phase, Workload
+from agent.whatif.autopilot import run_autopilot, run_fixed
 
 PROFILE = load_profile("profiles/kimi-k25-eagle3.toml")
 SETTINGS = settings_of(PROFILE)

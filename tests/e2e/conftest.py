@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from agent_harness import AgentProc, running_agent
 
-from .agent_proc import AgentProc, running_agent
 from .sshd import Sshd, running_sshd
 
 

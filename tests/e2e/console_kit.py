@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from agent_harness import AgentProc
 from rich.console import Console
 from textual.app import App
 from textual.widgets import Static
@@ -17,7 +18,6 @@ from console.link.backoff import Backoff
 from console.link.ssh import SshLink, SshTarget
 from console.theme import rich_styles
 
-from .agent_proc import AgentProc
 from .sshd import HOST, Sshd
 
 FAST_RECONNECT = Backoff(base_s=0.2, cap_s=1.0)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_harness import REPO, AgentProc, prepare_profiles, short_root
 
-from .agent_proc import REPO, AgentProc, prepare_profiles, short_root
 from .console_kit import engine_live_state
 from .waiting import wait_until
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_harness import REPO, AgentProc, running_agent
 
 from agent.profile import load_profile
 
-from .agent_proc import REPO, AgentProc, running_agent
 from .sshd import free_port
 
 _PROFILED = load_profile(REPO / "profiles" / "local-sim.toml").speculation.threshold

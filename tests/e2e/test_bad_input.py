@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
+from agent_harness import REPO, AgentProc, prepare_profiles, running_agent, short_root
 from hypothesis import HealthCheck, given, settings
 
-from .agent_proc import REPO, AgentProc, prepare_profiles, running_agent, short_root
 from .console_kit import engine_live_state
 from .waiting import wait_until
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from agent_harness import AgentProc
 from textual.widgets import Input
 
 from agent.wire import WIRE_VERSION
@@ -12,7 +13,6 @@ from console.screens.confirm import ConfirmPlan
 from console.screens.controls import ControlsScreen
 from console.screens.overview import OverviewScreen
 
-from .agent_proc import AgentProc
 from .console_kit import engine_live_state, ssh_console, text_of
 from .sshd import Sshd, running_sshd
 from .waiting import until, until_async

@@ -17,13 +17,13 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from agent_harness import AgentProc, pid_alive, prepare_profiles, short_root
 
 from agent.control.library import ProfileLibrary
 from agent.control.writes import WriteGuard
 from agent.profile import ProfileError
 from agent.profile.versions import profile_digest
 
-from .agent_proc import AgentProc, pid_alive, prepare_profiles, short_root
 from .console_kit import engine_live_state, ssh_console
 from .sshd import Sshd
 from .waiting import until, wait_until

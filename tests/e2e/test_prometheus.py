@@ -23,10 +23,10 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from agent_harness import REPO, AgentProc, prepare_profiles, short_root
 
 from agent.profile import load_profile
 
-from .agent_proc import REPO, AgentProc, prepare_profiles, short_root
 from .prometheus import Prometheus, prometheus_binary, running_prometheus
 from .sshd import free_port
 from .waiting import until

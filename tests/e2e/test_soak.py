@@ -11,12 +11,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from agent_harness import AgentProc
 from textual.message_pump import MessagePump
 
 from console.app import ConsoleApp
 from console.link.local import LocalLink
-
-from .agent_proc import AgentProc
 
 SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 SCREENS = ("overview", "kv", "gpus", "controls", "bench", "profiles", "logs")

@@ -10,24 +10,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from agent_harness import wait_until
+
+__all__ = ["until", "until_async", "wait_until"]
+
 T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], *, timeout_s: float, what: str, interval_s: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout_s
-    last_error: Exception | None = None
-    while True:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:  # the thing polled may still be starting
-            last_error = exc
-        if time.monotonic() >= deadline:
-            raise TimeoutError(
-                f"timed out after {timeout_s} s waiting for {what} (last error: {last_error!r})"
-            )
-        time.sleep(interval_s)
 
 
 async def until(

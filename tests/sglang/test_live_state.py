@@ -9,7 +9,7 @@ import pytest
 
 from agent.control.planner import Draft, plan_request
 from agent.profile import Profile, load_profile
-from agent.sglang import live_control, live_state, rules
+from agent.sglang import live_control, live_state, rules, support
 from agent.wire import ActionRequest
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -85,7 +85,7 @@ def test_a_restart_only_change_still_restarts_and_keeps_the_states(launched: Pro
     assert plan.mode == "restart"
     relaunch = live_state.launch_profile(extended, launched)
     assert relaunch.speculation.threshold == 32 and relaunch.server.page_size == 16
-    assert 0 in rules.prebuilt_steps(relaunch)
+    assert 0 in support.prebuilt_steps(relaunch)
     assert live_state.live_args_to_restore(relaunch, extended) == {
         live_control.LIVE_THRESHOLD_KEY: live_control.NO_THRESHOLD
     }

@@ -24,9 +24,10 @@ from agent.sglang import live_control
 from agent.sim import metrics, responses, stats
 from agent.sim.adaptive import StepSlot
 from agent.sim.config import decode_cuda_graph_bs, sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
 from agent.sim.info import ServerInfo
 from agent.sim.protocol import GenerationRequest
+from agent.sim.request import SimRequest
 
 pytestmark = pytest.mark.contract
 

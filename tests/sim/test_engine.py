@@ -7,7 +7,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.profile.schema import Profile
 from agent.sim import metrics, protocol
 from agent.sim.config import sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 
 
 def _with_server(profile: Profile, **server: object) -> Profile:

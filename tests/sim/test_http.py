@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.profile.schema import Profile
 from agent.sglang import live_control
-from agent.sim.engine import StepPlan
+from agent.sim.request import StepPlan
 from agent.sim.server import RunningSim, run_sim
 from agent.sim.warmup import WARMUP_MAX_NEW_TOKENS
 

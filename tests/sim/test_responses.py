@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from agent.sim import responses, text
-from agent.sim.engine import SimRequest
+from agent.sim.request import SimRequest
 
 
 def _whole_chunk(req: SimRequest, draft: int) -> bytes:

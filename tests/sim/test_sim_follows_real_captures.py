@@ -18,8 +18,9 @@ from agent.profile import load_profile
 from agent.sglang import live_control
 from agent.sim import metrics
 from agent.sim.config import sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
 from agent.sim.info import ServerInfo
+from agent.sim.request import SimRequest
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "tests" / "fixtures" / "sglang-0.5.23-real"

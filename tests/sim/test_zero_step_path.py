@@ -14,7 +14,8 @@ from agent.sglang.client import EngineClient, EngineRefused
 from agent.sim import costmodel
 from agent.sim.calibration import CALIBRATION
 from agent.sim.config import sim_config
-from agent.sim.engine import Engine, SimRequest
+from agent.sim.engine import Engine
+from agent.sim.request import SimRequest
 from agent.sim.server import run_sim
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from agent.profile import load_profile
 from agent.profile.schema import Health
 from agent.sglang.kv import estimate_pool_tokens
 from agent.sim.calibration import CROSSOVER_CONTEXT
-from agent.telemetry.health import Moment
+from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
 from agent.wire import KvView, Load, Snapshot, Speculation
 

@@ -1,7 +1,15 @@
-"""``agent serve`` on the simulated engine as a real subprocess, the way an operator runs it.
+"""The one agent-start harness of the test suite: ``agent serve`` as a real subprocess, the way an
+operator runs it, on the simulated engine (or another ``--engine``) with its own state directory.
+
+Every folder starts its agents here: the end-to-end tests use ``AgentProc`` as it is, the daemon
+tests (``tests/agent/daemon_harness.py``) and the console tests (``tests/console/console_testkit.py``)
+through thin subclasses that add their own conveniences (an async client, stream reading). Starting,
+the argv, the profiles copied aside, waiting for the API and tearing down the agent and every
+engine it reported live here only.
 
 Why a subprocess and not the ASGI app in-process: the faults under test (agent killed and restarted,
 engine killed, sockets and file modes, what reaches the log) only exist between real processes.
+Waiting is on conditions (a socket that answers, a state reached), never a blind sleep.
 """
 
 from __future__ import annotations
@@ -14,18 +22,37 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-from .waiting import wait_until
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PROFILES = REPO / "profiles"
 START_TIMEOUT_S = 30.0
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], *, timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll a condition that raises no event we could await (another process's state)."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # the thing polled may still be starting
+            last_error = exc
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"timed out after {timeout_s} s waiting for {what} (last error: {last_error!r})"
+            )
+        time.sleep(interval_s)
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -47,6 +74,9 @@ class AgentProc:
     profile: Path
     extra_args: list[str] = field(default_factory=list)
     engine: str = "sim"
+    drain_timeout_s: float = 2.0
+    library: bool = True
+    """Pass ``--profiles-dir`` (the profile's folder); False: the agent's default library."""
     proc: subprocess.Popen[bytes] | None = None
     engine_pids: set[int] = field(default_factory=set)
     runs: int = 0
@@ -98,28 +128,18 @@ class AgentProc:
         return self.proc.pid
 
     def argv(self) -> list[str]:
+        library = ["--profiles-dir", str(self.profiles_dir)] if self.library else []
         return [
-            sys.executable,
-            "-m",
-            "agent.cli.main",
-            "serve",
-            "--engine",
-            self.engine,
-            "--profile",
-            str(self.profile),
-            "--profiles-dir",
-            str(self.profiles_dir),
-            "--state-dir",
-            str(self.state_dir),
-            "--gpus",
-            "none",
-            "--drain-timeout",
-            "2",
-            *self.extra_args,
-        ]
+            sys.executable, "-m", "agent.cli.main", "serve", "--engine", self.engine,
+            "--profile", str(self.profile), *library, "--state-dir", str(self.state_dir),
+            "--gpus", "none", "--drain-timeout", f"{self.drain_timeout_s:g}", *self.extra_args,
+        ]  # fmt: skip
+
+    def read_token(self) -> str:
+        return self.token_path.read_text().strip()
 
     def token(self) -> str:
-        return self.token_path.read_text().strip()
+        return self.read_token()
 
     def output(self) -> str:
         return self.out_log.read_text(errors="replace") if self.out_log.exists() else ""
@@ -133,8 +153,9 @@ class AgentProc:
                     chunks.append(path.read_text(errors="replace"))
         return "\n".join(chunks)
 
-    def client(self, token: str | None = None, *, timeout_s: float = 10.0) -> httpx.Client:
-        headers = {} if token == "" else {"Authorization": f"Bearer {token or self.token()}"}
+    def sync_client(self, token: str | None = None, *, timeout_s: float = 10.0) -> httpx.Client:
+        """A client on the socket with the token (``token=""``: with none)."""
+        headers = {} if token == "" else {"Authorization": f"Bearer {token or self.read_token()}"}
         return httpx.Client(
             transport=httpx.HTTPTransport(uds=str(self.socket)),
             base_url="http://agent",
@@ -142,8 +163,11 @@ class AgentProc:
             timeout=timeout_s,
         )
 
+    def client(self, token: str | None = None, *, timeout_s: float = 10.0) -> httpx.Client:
+        return self.sync_client(token, timeout_s=timeout_s)
+
     def aclient(self, token: str | None = None, *, timeout_s: float = 10.0) -> httpx.AsyncClient:
-        headers = {} if token == "" else {"Authorization": f"Bearer {token or self.token()}"}
+        headers = {} if token == "" else {"Authorization": f"Bearer {token or self.read_token()}"}
         return httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(uds=str(self.socket)),
             base_url="http://agent",
@@ -152,18 +176,23 @@ class AgentProc:
         )
 
     def get(self, path: str, **params: Any) -> Any:
-        with self.client() as c:
+        with self.sync_client() as c:
             r = c.get(path, params=params)
             r.raise_for_status()
             return r.json()
 
-    def status(self) -> dict[str, Any]:
+    def sync_status(self) -> dict[str, Any]:
+        """``GET /v1/status``; remembers the engine it names, so that ``stop`` kills it too."""
         status: dict[str, Any] = self.get("/v1/status")
         if status.get("engine_pid"):
             self.engine_pids.add(int(status["engine_pid"]))
         return status
 
-    def start(self, *, wait_engine_ready: bool = True) -> None:
+    def status(self) -> dict[str, Any]:
+        return self.sync_status()
+
+    def launch(self) -> None:
+        """Start the process and return at once (the caller waits as it needs)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.runs += 1
         with self.out_log.open("ab") as out:
@@ -175,6 +204,9 @@ class AgentProc:
                 cwd=REPO,
                 start_new_session=True,
             )
+
+    def start(self, *, wait_engine_ready: bool = True) -> None:
+        self.launch()
         try:
             self.wait_api()
             if wait_engine_ready:
@@ -194,7 +226,7 @@ class AgentProc:
                 raise err
             if not (self.socket.exists() and self.token_path.exists()):
                 return False
-            with self.client() as c:
+            with self.sync_client() as c:
                 return c.get("/v1/status").status_code == 200
 
         try:
@@ -208,7 +240,7 @@ class AgentProc:
         def reached() -> dict[str, Any] | None:
             if (err := self._exited_error()) is not None:
                 raise err
-            status = self.status()
+            status = self.sync_status()
             return status if status.get("engine_state") == state else None
 
         return wait_until(reached, timeout_s=timeout_s, what=f"engine_state == {state!r}")
@@ -225,9 +257,9 @@ class AgentProc:
         self.engine_record()
         if self.proc is not None:
             with contextlib.suppress(Exception):
-                self.status()
+                self.sync_status()
             if self.proc.poll() is None:
-                with contextlib.suppress(Exception), self.client(timeout_s=5) as c:
+                with contextlib.suppress(Exception), self.sync_client(timeout_s=5) as c:
                     c.post("/v1/agent/stop", json={"engine_too": True})
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(timeout=10)
