@@ -28,12 +28,12 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_harness import REPO, AgentProc, running_agent
 
 from agent.profile import load_profile
 from agent.sglang.info_view import parse_server_info
 from agent.sglang.live_control import READBACK_FIELD
 from agent.sglang.rules import MAX_THRESHOLD
-from tests.e2e.agent_proc import REPO, AgentProc, running_agent
 
 SCRIPT = REPO / "bench" / "autopilot_ramp.py"
 COMPARE = REPO / "bench" / "results" / "real-h200-2026-12-01" / "compare-oracle-1.json"
