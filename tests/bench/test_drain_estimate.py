@@ -60,3 +60,15 @@ def test_a_latency_seen_under_load_is_not_read_as_one_streams() -> None:
     assert loaded.expected_s < alone.expected_s / 3
     # the slowest level costs what the engine showed at that load: about its request time per cycle
     assert loaded.expected_s > 18.6 * 3 * 2
+
+
+async def test_an_engine_without_a_queue_gauge_is_idle_once_nothing_runs() -> None:
+    """The scripted engine exports num_running_reqs only: every run against it waited 2 min first."""
+
+    class NoQueueGauge:
+        async def metrics(self) -> MetricsReading:
+            return MetricsReading(source="metrics", gauges={"running": 0})
+
+    engine: Any = NoQueueGauge()
+    outcome = await wait_for_drain(engine, 30.0, lambda b, s: None, poll_s=0.0)
+    assert outcome.drained and outcome.waited_s < 5 and outcome.at_end == Busy(0, None)
