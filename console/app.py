@@ -36,6 +36,7 @@ from console.model import ConsoleModel, LinkStatus
 from console.model.window import window_label
 from console.palette import ConsoleCommands
 from console.registry import bindings, writing_actions
+from console.screens.audit import AuditScreen
 from console.screens.base import LiveScreen
 from console.screens.bench import BenchScreen
 from console.screens.confirm import ConfirmPlan
@@ -66,6 +67,7 @@ SCREENS: dict[str, Callable[[Session], LiveScreen]] = {
     "bench": BenchScreen,
     "profiles": ProfilesScreen,
     "logs": LogsScreen,
+    "audit": AuditScreen,
 }
 """The modes (registry.SCREENS names them for keys and help); each is built with the session."""
 

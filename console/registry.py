@@ -49,6 +49,7 @@ SCREENS: tuple[tuple[str, str, str, str], ...] = (
     ("bench", "b", "Bench", "Run a concurrency sweep and see the recommended threshold"),
     ("profiles", "p", "Profiles", "List, view, diff, load and save operator profiles"),
     ("logs", "l", "Logs", "Engine log tail with search; events and audit lines"),
+    ("audit", "a", "Audit", "The audit log: what changed, who asked, from where, what came of it"),
 )
 
 COMMANDS: tuple[Command, ...] = (
@@ -184,7 +185,7 @@ COMMANDS: tuple[Command, ...] = (
             screens=(mode,),
             short="Filter",
         )
-        for mode, what in (("bench", "bench runs"), ("profiles", "profiles"))
+        for mode, what in (("bench", "bench runs"), ("profiles", "profiles"), ("audit", "audit lines"))
     ),
     Command(
         "Diff profile",
@@ -211,6 +212,14 @@ COMMANDS: tuple[Command, ...] = (
         footer=False,
         screens=("profiles",),
         writes=True,
+    ),
+    Command(
+        "Refresh audit",
+        "refresh_audit",
+        "Fetch the audit log again",
+        "View",
+        footer=False,
+        screens=("audit",),
     ),
     Command(
         "Refresh logs",
@@ -261,7 +270,7 @@ COMMANDS: tuple[Command, ...] = (
 
 
 SCREENS_GROUP = Binding.Group("screens", compact=True)
-"""The screen keys share one footer entry on a narrow terminal ("ohkgcbpl screens"), so the keys
+"""The screen keys share one footer entry on a narrow terminal ("ohkgcbpla screens"), so the keys
 that matter most (pause, help, quit) are never cut at 100 columns."""
 
 

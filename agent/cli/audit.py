@@ -14,12 +14,13 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from agent.cli.status import add_connection_args
-from agent.profile.words import count_words, value_words
+from agent.profile.words import change_words, count_words
+from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
 
 AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
 UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -57,69 +58,29 @@ def since_epoch(text: str, now: float) -> float:
     return when.timestamp()
 
 
-def action_key(line: Mapping[str, Any]) -> str | None:
-    """What pairs an intent with its outcome: the operator action's id, or the operation's."""
-    action = line.get("action")
-    if not isinstance(action, Mapping):
-        return None
-    key = action.get("action_id") or action.get("op_id")
-    return str(key) if key else None
+def selected(records: Iterable[AuditRecord], since: float | None, kind: str | None) -> list[AuditRecord]:
+    return [
+        r
+        for r in records
+        if (since is None or (r.time is not None and r.time >= since)) and (kind is None or r.kind == kind)
+    ]
 
 
-def shown(lines: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Every record but the intents whose outcome is among ``lines``."""
-    lines = list(lines)
-    settled = {action_key(x) for x in lines if x.get("phase") == "outcome"} - {None}
-    return [x for x in lines if not (x.get("phase") == "intent" and action_key(x) in settled)]
-
-
-def kind_of(line: Mapping[str, Any]) -> str:
-    action = line.get("action")
-    return str(action.get("kind", "")) if isinstance(action, Mapping) else ""
-
-
-def selected(
-    lines: Iterable[Mapping[str, Any]], since: float | None, kind: str | None
-) -> list[Mapping[str, Any]]:
-    out = []
-    for line in lines:
-        at = line.get("time")
-        if since is not None and not (isinstance(at, int | float) and at >= since):
-            continue
-        if kind is not None and kind_of(line) != kind:
-            continue
-        out.append(line)
-    return out
-
-
-def change_words(before: Any, after: Any) -> str:
-    """ "threshold 143 → 40" for each key that a line's before and after name."""
-    if isinstance(before, Mapping) and isinstance(after, Mapping):
-        keys = list(dict.fromkeys([*before, *after]))
-        return "; ".join(f"{k} {value_words(before.get(k))} → {value_words(after.get(k))}" for k in keys)
-    if before is None and after is None:
-        return ""
-    return f"{value_words(before)} → {value_words(after)}"
-
-
-def line_words(line: Mapping[str, Any]) -> str:
-    at = line.get("time")
+def line_words(record: AuditRecord) -> str:
     when = (
-        datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        if isinstance(at, int | float)
-        else "unknown time"
+        "unknown time"
+        if record.time is None
+        else datetime.fromtimestamp(record.time, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     )
-    who = line.get("operator") or "unknown operator"
-    result = line.get("result")
-    outcome: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
-    status = outcome.get("status") or "no outcome"
-    message = outcome.get("message")
-    if line.get("phase") == "intent":
-        status, message = "intent", "no outcome yet (in flight, or the agent stopped before it)"
-    change = change_words(line.get("before"), line.get("after"))
-    parts = [when, str(who), kind_of(line) or "unknown action", change, str(status)]
+    parts = [
+        when,
+        record.operator or "unknown operator",
+        record.kind or "unknown action",
+        change_words(record.before, record.after),
+        record.status,
+    ]
     text = "  ".join(p for p in parts if p)
-    return f"{text}: {message}" if message else text
+    return f"{text}: {record.message}" if record.message else text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,15 +107,15 @@ def run(args: argparse.Namespace) -> int:
     except AgentUnreachable as exc:
         print(f"agent: not running ({exc})", file=sys.stderr)
         return 1
-    records = selected(answer.get("lines") or [], since, args.kind)
+    page = AuditPage.model_validate(answer)
+    records = selected(page.lines, since, args.kind)
     if args.json:
-        for line in records[-args.limit :]:
-            print(json.dumps(line, sort_keys=True))
+        for record in records[-args.limit :]:
+            print(json.dumps(record.model_dump(mode="json", exclude_unset=True), sort_keys=True))
         return 0
-    lines = shown(records)[-args.limit :]
-    damaged = answer.get("corrupt") or []
-    if damaged:
-        print(f"{count_words(len(damaged), 'damaged line')} in the audit log skipped (torn or not JSON)",
+    lines = one_line_per_change(records)[-args.limit :]
+    if page.corrupt:
+        print(f"{count_words(len(page.corrupt), 'damaged line')} in the audit log skipped (torn or not JSON)",
               file=sys.stderr)  # fmt: skip
     if not lines:
         print("no audit lines" + (" match" if since is not None or args.kind else " yet"))

@@ -52,3 +52,14 @@ def threshold_words(value: int | None) -> str:
 def count_words(n: int, noun: str) -> str:
     """ "1 request", "12 requests": a count with its noun, never "request(s)"."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def change_words(before: object, after: object) -> str:
+    """An audit line's change: "threshold 143 → 40; pinned_steps unset → 2" for each key its before
+    and after name; "" when it names none."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        keys = list(dict.fromkeys([*before, *after]))
+        return "; ".join(f"{k} {value_words(before.get(k))} → {value_words(after.get(k))}" for k in keys)
+    if before is None and after is None:
+        return ""
+    return f"{value_words(before)} → {value_words(after)}"

@@ -28,6 +28,7 @@ from agent.wire.api import (
     RunningProfile,
     VersionInfo,
 )
+from agent.wire.audit import AuditPage
 from agent.wire.bench_result import BenchResult
 from console.link.base import Link, LinkError, StreamItem
 
@@ -128,6 +129,11 @@ class AgentClient:
             params["search"] = search
         data = await self.link.request("GET", "/v1/logs", params=params)
         return _parse(LogLines, data, "log tail").lines
+
+    async def audit(self, limit: int = 500) -> AuditPage:
+        """The newest ``limit`` audit records (and the damaged lines the agent skipped)."""
+        data = await self.link.request("GET", "/v1/audit", params={"limit": limit})
+        return _parse(AuditPage, data, "audit log")
 
     # -- benchmarks -------------------------------------------------------------------------------
     # Every answer is a model: the Bench screen (console/model/bench_result.py) reads

@@ -10,7 +10,7 @@ from textual.widgets._footer import FooterKey
 
 WIDE_COLUMNS = 150
 """From this width each screen key is shown with its name; below it they share one group entry
-("ohkgcbpl screens"), so pause, help and quit are never cut at 100 columns."""
+("ohkgcbpla screens"), so pause, help and quit are never cut at 100 columns."""
 
 
 class ConsoleFooter(Footer):

@@ -18,6 +18,7 @@ from textual.widgets import Button, DataTable, Input
 
 from console.app import ConsoleApp
 from console.link.local import LocalLink
+from console.screens.audit import AuditScreen
 from console.screens.bench import BenchScreen
 from console.screens.confirm_dialog import ConfirmDialog
 from console.screens.controls import ControlsScreen
@@ -346,3 +347,36 @@ async def test_agent_audit_lists_filters_and_prints_json(agent: RunningAgent) ->
     ]
     bad = await asyncio.to_thread(agent_cli, agent, "audit", "--since", "yesterday")
     assert bad.returncode == 2 and "--since" in bad.stderr and "30m" in bad.stderr
+
+
+async def test_the_audit_screen_lists_one_row_a_change_and_filters_them(agent: RunningAgent) -> None:
+    """Item 10's console audit view: what changed, who asked, from where, what came of it; "/" filters."""
+    await agent.act("threshold", 40, operator="night-shift")
+    await agent.act("steps", 2, operator="night-shift")
+    app = make_app(agent)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await connected(app)
+        await pilot.press("a")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        table = screen.query_one("#audit-table", DataTable)
+        await until(lambda: table.row_count >= 3, what="the audit rows")  # the start's reconcile, two changes
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert rows[0][3] == "steps" and rows[1][3] == "threshold", rows  # newest first
+        assert (
+            rows[0][1] == "night-shift" and rows[0][2] == "unix socket" and rows[0][5].startswith("applied")
+        )
+        assert "→ 40" in rows[1][4]
+        assert not any(cell.startswith("intent") for row in rows for cell in row)  # one row a change
+        await pilot.press("slash")
+        await pilot.press(*"night")
+        await until(lambda: table.row_count == 2, what="the filter")  # not the agent's own reconcile
+        assert "shown by the filter" in text_of(app, "#audit-status")
+        text = screen_text(app)
+        assert not any(s in text for s in ("{'", "None", "True", "[]"))
+        await pilot.press("ctrl+u", "escape")  # the filter cleared: every row again
+        await until(lambda: table.row_count >= 3, what="every row")
+        # A change made while the screen is in view comes in once it ends.
+        await agent.act("threshold", 64, operator="day-shift")
+        await until(lambda: any("day-shift" in str(c) for c in table.get_row_at(0)) if table.row_count else False,
+                    what="the new change")  # fmt: skip

@@ -29,7 +29,7 @@ RECORDING = Path(__file__).parent / "data" / "local-sim.jsonl"
 SIZE = (100, 30)
 WIDE = (160, 45)
 SMALL = (80, 24)
-SCREEN_KEYS = ["o", "h", "k", "g", "c", "b", "p", "l"]
+SCREEN_KEYS = ["o", "h", "k", "g", "c", "b", "p", "l", "a"]
 REPRS = ("{'", "None", "True", "False", "[]")
 
 

@@ -1,0 +1,147 @@
+"""Audit: the agent's audit log, one row per change (what changed, who asked, from where, what came
+of it), newest first, with the "/" filter of every list here (any cell). Fetched when the screen
+comes into view and again after any action ends while it is in view; damaged lines the agent
+skipped are counted above the table (the agent's ``corrupt`` list)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.widgets import DataTable, Input, Static
+
+from agent.profile.words import change_words, count_words
+from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
+from console.link import LinkError
+from console.model import ConsoleModel
+from console.registry import screen_bindings
+from console.screens.base import LiveScreen
+from console.session import Session
+from console.widgets.filter import row_matches
+from console.widgets.format import clock
+
+FETCH_RECORDS = 500
+"""Records asked of the agent per fetch (the newest); the screen shows one row per change of them."""
+STATUS_STYLE = {
+    "applied": "$ok",
+    "reconciled": "$ok",
+    "failed": "$bad",
+    "rejected": "$warn",
+    "intent": "$warn",
+}
+COLUMNS = ("time", "operator", "from", "kind", "change", "outcome")
+
+
+def audit_row(record: AuditRecord) -> tuple[str, ...]:
+    """A record's cells in words (the filter matches these, the table shows them)."""
+    when = "unknown" if record.time is None else clock(record.time)
+    outcome = f"{record.status}: {record.message}" if record.message else record.status
+    return (
+        when,
+        record.operator or "unknown",
+        record.where,
+        record.kind or "unknown",
+        change_words(record.before, record.after) or "–",
+        outcome,
+    )
+
+
+class AuditScreen(LiveScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [*screen_bindings("audit")]
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self.page: AuditPage | None = None
+        self.error: str | None = None
+        self._actions_seen_at = -1.0
+
+    def compose_body(self) -> ComposeResult:
+        yield Input(id="audit-filter", placeholder="/ filter the audit lines", compact=True)
+        yield Static(id="audit-status")
+        table: DataTable[str | Text] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        yield table
+
+    def on_mount(self) -> None:
+        table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self.reload()
+
+    def paint_body(self, model: ConsoleModel) -> None:
+        """After any action ends (an audited change), the log is fetched again."""
+        latest = model.latest
+        if latest is None:
+            return
+        ended = model.actions.ended_since(self._actions_seen_at)
+        if self._actions_seen_at < 0:
+            self._actions_seen_at = latest.time
+            return
+        if ended:
+            self._actions_seen_at = max(s.time for s in ended) + 1e-6
+            self.reload()
+
+    @work(exclusive=True, group="audit-fetch")
+    async def reload(self) -> None:
+        try:
+            self.page = await self.session.client.audit(FETCH_RECORDS)
+        except LinkError as exc:
+            self.error = str(exc)
+        else:
+            self.error = None
+        self._fill()
+
+    def shown(self) -> list[AuditRecord]:
+        """One row per change, newest first, as the filter keeps them."""
+        if self.page is None:
+            return []
+        term = self.query_one("#audit-filter", Input).value.strip()
+        rows = one_line_per_change(self.page.lines)
+        return [r for r in reversed(rows) if row_matches(term, *audit_row(r))]
+
+    def _fill(self) -> None:
+        table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
+        table.clear()
+        rows = self.shown()
+        for n, record in enumerate(rows):
+            cells = audit_row(record)
+            style = STATUS_STYLE.get(record.status, "")
+            table.add_row(*cells[:-1], Text(cells[-1], style=style), key=record.id or f"row-{n}")
+        self._show_status(len(rows))
+
+    def _show_status(self, rows: int) -> None:
+        text = Text()
+        if self.error:
+            text.append(f"Cannot read the audit log: {self.error}", style="$bad")
+        elif self.page is None:
+            text.append("reading the audit log…", style="dim")
+        else:
+            every = len(one_line_per_change(self.page.lines))
+            text.append(
+                f"{count_words(every, 'change')} in the newest {count_words(len(self.page.lines), 'record')}"
+            )
+            if rows != every:
+                text.append(f", {rows} shown by the filter", style="bold")
+            if self.page.corrupt:
+                damaged = count_words(len(self.page.corrupt), "damaged line")
+                text.append(f"   {damaged} skipped (torn or not JSON)", style="$warn")
+        self.query_one("#audit-status", Static).update(text)
+
+    @on(Input.Changed, "#audit-filter")
+    def _filtered(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#audit-filter")
+    def _filter_done(self) -> None:
+        self.set_focus(self.query_one("#audit-table"))
+
+    def action_filter(self) -> None:
+        self.query_one("#audit-filter", Input).focus()
+
+    def action_refresh_audit(self) -> None:
+        self.reload()
