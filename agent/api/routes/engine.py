@@ -5,6 +5,7 @@ outcome is the audit's and the stream's to say."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -34,6 +35,11 @@ def _drain(daemon: Daemon, body: EngineCommand | None) -> float:
     )
 
 
+def _engine_words(daemon: Daemon) -> Callable[[], str]:
+    """The outcome the audit records once the work is done: the engine's state by then."""
+    return lambda: f"the engine is {daemon.supervisor.state}"
+
+
 @router.post("/engine/restart", status_code=202)
 async def engine_restart(
     daemon: DaemonDep, http: Request, body: EngineCommand | None = None
@@ -41,9 +47,7 @@ async def engine_restart(
     drain = _drain(daemon, body)
     op = begin(daemon, "engine_restart", http, body.operator if body else None, {"drain_timeout_s": drain})
     work = daemon.supervisor.restart(None, drain_timeout_s=drain)
-    in_background(
-        http, daemon.ops.run(op, work, lambda: f"the engine is {daemon.supervisor.state}"), "engine-restart"
-    )
+    in_background(http, daemon.ops.run(op, work, _engine_words(daemon)), "engine-restart")
     return {"accepted": True, "action": "restart"}
 
 
@@ -52,9 +56,7 @@ async def engine_stop(daemon: DaemonDep, http: Request, body: EngineCommand | No
     drain = _drain(daemon, body)
     op = begin(daemon, "engine_stop", http, body.operator if body else None, {"drain_timeout_s": drain})
     work = daemon.supervisor.stop(drain_timeout_s=drain)
-    in_background(
-        http, daemon.ops.run(op, work, lambda: f"the engine is {daemon.supervisor.state}"), "engine-stop"
-    )
+    in_background(http, daemon.ops.run(op, work, _engine_words(daemon)), "engine-stop")
     return {"accepted": True, "action": "stop"}
 
 
