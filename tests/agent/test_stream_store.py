@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agent.api.app import EventList, SnapshotList
+from agent.api.routes.stream import EventList, SnapshotList
 from agent.api.sse import frame
 from agent.serve.stream import StreamHub, json_list
 from agent.wire import Gpus, Snapshot, Speculation, Throughput
