@@ -158,7 +158,7 @@ class SweepSession:
         finally:
             await conn.close()
         if not record.success:
-            raise EngineError(f"the first request failed: {record.error}")
+            raise EngineError(f"the engine failed the run's first request: {record.error}")
         return record.latency
 
     async def probe_batch(self, concurrency: int) -> float | None:
