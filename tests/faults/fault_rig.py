@@ -23,12 +23,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
+from agent_harness import wait_until  # the one poll of another process's state (re-exported)
 
 from agent.sglang.live_control import READBACK_FIELD
 
@@ -39,24 +39,6 @@ FAKE_HF_TOKEN = "hf_k25fault" + "Zq8Xw3" * 5
 TMPFS_SIZE = "48m"
 PROFILE_ANSWERS = ("/v1/profile", "/v1/profiles/fault-sim")
 """The answers that carry the profile's ``server.env`` (redacted: no value of it may show)."""
-
-T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], *, timeout_s: float, what: str, interval_s: float = 0.1) -> T:
-    """Poll another process's state (no event to await across processes)."""
-    deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
-    while True:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:
-            last = exc
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what} (last error: {last!r})")
-        time.sleep(interval_s)
 
 
 def can_mount() -> bool:
