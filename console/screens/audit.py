@@ -32,20 +32,21 @@ STATUS_STYLE = {
     "rejected": "$warn",
     "intent": "$warn",
 }
-COLUMNS = ("time", "operator", "from", "kind", "change", "outcome")
+COLUMNS = ("time", "operator", "kind", "outcome", "change", "from")
+"""The outcome before the change, so that 100 columns show whether each change held; the message
+of the row under the cursor is shown whole below the table."""
 
 
 def audit_row(record: AuditRecord) -> tuple[str, ...]:
-    """A record's cells in words (the filter matches these, the table shows them)."""
+    """A record's cells in words (the filter matches these and the message, the table shows them)."""
     when = "unknown" if record.time is None else clock(record.time)
-    outcome = f"{record.status}: {record.message}" if record.message else record.status
     return (
         when,
         record.operator or "unknown",
-        record.where,
         record.kind or "unknown",
+        record.status,
         change_words(record.before, record.after) or "–",
-        outcome,
+        record.where,
     )
 
 
@@ -55,14 +56,17 @@ class AuditScreen(LiveScreen):
     def __init__(self, session: Session) -> None:
         super().__init__(session)
         self.page: AuditPage | None = None
+        self.rows: list[AuditRecord] = []
+        """What the table shows, in its order."""
         self.error: str | None = None
         self._actions_seen_at = -1.0
 
     def compose_body(self) -> ComposeResult:
         yield Input(id="audit-filter", placeholder="/ filter the audit lines", compact=True)
         yield Static(id="audit-status")
-        table: DataTable[str | Text] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="audit-table", cursor_type="row")
         yield table
+        yield Static(id="audit-detail")
 
     def on_mount(self) -> None:
         table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
@@ -102,17 +106,37 @@ class AuditScreen(LiveScreen):
             return []
         term = self.query_one("#audit-filter", Input).value.strip()
         rows = one_line_per_change(self.page.lines)
-        return [r for r in reversed(rows) if row_matches(term, *audit_row(r))]
+        return [r for r in reversed(rows) if row_matches(term, *audit_row(r), r.message)]
 
     def _fill(self) -> None:
         table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
         table.clear()
         rows = self.shown()
+        self.rows = rows
         for n, record in enumerate(rows):
-            cells = audit_row(record)
-            style = STATUS_STYLE.get(record.status, "")
-            table.add_row(*cells[:-1], Text(cells[-1], style=style), key=record.id or f"row-{n}")
+            when, who, kind, status, change, where = audit_row(record)
+            outcome = Text(status, style=STATUS_STYLE.get(record.status, ""))
+            table.add_row(when, who, kind, outcome, change, where, key=record.id or f"row-{n}")
         self._show_status(len(rows))
+        self._show_detail(0 if rows else None)
+
+    @on(DataTable.RowHighlighted, "#audit-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
+
+    def _show_detail(self, row: int | None) -> None:
+        """The row under the cursor, whole: its outcome's message, from where and by what client."""
+        detail = self.query_one("#audit-detail", Static)
+        if row is None or not 0 <= row < len(self.rows):
+            detail.update("")
+            return
+        record = self.rows[row]
+        text = Text.assemble((f"{record.kind or 'unknown'} {record.status}", "bold"))
+        if record.message:
+            text.append(f": {record.message}")
+        client = record.source.get("client")
+        text.append(f"  (from {record.where}" + (f", {client})" if client else ")"), style="dim")
+        detail.update(text)
 
     def _show_status(self, rows: int) -> None:
         text = Text()

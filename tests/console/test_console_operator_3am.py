@@ -362,11 +362,10 @@ async def test_the_audit_screen_lists_one_row_a_change_and_filters_them(agent: R
         table = screen.query_one("#audit-table", DataTable)
         await until(lambda: table.row_count >= 3, what="the audit rows")  # the start's reconcile, two changes
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert rows[0][3] == "steps" and rows[1][3] == "threshold", rows  # newest first
-        assert (
-            rows[0][1] == "night-shift" and rows[0][2] == "unix socket" and rows[0][5].startswith("applied")
-        )
+        assert rows[0][2] == "steps" and rows[1][2] == "threshold", rows  # newest first
+        assert rows[0][1] == "night-shift" and rows[0][3] == "applied" and rows[0][5] == "unix socket"
         assert "→ 40" in rows[1][4]
+        assert "steps applied: " in text_of(app, "#audit-detail")  # the row under the cursor, whole
         assert not any(cell.startswith("intent") for row in rows for cell in row)  # one row a change
         await pilot.press("slash")
         await pilot.press(*"night")
