@@ -3,8 +3,9 @@
 What changed, who asked, from where and what came of it, one line each, in an operator's words: a
 change is written ahead (an intent, then its outcome), and an intent whose outcome is there is not
 shown again; one without (in flight, or the agent was killed between the two) says so. Damaged
-lines the agent skipped are counted. With ``--json`` every record as the agent keeps them. Filters: ``--since`` (a time, or how long ago: "30m",
-"2h", "1d") and ``--kind`` (an action's kind: threshold, steps, bench_cancel, ...).
+lines the agent skipped are counted. With ``--json`` every record as the agent keeps them.
+Filters: ``--since`` (a time, or how long ago: "30m", "2h", "1d"; the agent applies it) and
+``--kind`` (an action's kind: threshold, steps, bench_cancel, ...; applied here).
 """
 
 from __future__ import annotations
@@ -58,12 +59,8 @@ def since_epoch(text: str, now: float) -> float:
     return when.timestamp()
 
 
-def selected(records: Iterable[AuditRecord], since: float | None, kind: str | None) -> list[AuditRecord]:
-    return [
-        r
-        for r in records
-        if (since is None or (r.time is not None and r.time >= since)) and (kind is None or r.kind == kind)
-    ]
+def of_kind(records: Iterable[AuditRecord], kind: str | None) -> list[AuditRecord]:
+    return [r for r in records if kind is None or r.kind == kind]
 
 
 def line_words(record: AuditRecord) -> str:
@@ -96,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent audit: --limit must be between 1 and {MOST_LINES}, not {args.limit}", file=sys.stderr)
         return 2
     state_dir = (args.state_dir or default_state_dir()).expanduser()
-    # The filters cut after the read: ask for the most lines when a filter may drop some.
-    ask = MOST_LINES if since is not None or args.kind else args.limit
+    # A change is two records (intent, outcome); --kind cuts after the read, so it asks for the most.
+    ask = MOST_LINES if args.kind else min(MOST_LINES, 2 * args.limit)
     try:
         with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
             params: dict[str, Any] = {"limit": ask}
@@ -108,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"agent: not running ({exc})", file=sys.stderr)
         return 1
     page = AuditPage.model_validate(answer)
-    records = selected(page.lines, since, args.kind)
+    records = of_kind(page.lines, args.kind)
     if args.json:
         for record in records[-args.limit :]:
             print(json.dumps(record.model_dump(mode="json", exclude_unset=True), sort_keys=True))
