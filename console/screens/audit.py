@@ -56,6 +56,8 @@ class AuditScreen(LiveScreen):
     def __init__(self, session: Session) -> None:
         super().__init__(session)
         self.page: AuditPage | None = None
+        self.changes: list[tuple[AuditRecord, tuple[str, ...]]] = []
+        """One per change of the page, newest first, with its cells: paired and worded once a fetch."""
         self.rows: list[AuditRecord] = []
         """What the table shows, in its order."""
         self.error: str | None = None
@@ -98,27 +100,26 @@ class AuditScreen(LiveScreen):
             self.error = str(exc)
         else:
             self.error = None
+            changes = reversed(one_line_per_change(self.page.lines))
+            self.changes = [(r, audit_row(r)) for r in changes]
         self._fill()
 
-    def shown(self) -> list[AuditRecord]:
-        """One row per change, newest first, as the filter keeps them."""
-        if self.page is None:
-            return []
+    def shown(self) -> list[tuple[AuditRecord, tuple[str, ...]]]:
+        """The changes, newest first, as the filter keeps them."""
         term = self.query_one("#audit-filter", Input).value.strip()
-        rows = one_line_per_change(self.page.lines)
-        return [r for r in reversed(rows) if row_matches(term, *audit_row(r), r.message)]
+        return [(r, cells) for r, cells in self.changes if row_matches(term, *cells, r.message)]
 
     def _fill(self) -> None:
         table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
         table.clear()
-        rows = self.shown()
-        self.rows = rows
-        for n, record in enumerate(rows):
-            when, who, kind, status, change, where = audit_row(record)
+        shown = self.shown()
+        self.rows = [r for r, _ in shown]
+        for n, (record, cells) in enumerate(shown):
+            when, who, kind, status, change, where = cells
             outcome = Text(status, style=STATUS_STYLE.get(record.status, ""))
             table.add_row(when, who, kind, outcome, change, where, key=record.id or f"row-{n}")
-        self._show_status(len(rows))
-        self._show_detail(0 if rows else None)
+        self._show_status(len(shown))
+        self._show_detail(0 if shown else None)
 
     @on(DataTable.RowHighlighted, "#audit-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -145,7 +146,7 @@ class AuditScreen(LiveScreen):
         elif self.page is None:
             text.append("reading the audit log…", style="dim")
         else:
-            every = len(one_line_per_change(self.page.lines))
+            every = len(self.changes)
             text.append(
                 f"{count_words(every, 'change')} in the newest {count_words(len(self.page.lines), 'record')}"
             )
