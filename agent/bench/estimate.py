@@ -81,10 +81,7 @@ def estimate(
             basis = f"run {record.bench_id} of the same plan took {format_duration(took)}"
             return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
     at = max(1, request_at)
-    if request_s and at > 1:
-        model = DurationModel(options.min_window_s, probes={at: request_s})
-    else:
-        model = DurationModel(options.min_window_s, probe_s=request_s)
+    model = DurationModel(options.min_window_s, probes={at: request_s} if request_s else {})
     expected = model.remaining(steps)
     streams = "one stream" if at == 1 else f"{at} running"
     basis = (
