@@ -8,7 +8,10 @@
 #             speculative engines, decode on both baselines; same greedy tokens on every path
 #   upshift   accept length round by round after stepping up from 0 steps (the catch-up), triton
 #   chain1    triton: `agent bench compare` chain head q080 vs no drafter, levels 1..128 (issues 23, 24)
-#   chain2    the same again, then bench_repeat.py on the pair (two runs within 5 %, interval coverage)
+#   chain2    the same again (compare-chain-2.json)
+#   chain3    the same a third time, then bench_repeat.py on this session's pair and on every run there is
+#             (two runs within 5 % per level and arm, interval coverage; the earlier session's chain-1
+#             is taken from bench/results when it travelled)
 #   fa3       fa3: the q100 head vs no drafter, levels 1, 16, 64, 128 (issue 23)
 #   ramp      the autopilot on a 1 -> 128 -> 1 ramp against the best fixed and the profile's threshold
 #   collect   bundle everything into $OUT (every command ends with it)
@@ -19,11 +22,13 @@ REPO=$(pwd)
 R=/tmp/real
 A=${K25_AGENT:-/tmp/agent}                 # the agent: python3 + its wheels and source, image untouched
 AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
-STATES="big-chain-triton big-base-triton big-chain-fa3 big-base-fa3"
+STATES=${STATES:-big-chain-triton big-base-triton big-chain-fa3 big-base-fa3}  # STATES="big-chain-triton big-base-triton": the triton pair only
 LEVELS=${LEVELS:-1,4,16,32,64,128}
 FA3_LEVELS=${FA3_LEVELS:-1,16,64,128}
 BENCH_OPTS=${BENCH_OPTS:---repeats 3 --min-window-s 3}
 CHAIN2_OPTS=${CHAIN2_OPTS:-$BENCH_OPTS}
+INPUT_LEN=${INPUT_LEN:-256}                # the comparisons' request shape
+OUTPUT_LEN=${OUTPUT_LEN:-128}
 TIMING_ROUNDS=${TIMING_ROUNDS:-200}
 STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
@@ -124,16 +129,19 @@ timing() {
         2>&1 | tee "$R/out/same-tokens-triton.txt" | tail -n 8
     clocks_on timing
     local n
-    for n in big-chain-triton big-chain-fa3; do
+    for n in $STATES; do
+        case $n in big-chain-*) ;; *) continue ;; esac
         enough 60 "round timing on $n" || continue
         say "round timing on $n (c=64, $TIMING_ROUNDS rounds per setting)"
         $AP bench/real/round_timing.py --url "$(url_of "$n")" --concurrency 64 --rounds "$TIMING_ROUNDS" \
             --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 16
     done
-    for n in big-base-triton big-base-fa3; do
+    for n in $STATES; do
+        case $n in big-base-*) ;; *) continue ;; esac
         enough 30 "round timing on $n" || continue
         say "round timing on $n (decode, c=64)"
-        $AP bench/real/round_timing.py --baseline --url "$(url_of "$n")" --concurrency 64 \
+        # the load needs longer to fill a server without a drafter (6 running after 4 s last time)
+        $AP bench/real/round_timing.py --baseline --warmup-s 10 --url "$(url_of "$n")" --concurrency 64 \
             --rounds "$TIMING_ROUNDS" --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 8
     done
     clocks_off
@@ -143,19 +151,31 @@ upshift() {
     wait_ready 60 big-chain-triton || return 1
     enough 80 "upshift recovery" || return 0
     say "upshift recovery on big-chain-triton (the plain path's catch-up)"
+    zero_step_of big-chain-triton > "$R/out/upshift-zero-step-before.json"
     $AP bench/upshift_recovery.py --url "$(url_of big-chain-triton)" --concurrency 8 --zero-s 6 \
         --input-len 256 --output-len 2400 --json "$R/out/upshift-plain.json" 2>&1 | tail -n 14
+    zero_step_of big-chain-triton | tee "$R/out/upshift-zero-step-after.json"
+    say "the catch-up's counters before and after (catchups, catchup_tokens, catchups_skipped, errors)"
+}
+
+zero_step_of() {  # zero_step_of NAME: patch 03's read-back (adaptive_spec_live.zero_step) from /server_info
+    python3 - "$(url_of "$1")" <<'PY'
+import json, sys, urllib.request
+info = json.load(urllib.request.urlopen(sys.argv[1] + "/server_info", timeout=10))
+states = info.get("internal_states") or [{}]
+print(json.dumps((states[0].get("adaptive_spec_live") or {}).get("zero_step"), indent=1))
+PY
 }
 
 compare() {  # compare NAME BASE OUTFILE LEVELS OPTS: one comparison against a server without a drafter
     local n=$1 base=$2 out=$3 levels=$4 opts=$5
     say "bench compare $n vs $base at $levels ($opts) -> $out"
     echo "agent bench compare --url URL_OF_$n --baseline-url URL_OF_$base --concurrency $levels" \
-        "--input-len 256 --output-len 128 $opts --json $out" > "$R/out/${out%.json}.cmd"
+        "--input-len $INPUT_LEN --output-len $OUTPUT_LEN $opts --json $out" > "$R/out/${out%.json}.cmd"
     local limit=$(($(left) - 15)); [ $limit -lt 60 ] && limit=60
     # shellcheck disable=SC2086
     timeout -s INT $limit $A bench compare --url "$(url_of "$n")" --baseline-url "$(url_of "$base")" \
-        --concurrency "$levels" --input-len 256 --output-len 128 $opts --json "$R/out/$out" \
+        --concurrency "$levels" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" $opts --json "$R/out/$out" \
         > "$R/out/${out%.json}.txt" 2>&1
     echo "  exit $?"; tail -n 24 "$R/out/${out%.json}.txt"
 }
@@ -163,10 +183,22 @@ compare() {  # compare NAME BASE OUTFILE LEVELS OPTS: one comparison against a s
 chain1() { wait_ready 60 big-chain-triton big-base-triton || return 1; clocks_on chain1
     compare big-chain-triton big-base-triton compare-chain-1.json "$LEVELS" "$BENCH_OPTS"; clocks_off; }
 chain2() { wait_ready 60 big-chain-triton big-base-triton || return 1; clocks_on chain2
-    compare big-chain-triton big-base-triton compare-chain-2.json "$LEVELS" "$CHAIN2_OPTS"; clocks_off
-    say "the two runs against each other (within 5 % per level and arm; interval coverage)"
-    $AP bench/bench_repeat.py --from "$R/out/compare-chain-1.json" "$R/out/compare-chain-2.json" \
-        --max-diff 0.05 2>&1 | tee "$R/out/chain-repeat.txt" | tail -n 30; }
+    compare big-chain-triton big-base-triton compare-chain-2.json "$LEVELS" "$CHAIN2_OPTS"; clocks_off; }
+chain3() { wait_ready 60 big-chain-triton big-base-triton || return 1; clocks_on chain3
+    compare big-chain-triton big-base-triton compare-chain-3.json "$LEVELS" "$CHAIN2_OPTS"; clocks_off
+    repeat_report; }
+repeat_report() {  # this session's runs against each other, then with the earlier session's run
+    local runs=() f earlier=bench/results/real-h200-2026-12-03-big/compare-chain-1.json
+    for f in "$R"/out/compare-chain-[123].json; do [ -f "$f" ] && runs+=("$f"); done
+    [ ${#runs[@]} -ge 2 ] || { say "SKIPPED: fewer than two comparisons to hold against each other"; return 0; }
+    say "the runs against each other (within 5 % per level and arm; interval coverage): ${runs[*]}"
+    $AP bench/bench_repeat.py --from "${runs[@]}" --max-diff 0.05 2>&1 | tee "$R/out/chain-repeat.txt" | tail -n 40
+    if [ -f "$earlier" ] && [ ! -f "$R/out/compare-chain-1.json" ]; then
+        say "with the earlier session's run ($earlier)"
+        $AP bench/bench_repeat.py --from "$earlier" "${runs[@]}" --max-diff 0.05 2>&1 |
+            tee "$R/out/chain-repeat-with-earlier.txt" | tail -n 40
+    fi
+}
 fa3() { wait_ready 60 big-chain-fa3 big-base-fa3 || return 1; clocks_on fa3
     compare big-chain-fa3 big-base-fa3 compare-fa3.json "$FA3_LEVELS" "$BENCH_OPTS"; clocks_off; }
 
