@@ -173,7 +173,7 @@ class World:
     def batch(self, slots: list[int], lens: list[int], mode: Any) -> Any:
         dev = self.device
         return types.SimpleNamespace(
-            reqs=[types.SimpleNamespace(req_pool_idx=s) for s in slots],
+            reqs=[types.SimpleNamespace(kv=types.SimpleNamespace(req_pool_idx=s)) for s in slots],
             req_pool_indices=torch.tensor(slots, device=dev, dtype=torch.int64),
             req_pool_indices_cpu=torch.tensor(slots, dtype=torch.int64),
             seq_lens=torch.tensor(lens, device=dev, dtype=torch.int64),

@@ -1,0 +1,128 @@
+"""Patch 03's torch side reads only what the pinned wheel's objects have.
+
+The preflight (``bench/real/zero_step_preflight.py``) drives the runtime with stand-ins for SGLang's
+requests and batches, so a stand-in that disagrees with SGLang passes there and fails on the real
+engine. That happened: the GPU-side catch-up read ``req.req_pool_idx``, which 0.5.23 keeps in the
+request's ``ReqKvInfo`` (``req.kv.req_pool_idx``), and the real scheduler died on its first prefill
+(``bench/results/real-h200-2026-12-03-crash/``). This check reads the runtime's source and SGLang's
+classes from the wheel (no torch) and names every attribute the runtime reads off a request, its
+KV record or a batch that SGLang's class does not define.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+from agent.install.patching import apply_patch_set
+from agent.install.patchset import load_patch_set
+
+RUNTIME = "sglang/srt/speculative/k25_zero_step_runtime.py"
+
+
+SCHEDULE_BATCH = "srt/managers/schedule_batch.py"  # where Req, ReqKvInfo and ScheduleBatch live
+
+
+@cache
+def _classes(package: Path) -> dict[str, ast.ClassDef]:
+    """Every top-level class of the package by name: schedule_batch.py's first (other modules have
+    classes of the same names, a ``Req`` among them), then the first found for a base class."""
+    found: dict[str, ast.ClassDef] = {}
+    for path in [package / SCHEDULE_BATCH, *sorted(package.rglob("*.py"))]:
+        text = path.read_text(errors="replace")
+        if "class " not in text:
+            continue
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, node)
+    return found
+
+
+def class_attributes(package: Path, name: str) -> set[str]:
+    """Fields, class attributes, methods and ``self.X`` assignments of a class and its bases."""
+    classes = _classes(package)
+    seen: set[str] = set()
+    names: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in classes:
+            continue
+        seen.add(current)
+        node = classes[current]
+        todo += [b.id for b in node.bases if isinstance(b, ast.Name)]
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names.add(item.target.id)
+            elif isinstance(item, ast.Assign):
+                names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+            elif isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(item.name)
+        for sub in ast.walk(node):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [getattr(sub, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    names.add(target.attr)
+    return names
+
+
+def unknown_reads(runtime_source: str, package: Path) -> list[str]:
+    """``req.X``, ``req.kv.X`` and ``batch.X`` reads that SGLang's ``Req``, ``ReqKvInfo`` and
+    ``ScheduleBatch`` do not define (attributes the runtime sets on a batch itself count as defined)."""
+    tree = ast.parse(runtime_source)
+    known = {
+        "req": class_attributes(package, "Req"),
+        "req.kv": class_attributes(package, "ReqKvInfo"),
+        "batch": class_attributes(package, "ScheduleBatch"),
+    }
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "batch"
+        ):
+            known["batch"].add(node.attr)
+    unknown = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            continue
+        owner = node.value
+        if isinstance(owner, ast.Name) and owner.id in ("req", "batch"):
+            key = owner.id
+        elif (
+            isinstance(owner, ast.Attribute)
+            and owner.attr == "kv"
+            and isinstance(owner.value, ast.Name)
+            and owner.value.id == "req"
+        ):
+            key = "req.kv"
+        else:
+            continue
+        if node.attr not in known[key]:
+            unknown.append(f"{key}.{node.attr} (line {node.lineno})")
+    return unknown
+
+
+def test_the_runtime_reads_only_what_sglangs_request_and_batch_have(
+    site_packages: Path, sglang_src: Path
+) -> None:
+    apply_patch_set(site_packages, load_patch_set())
+    source = (site_packages / RUNTIME).read_text()
+    assert "req.kv.req_pool_idx" in source  # the read this check exists for is there to be checked
+    assert unknown_reads(source, sglang_src) == []
+
+
+def test_the_check_names_a_read_sglang_does_not_have(site_packages: Path, sglang_src: Path) -> None:
+    """It can fail: the read that crashed the real engine is named, with its line."""
+    apply_patch_set(site_packages, load_patch_set())
+    source = (site_packages / RUNTIME).read_text().replace("req.kv.req_pool_idx", "req.req_pool_idx")
+    unknown = unknown_reads(source, sglang_src)
+    assert len(unknown) == 1 and unknown[0].startswith("req.req_pool_idx (line ")
+    broken_batch = source.replace("batch.req_pool_indices", "batch.req_pool_idxs", 1)
+    assert any(u.startswith("batch.req_pool_idxs") for u in unknown_reads(broken_batch, sglang_src))
