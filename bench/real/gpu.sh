@@ -49,13 +49,17 @@ url_of() { status_field "$1" engine_url; }
 
 wait_ready() {  # wait_ready LIMIT_S NAME...: until every named agent's engine is ready (or LIMIT_S)
     local limit=$1; shift
+    [ "$limit" -gt $(($(left) - 30)) ] && limit=$(($(left) - 30))  # a wait never eats the collect's time
+    [ "$limit" -lt 1 ] && limit=1
     local until=$((SECONDS + limit)) pending n
     while :; do
         pending=""
         for n in "$@"; do [ "$(state_of "$n")" = ready ] || pending="$pending $n"; done
         [ -z "$pending" ] && { say "ready: $*"; return 0; }
         [ $SECONDS -ge $until ] && { say "not ready after ${limit}s:$pending"; for n in $pending; do
-            echo "  $n: $(state_of "$n")"; tail -n 5 "/tmp/st-$n/logs/engine.log" 2>/dev/null | cut -c1-300; done
+            echo "  $n: $(state_of "$n")"; tail -n 5 "/tmp/st-$n/logs/engine.log" 2>/dev/null | cut -c1-300
+            grep -n "Traceback\|Error\|error:\|exited\|Killed\|OOM" "/tmp/st-$n/logs/engine.log" 2>/dev/null | head -n 12 | cut -c1-300
+            grep -i "exit\|restart\|crash" "$R/serve-$n.log" 2>/dev/null | tail -n 6 | cut -c1-300; done
             return 1; }
         sleep 5
     done
@@ -222,6 +226,8 @@ collect() {
         tail -n 20000 "/tmp/st-$n/logs/engine.log" > "$R/logs/$n/engine-tail.log" 2>/dev/null  # $OUT: 16 MiB a file
         cp "$R/serve-$n.log" "$R/logs/$n/" 2>/dev/null
         $A status --state-dir "/tmp/st-$n" --json > "$R/logs/$n/status.json" 2>&1
+        grep -h -B 2 -A 40 "Traceback" /tmp/st-$n/logs/engine.log* 2>/dev/null | head -n 400 > "$R/out/errors-$n.log"
+        ls -la "/tmp/st-$n/logs/" > "$R/out/logs-list-$n.txt" 2>&1
         grep -h "Decode batch" "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 400 > "$R/out/decode-lines-$n.log"
         grep -h "k25 zero-step\|Built adaptive runtime state\|Capture cuda graph end\|Traceback\|Error" \
             "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 60 > "$R/out/startup-$n.log"
@@ -235,7 +241,13 @@ collect() {
     ls -la "$OUT"
 }
 
-for stage in "$@"; do
-    "$stage"
-done
-[ "${*: -1}" = collect ] || collect
+# The stages run in a child bounded by STAGE_S, so that however long a stage waits, collect still runs
+# and the command returns what it measured before the call's own limit (the agents are setsid: they live on).
+if [ "${1:-}" = __stages ]; then
+    shift
+    for stage in "$@"; do [ "$stage" = collect ] || "$stage"; done
+    exit 0
+fi
+STAGE_S=$((STAGE_S - 15)) timeout -s TERM -k 5 $((STAGE_S - 10)) bash "$0" __stages "$@"
+rc=$?; [ $rc -ne 0 ] && say "stages ended with $rc (124: cut at the stage limit)"
+collect
