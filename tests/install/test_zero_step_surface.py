@@ -6,7 +6,7 @@ engine. That happened: the GPU-side catch-up read ``req.req_pool_idx``, which 0.
 request's ``ReqKvInfo`` (``req.kv.req_pool_idx``), and the real scheduler died on its first prefill
 (``bench/results/real-h200-2026-12-03-crash/``). This check reads the runtime's source and SGLang's
 classes from the wheel (no torch) and names every attribute the runtime reads off a request, its
-KV record or a batch that SGLang's class does not define.
+KV record, a batch or a draft input that SGLang's class does not define.
 """
 
 from __future__ import annotations
@@ -72,28 +72,31 @@ def class_attributes(package: Path, name: str) -> set[str]:
 
 
 def unknown_reads(runtime_source: str, package: Path) -> list[str]:
-    """``req.X``, ``req.kv.X`` and ``batch.X`` reads that SGLang's ``Req``, ``ReqKvInfo`` and
-    ``ScheduleBatch`` do not define (attributes the runtime sets on a batch itself count as defined)."""
+    """``req.X``, ``req.kv.X``, ``batch.X`` and draft-input reads that SGLang's ``Req``, ``ReqKvInfo``,
+    ``ScheduleBatch`` and ``EagleDraftInput`` do not define (what the runtime sets on a batch or a draft
+    input itself counts as defined)."""
     tree = ast.parse(runtime_source)
     known = {
         "req": class_attributes(package, "Req"),
         "req.kv": class_attributes(package, "ReqKvInfo"),
         "batch": class_attributes(package, "ScheduleBatch"),
+        "draft_input": class_attributes(package, "EagleDraftInput"),  # the batch's spec_info
+        "caught": class_attributes(package, "EagleDraftInput"),  # the catch-up's next draft input
     }
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.ctx, ast.Store)
             and isinstance(node.value, ast.Name)
-            and node.value.id == "batch"
+            and node.value.id in ("batch", "draft_input")
         ):
-            known["batch"].add(node.attr)
+            known[node.value.id].add(node.attr)
     unknown = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
             continue
         owner = node.value
-        if isinstance(owner, ast.Name) and owner.id in ("req", "batch"):
+        if isinstance(owner, ast.Name) and owner.id in known:
             key = owner.id
         elif (
             isinstance(owner, ast.Attribute)
@@ -126,3 +129,5 @@ def test_the_check_names_a_read_sglang_does_not_have(site_packages: Path, sglang
     assert len(unknown) == 1 and unknown[0].startswith("req.req_pool_idx (line ")
     broken_batch = source.replace("batch.req_pool_indices", "batch.req_pool_idxs", 1)
     assert any(u.startswith("batch.req_pool_idxs") for u in unknown_reads(broken_batch, sglang_src))
+    broken_draft = source.replace("caught.topk_p", "caught.top_p", 1)
+    assert any(u.startswith("caught.top_p") for u in unknown_reads(broken_draft, sglang_src))
