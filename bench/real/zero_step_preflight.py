@@ -235,6 +235,7 @@ def run(site: Path, device: str) -> int:
     results = [
         *scenario(policy, runtime, device, cpu_lens=True),
         *scenario(policy, runtime, device, cpu_lens=False),
+        *faults(policy, runtime, device),
     ]
     print(f"{sum(results)}/{len(results)} checks passed on {device} (torch {torch.__version__})")
     return 0 if all(results) else 1
@@ -367,6 +368,14 @@ def scenario(policy: Any, runtime: Any, device: str, cpu_lens: bool) -> list[boo
         )
     )
 
+    results.append(
+        check(
+            "no ring hook failed",
+            w.ctl.counters.errors == 0 and not w.ctl.ring_off,
+            str(w.ctl.counters.last_error),
+        )
+    )
+
     # The path switch and its validation.
     results.append(check("plain needs the built state", policy.check_path(1, False) is not None))
     results.append(
@@ -375,6 +384,48 @@ def scenario(policy: Any, runtime: Any, device: str, cpu_lens: bool) -> list[boo
             policy.check_path("plain", True) is not None and policy.check_path(0, True) is None,
         )
     )
+    return results
+
+
+def faults(policy: Any, runtime: Any, device: str) -> list[bool]:
+    """A ring hook that raises must not reach the scheduler: it is counted, the ring goes off for
+    the run, 0-step rounds still decode plainly and a resume drafts cold (no catch-up)."""
+    print("-- a ring hook that fails")
+    w = World(runtime, device, cpu_lens=False)
+    policy.register(w.ctl)
+    results = []
+    batch = w.batch([2], [10], ForwardMode.EXTEND)
+    batch.reqs = [types.SimpleNamespace(req_pool_idx=2)]  # 0.5.22's shape: no req.kv
+    batch.extend_lens = [10]
+    out = types.SimpleNamespace(
+        logits_output=types.SimpleNamespace(hidden_states=torch.zeros((10, w.HIDDEN), device=device)),
+        next_token_ids=torch.zeros(1, device=device, dtype=torch.int32),
+    )
+    raised = None
+    try:
+        w.ctl.after_extend(batch, out)
+    except Exception as exc:
+        raised = exc
+    results.append(check("an extend hook that fails raises nothing", raised is None, repr(raised)))
+    counters = w.ctl.counters
+    results.append(
+        check(
+            "the failure is counted and named, and the ring is off",
+            counters.errors == 1 and "AttributeError" in str(counters.last_error) and w.ctl.ring_off,
+            str(counters.last_error),
+        )
+    )
+    for rnd in range(3):
+        w.zero_round([2, 0, 1, 3], [10 + rnd, 4, 4, 4])
+    results.append(
+        check(
+            "0-step rounds still decode plainly, and nothing more is counted",
+            counters.plain_rounds == 3 and counters.errors == 1,
+            json.dumps(counters.as_dict()),
+        )
+    )
+    w.ctl.maybe_catch_up(w.batch([2, 0, 1, 3], [13, 7, 7, 7], ForwardMode.DECODE))
+    results.append(check("a resume drafts cold: no catch-up", counters.catchups == 0 and not w.extends))
     return results
 
 
