@@ -312,11 +312,44 @@ def adaptive_checks(results: list[dict[str, Any]], li: int) -> tuple[list[str], 
         literal = threshold is not None and (threshold == 0 or c < threshold)
         if not literal and twins.get(c) != "on":
             continue
-        checked.append(f"c={c}" if literal else f"c={c} (the server holds fewer than the threshold)")
+        checked.append(f"c={c:g}" if literal else f"c={c:g} (the server holds fewer than the threshold)")
         ci = adaptive.get("output_throughput_ci")
         if ci is None or not ci[0] <= on["output_throughput"] <= ci[1]:
-            outside.append(f"c={c} run {ri + 1}")
+            outside.append(f"c={c:g} run {ri + 1}")
     return checked, outside
+
+
+def common_levels(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs cut to the concurrencies every run measured, in the first run's order.
+
+    Every check below pairs the runs level by level; runs at different levels (the afternoon's
+    six against a later session's four) must be paired by concurrency, not by position.
+    Returns the cut copies and, per run, what was left out.
+    """
+    shared = set.intersection(*({row["concurrency"] for row in r["levels"]} for r in results))
+    order = [row["concurrency"] for row in results[0]["levels"] if row["concurrency"] in shared]
+    cut, dropped = [], []
+    for i, r in enumerate(results):
+        by_c = {row["concurrency"]: row for row in r["levels"]}
+        left = [c for c in by_c if c not in shared]
+        if left:
+            dropped.append(f"run {i + 1}: c=" + ", c=".join(f"{c:g}" for c in left))
+        cut.append({**r, "levels": [by_c[c] for c in order]})
+    return cut, dropped
+
+
+def thresholds_overlap(results: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether the runs' recommended thresholds' intervals overlap, and the intervals in words."""
+    ranges = []
+    for r in results:
+        rec = r.get("recommendation") or {}
+        span = rec.get("threshold_range")
+        if r.get("recommended_threshold") is None or not span:
+            return False, "not every run recommended a threshold with an interval"
+        ranges.append((r["recommended_threshold"], span[0], span[1]))
+    low, high = max(s[1] for s in ranges), min(s[2] for s in ranges)
+    words = "; ".join(f"run {i + 1}: {t} ({a}..{b})" for i, (t, a, b) in enumerate(ranges))
+    return low <= high, words
 
 
 def report(
@@ -328,6 +361,12 @@ def report(
     workdir: Path,
 ) -> int:
     ok = True
+    results, dropped = common_levels(results)
+    if not results[0]["levels"]:
+        print("the runs share no concurrency level: nothing to compare")
+        return 1
+    if dropped:
+        print("levels not measured by every run, left out of every check: " + "; ".join(dropped))
     if loads is not None:
         print(
             f"host: {os.cpu_count()} cores, load average {loads[0][0]:.2f} before, {loads[1][0]:.2f} after (1 min)"
@@ -393,6 +432,8 @@ def report(
             f"run {i + 1}: {verdict}; switches {settle.get('switches') or 0}, in force after "
             f"{force.get('median', 0) * 1000:.0f} ms median, {force.get('max', 0) * 1000:.0f} ms at most"
         )
+    overlap, words = thresholds_overlap(results)
+    print(f"recommended thresholds' intervals {'overlap' if overlap else 'do not overlap'}: {words}")
     print(f"result JSONs: {workdir}")
     return 0 if ok else 1
 

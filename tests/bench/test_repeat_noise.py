@@ -90,3 +90,34 @@ def test_recomputed_intervals_come_from_the_stored_slices_with_this_versions_met
     result = {"levels": [{"concurrency": 1, "on": arm}]}
     want, _ = run_estimates({(0, "on"): [[(t, s) for t, s in w] for w in windows]})
     assert script.recomputed_intervals(result) == {(0, "on"): want[(0, "on")].interval}
+
+
+def test_runs_at_different_levels_are_paired_by_concurrency_not_by_position() -> None:
+    """The afternoon's run measured c = 1, 4, 16; a later one 1.0 and 16.0 (a float in its JSON):
+    c = 16 must meet c = 16, and c = 4 is said to be left out."""
+    script = _script()
+
+    def result(levels: list[tuple[float, float]]) -> dict[str, Any]:
+        return {"levels": [{"concurrency": c, "on": {"output_throughput": t}} for c, t in levels]}
+
+    cut, dropped = script.common_levels(
+        [result([(1, 10), (4, 40), (16, 160)]), result([(1.0, 11), (16.0, 161)])]
+    )
+    assert [[row["on"]["output_throughput"] for row in r["levels"]] for r in cut] == [[10, 160], [11, 161]]
+    assert dropped == ["run 1: c=4"]
+    same, none = script.common_levels([result([(1, 10)]), result([(1, 12)])])
+    assert none == [] and [r["levels"][0]["on"]["output_throughput"] for r in same] == [10, 12]
+
+
+def test_the_recommended_thresholds_intervals_overlap_or_not() -> None:
+    script = _script()
+
+    def result(threshold: int | None, span: list[int] | None) -> dict[str, Any]:
+        return {"recommended_threshold": threshold, "recommendation": {"threshold_range": span}}
+
+    assert script.thresholds_overlap([result(50, [28, 87]), result(43, [28, 78])]) == (
+        True,
+        "run 1: 50 (28..87); run 2: 43 (28..78)",
+    )
+    assert script.thresholds_overlap([result(20, [10, 30]), result(64, [40, 80])])[0] is False
+    assert script.thresholds_overlap([result(50, [28, 87]), result(None, None)])[0] is False
