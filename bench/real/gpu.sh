@@ -6,6 +6,9 @@
 #             chain models (heads q100 and q080), four agents (one engine each), until all are ready
 #   timing    patch 03's round timer at c=64: SGLang's 0-step path, the plain path and drafting on both
 #             speculative engines, decode on both baselines; same greedy tokens on every path
+#   trace     a torch profiler trace of a steady decode at c=$TRACE_C on every engine (the plain 0-step path
+#             on the speculative ones), and trace_gaps.py on them: the GPU's idle time per round and what
+#             the host did meanwhile (traces in $OUT/traces.tar, the report in trace-gaps-c$TRACE_C.txt)
 #   upshift   accept length round by round after stepping up from 0 steps (the catch-up), triton
 #   chain1    triton: `agent bench compare` chain head q080 vs no drafter, levels 1..128 (issues 23, 24)
 #   chain2    the same again (compare-chain-2.json)
@@ -30,6 +33,8 @@ CHAIN2_OPTS=${CHAIN2_OPTS:-$BENCH_OPTS}
 INPUT_LEN=${INPUT_LEN:-256}                # the comparisons' request shape
 OUTPUT_LEN=${OUTPUT_LEN:-128}
 TIMING_ROUNDS=${TIMING_ROUNDS:-200}
+TRACE_C=${TRACE_C:-64}                     # the trace stage's concurrency and forward steps
+TRACE_STEPS=${TRACE_STEPS:-40}
 STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
 mkdir -p "$R/out"
@@ -151,6 +156,23 @@ timing() {
     clocks_off
 }
 
+trace() {
+    wait_ready 60 $STATES || return 1
+    mkdir -p "$R/traces"
+    local n base
+    for n in $STATES; do
+        enough 45 "trace of $n" || continue
+        base=""; case $n in big-base-*) base=--baseline ;; esac
+        say "trace of $n (c=$TRACE_C, $TRACE_STEPS steps${base:+, as it is}${base:-, plain 0-step path})"
+        # shellcheck disable=SC2086
+        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "$n-c$TRACE_C" $base \
+            --out "$R/traces" --concurrency "$TRACE_C" --steps "$TRACE_STEPS" 2>&1 | tail -n 3
+    done
+    ls -la "$R/traces"
+    $AP bench/real/trace_gaps.py "$R"/traces/*-c"$TRACE_C"-*.trace.json.gz --json "$R/out/trace-gaps-c$TRACE_C.json" 2>&1 |
+        tee "$R/out/trace-gaps-c$TRACE_C.txt"
+}
+
 upshift() {
     wait_ready 60 big-chain-triton || return 1
     enough 80 "upshift recovery" || return 0
@@ -238,6 +260,7 @@ collect() {
     done
     tar -czf "$OUT/results.tgz" -C "$R" out
     tar -czf "$OUT/logs.tgz" -C "$R" logs
+    [ -d "$R/traces" ] && tar -cf "$OUT/traces.tar" -C "$R" traces  # gzip files already; 16 MiB a file
     ls -la "$OUT"
 }
 

@@ -1,0 +1,113 @@
+"""A torch profiler trace of a steady decode on a live SGLang, for ``trace_gaps.py``.
+
+The round timer (``round_timing.py``) times what happens inside one round; this records what
+happens between rounds too. Keeps ``--concurrency`` long streaming requests on one engine, puts a
+speculative engine at 0 steps on patch 03's plain path (live threshold 1) or leaves a server
+without a drafter as it is (``--baseline``), lets the batch settle, and asks SGLang's own profiler
+(``/start_profile``: CPU and GPU activity, no stacks or shapes, so that the host is slowed as
+little as the profiler allows) for ``--steps`` forward steps. The trace lands in ``--out`` as
+``<name>-<id>-TP-0.trace.json.gz``; the original threshold and path are put back.
+
+    python bench/real/trace_rounds.py --url http://127.0.0.1:30021 --name plain --out DIR \\
+        [--baseline] [--concurrency 64] [--steps 40]
+
+``--out`` must be writable by the engine's process (it writes the file itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from round_timing import NEVER_SPECULATE, keep_load
+
+from agent.sglang.client import EngineClient
+from agent.sglang.live_control import ZERO_STEP_PLAIN
+
+
+def newest_trace(out: Path, name: str, since: float) -> Path | None:
+    """The newest complete trace of this name written since ``since`` (its size no longer moves)."""
+    found = [p for p in out.glob(f"{name}-*.trace.json.gz") if p.stat().st_mtime >= since]
+    if not found:
+        return None
+    path = max(found, key=lambda p: p.stat().st_mtime)
+    size = path.stat().st_size
+    time.sleep(0.5)
+    return path if size > 0 and path.stat().st_size == size else None
+
+
+async def record(args: argparse.Namespace) -> Path:
+    args.out.mkdir(parents=True, exist_ok=True)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None)) as client:
+        engine = EngineClient(args.url, client)
+        live = None if args.baseline else await engine.live_state()
+        if not args.baseline and (live is None or live.zero_step is None):
+            raise SystemExit("the server reads back no zero_step state: it lacks patch 03 (or adaptive)")
+        stop = asyncio.Event()
+        load = asyncio.create_task(keep_load(client, args.url, args.concurrency, stop, args.output_len))
+        try:
+            if live is not None:
+                await engine.set_live(adaptive_spec_threshold=NEVER_SPECULATE)
+                await engine.set_zero_step_path(ZERO_STEP_PLAIN)
+            await asyncio.sleep(args.warmup_s)
+            since = time.time() - 1
+            body = {
+                "output_dir": str(args.out.resolve()),
+                "num_steps": args.steps,
+                "activities": ["CPU", "GPU"],
+                "with_stack": False,
+                "record_shapes": False,
+                "profile_prefix": args.name,
+            }
+            started = await client.post(f"{args.url}/start_profile", json=body)
+            if started.status_code != 200:
+                raise SystemExit(f"/start_profile answered {started.status_code}: {started.text[:300]}")
+            until = time.monotonic() + args.limit_s
+            while time.monotonic() < until:
+                await asyncio.sleep(0.5)
+                path = await asyncio.to_thread(newest_trace, args.out, args.name, since)
+                if path is not None:
+                    return path
+            raise SystemExit(
+                f"no trace named {args.name}-*.trace.json.gz in {args.out} after {args.limit_s:g} s"
+            )
+        finally:
+            stop.set()
+            await load
+            if live is not None:
+                await engine.set_live(adaptive_spec_threshold=live.threshold)
+                if live.zero_step is not None and live.zero_step.path:
+                    await engine.set_zero_step_path(live.zero_step.path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--name", required=True, help="the trace file's prefix (letters, digits, '-')")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--baseline", action="store_true", help="a server without a drafter: trace it as it is"
+    )
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--output-len", type=int, default=2400)
+    parser.add_argument("--warmup-s", type=float, default=6.0, help="load before the trace starts")
+    parser.add_argument("--limit-s", type=float, default=90.0, help="most seconds to wait for the trace file")
+    args = parser.parse_args()
+    path = asyncio.run(record(args))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
