@@ -8,7 +8,7 @@
 #             speculative engines, decode on both baselines; same greedy tokens on every path
 #   trace     a torch profiler trace of a steady decode at c=$TRACE_C on every engine (the plain 0-step path
 #             on the speculative ones), and trace_gaps.py on them: the GPU's idle time per round and what
-#             the host did meanwhile (traces in $OUT/traces.tar, the report in trace-gaps-c$TRACE_C.txt)
+#             the host did meanwhile (traces in $OUT/traces.tar, the report in trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt)
 #   upshift   accept length round by round after stepping up from 0 steps (the catch-up), triton
 #   chain1    triton: `agent bench compare` chain head q080 vs no drafter, levels 1..128 (issues 23, 24)
 #   chain2    the same again (compare-chain-2.json)
@@ -35,6 +35,8 @@ OUTPUT_LEN=${OUTPUT_LEN:-128}
 TIMING_ROUNDS=${TIMING_ROUNDS:-200}
 TRACE_C=${TRACE_C:-64}                     # the trace stage's concurrency and forward steps
 TRACE_STEPS=${TRACE_STEPS:-40}
+TRACE_OUT_LEN=${TRACE_OUT_LEN:-512}        # 64 x (256 + 512) tokens fit a capped pool of 60,000; 128: the compares' shape
+TRACE_STACK=${TRACE_STACK:-}               # a name: that engine is traced once more with Python frames
 STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
 mkdir -p "$R/out"
@@ -163,14 +165,21 @@ trace() {
     for n in $STATES; do
         enough 45 "trace of $n" || continue
         base=""; case $n in big-base-*) base=--baseline ;; esac
-        say "trace of $n (c=$TRACE_C, $TRACE_STEPS steps${base:+, as it is}${base:-, plain 0-step path})"
+        say "trace of $n (c=$TRACE_C, $TRACE_OUT_LEN out, $TRACE_STEPS steps${base:+, as it is}${base:-, plain 0-step path})"
         # shellcheck disable=SC2086
-        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "$n-c$TRACE_C" $base \
-            --out "$R/traces" --concurrency "$TRACE_C" --steps "$TRACE_STEPS" 2>&1 | tail -n 3
+        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "$n-c$TRACE_C-o$TRACE_OUT_LEN" \
+            $base --out "$R/traces" --concurrency "$TRACE_C" --steps "$TRACE_STEPS" --output-len "$TRACE_OUT_LEN" \
+            2>&1 | tail -n 3
     done
+    if [ -n "$TRACE_STACK" ] && enough 45 "the trace of $TRACE_STACK with Python frames"; then
+        say "trace of $TRACE_STACK with Python frames (names the host's functions; its times are slowed)"
+        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$TRACE_STACK")" --with-stack \
+            --name "stack-$TRACE_STACK-c$TRACE_C-o$TRACE_OUT_LEN" --out "$R/traces" --concurrency "$TRACE_C" \
+            --steps 12 --output-len "$TRACE_OUT_LEN" 2>&1 | tail -n 3
+    fi
     ls -la "$R/traces"
-    $AP bench/real/trace_gaps.py "$R"/traces/*-c"$TRACE_C"-*.trace.json.gz --json "$R/out/trace-gaps-c$TRACE_C.json" 2>&1 |
-        tee "$R/out/trace-gaps-c$TRACE_C.txt"
+    $AP bench/real/trace_gaps.py "$R"/traces/big-*-c"$TRACE_C"-o"$TRACE_OUT_LEN"-*.trace.json.gz \
+        --json "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.json" 2>&1 | tee "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt"
 }
 
 upshift() {

@@ -11,7 +11,11 @@ server without a drafter and on patch 03's plain 0-step rounds):
   operations);
 * the calls that wait for the GPU (stream, event and device synchronizes, blocking copies,
   ``.item()``), per round;
-* the eager kernel launches per round (the work outside the graph).
+* the eager kernel launches per round (the work outside the graph);
+* the launching thread's time per round by top-level operation (SGLang annotates its scheduler's
+  ``run_batch``, ``process_batch_result``...), with the part no recorded child covers (Python);
+* the forward steps SGLang annotated (``step[DECODE bs=N]``, ``step[EXTEND ...]``) by mode, so
+  that prefill rounds inside the window are seen.
 
     python bench/real/trace_gaps.py TRACE.json.gz [--json OUT] [--min-gap-us 20] [--top 15]
 
@@ -139,6 +143,20 @@ def analyse(events: list[dict[str, Any]], min_gap_us: float = 20.0, top: int = 1
         if e.get("name") in WAITS:
             waits.setdefault(e["name"], []).append(e.get("dur", 0.0))
     eager = sum(1 for e in in_window if e.get("name") in KERNEL_LAUNCHES)
+    own: collections.Counter[str] = collections.Counter()
+    inner: collections.Counter[str] = collections.Counter()
+    stack: list[dict[str, Any]] = []
+    steps: collections.Counter[str] = collections.Counter()
+    for e in in_window:
+        while stack and stack[-1]["ts"] + stack[-1].get("dur", 0.0) <= e["ts"]:
+            stack.pop()
+        if not stack:
+            own[e["name"]] += e.get("dur", 0.0)
+        elif len(stack) == 1:
+            inner[stack[0]["name"]] += e.get("dur", 0.0)
+        if str(e.get("name", "")).startswith("step["):
+            steps[e["name"][5:].split(" ")[0].rstrip("]")] += 1
+        stack.append(e)
     cycles = sorted(b["ts"] - a["ts"] for a, b in itertools.pairwise(launches))
     gap_us = sum(g[1] - g[0] for g in gaps)
     return {
@@ -163,6 +181,15 @@ def analyse(events: list[dict[str, Any]], min_gap_us: float = 20.0, top: int = 1
             for name, d in sorted(waits.items())
         },
         "eager_launches_per_round": round(eager / rounds, 1),
+        "host_ms_per_round": {
+            name: {
+                "ms": round(us / rounds / 1000, 3),
+                "python_ms": round((us - inner[name]) / rounds / 1000, 3),
+            }
+            for name, us in own.most_common(top)
+            if us / rounds >= 10
+        },
+        "steps": dict(sorted(steps.items())),
     }
 
 
@@ -176,6 +203,17 @@ def report_lines(name: str, a: dict[str, Any]) -> list[str]:
         "laid on what the host was doing:",
     ]
     lines += [f"    {ms:8.4f} ms  {op}" for op, ms in a["gap_by_host_op_ms_per_round"].items()]
+    if a["host_ms_per_round"]:
+        lines.append(
+            "  the launching thread per round, by top-level operation (of it, Python between its children):"
+        )
+        lines += [
+            f"    {h['ms']:8.3f} ms ({h['python_ms']:.3f})  {op}" for op, h in a["host_ms_per_round"].items()
+        ]
+    if a["steps"]:
+        lines.append(
+            "  forward steps SGLang annotated: " + ", ".join(f"{m} {n}" for m, n in a["steps"].items())
+        )
     if a["waits_per_round"]:
         lines.append("  calls that wait for the GPU, per round:")
         lines += [f"    {w['count']:6g} x, {w['ms']:.4f} ms  {op}" for op, w in a["waits_per_round"].items()]

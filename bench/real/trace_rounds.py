@@ -4,8 +4,8 @@ The round timer (``round_timing.py``) times what happens inside one round; this 
 happens between rounds too. Keeps ``--concurrency`` long streaming requests on one engine, puts a
 speculative engine at 0 steps on patch 03's plain path (live threshold 1) or leaves a server
 without a drafter as it is (``--baseline``), lets the batch settle, and asks SGLang's own profiler
-(``/start_profile``: CPU and GPU activity, no stacks or shapes, so that the host is slowed as
-little as the profiler allows) for ``--steps`` forward steps. The trace lands in ``--out`` as
+(``/start_profile``: CPU and GPU activity, no shapes, and no Python frames unless ``--with-stack``,
+so that the host is slowed as little as the profiler allows) for ``--steps`` forward steps. The trace lands in ``--out`` as
 ``<name>-<id>-TP-0.trace.json.gz``; the original threshold and path are put back.
 
     python bench/real/trace_rounds.py --url http://127.0.0.1:30021 --name plain --out DIR \\
@@ -63,7 +63,7 @@ async def record(args: argparse.Namespace) -> Path:
                 "output_dir": str(args.out.resolve()),
                 "num_steps": args.steps,
                 "activities": ["CPU", "GPU"],
-                "with_stack": False,
+                "with_stack": args.with_stack,
                 "record_shapes": False,
                 "profile_prefix": args.name,
             }
@@ -100,6 +100,11 @@ def main() -> int:
     )
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="record Python frames too: names the functions, slows the host (times are then not the engine's)",
+    )
     parser.add_argument("--output-len", type=int, default=2400)
     parser.add_argument("--warmup-s", type=float, default=6.0, help="load before the trace starts")
     parser.add_argument("--limit-s", type=float, default=90.0, help="most seconds to wait for the trace file")

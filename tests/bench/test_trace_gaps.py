@@ -48,6 +48,8 @@ def two_rounds() -> list[dict]:
         x("cuda_runtime", "cudaLaunchKernel", 1760, 5),
         # another thread's work is not the launching thread's and lays on no gap
         x("cpu_op", "aten::mm", 720, 280, pid=7, tid=8),
+        x("user_annotation", "step[DECODE bs=23]", 1, 5),
+        x("user_annotation", "step[EXTEND bs=1]", 1200, 5),
         {"ph": "i", "name": "instant", "ts": 5, **HOST},
     ]
 
@@ -74,6 +76,15 @@ def test_gaps_are_laid_on_the_launching_threads_top_level_ops() -> None:
     assert a["gaps"]["ms_per_round"] == 0.295
     assert a["waits_per_round"] == {"cudaStreamSynchronize": {"count": 0.5, "ms": 0.065}}
     assert a["eager_launches_per_round"] == 0.5
+
+
+def test_host_time_by_top_level_operation_and_the_annotated_steps() -> None:
+    a = trace_gaps.analyse(two_rounds())
+    # copy_ lasts 150 us, 130 of them in its stream synchronize: 20 us of Python, over two rounds
+    assert a["host_ms_per_round"]["aten::copy_"] == {"ms": 0.075, "python_ms": 0.01}
+    assert a["host_ms_per_round"]["aten::index_put_"] == {"ms": 0.05, "python_ms": 0.048}
+    assert "cudaStreamSynchronize" not in a["host_ms_per_round"]  # a child, not top level
+    assert a["steps"] == {"DECODE": 1, "EXTEND": 1}
 
 
 def test_short_gaps_are_left_out_of_the_laying_but_not_of_the_idle_time() -> None:
