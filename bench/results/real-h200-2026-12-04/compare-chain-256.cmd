@@ -1,0 +1,1 @@
+agent bench compare --url URL_OF_big-chain-triton --baseline-url URL_OF_big-base-triton --concurrency 64,128 --input-len 256 --output-len 256 --repeats 4 --min-window-s 4 --json compare-chain-256.json

@@ -1,0 +1,1 @@
+agent bench compare --url URL_OF_big-chain-triton --baseline-url URL_OF_big-base-triton --concurrency 1,16,64,128 --input-len 256 --output-len 128 --repeats 3 --min-window-s 2.5 --json compare-chain-3.json
