@@ -39,6 +39,7 @@ from agent.sglang.paths import (
     MODELS,
     SERVER_INFO,
     SET_INTERNAL_STATE,
+    START_PROFILE,
 )
 from agent.sglang.reading import MetricsParser, MetricsReading
 
@@ -207,6 +208,23 @@ class EngineClient:
         first = states[0] if isinstance(states, list) and states and isinstance(states[0], Mapping) else {}
         table = first.get(ROUND_TIMING_FIELD)
         return dict(table) if isinstance(table, Mapping) else None
+
+    async def start_profile(
+        self, output_dir: str, num_steps: int, prefix: str, with_stack: bool = False
+    ) -> None:
+        """Ask SGLang's profiler for a trace of the next ``num_steps`` forward steps (CPU and GPU, no
+        shapes); the engine writes ``<prefix>-<id>-TP-0.trace.json.gz`` into ``output_dir`` itself."""
+        body = {
+            "output_dir": output_dir,
+            "num_steps": num_steps,
+            "activities": ["CPU", "GPU"],
+            "with_stack": with_stack,
+            "record_shapes": False,
+            "profile_prefix": prefix,
+        }
+        response = await self._post(START_PROFILE, json=body)
+        if response.status_code != 200:
+            raise EngineError(f"{START_PROFILE} answered HTTP {response.status_code}: {response.text[:300]}")
 
     async def flush_cache(self, attempts: int = 20) -> str | None:
         """Reset the radix cache and the accept-length totals; the reason when it could not.

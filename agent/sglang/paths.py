@@ -27,6 +27,8 @@ SET_INTERNAL_STATE: Final = "/set_internal_state"
 """Admin route (ADMIN_OPTIONAL): the live keys our patch adds go through it."""
 FLUSH_CACHE: Final = "/flush_cache"
 """Admin route (ADMIN_OPTIONAL): resets the radix cache and the accept-length totals."""
+START_PROFILE: Final = "/start_profile"
+"""SGLang's torch profiler: a trace of the next ``num_steps`` forward steps, written by the engine."""
 GENERATE: Final = "/generate"
 """The native generation route (streams cumulative ``meta_info``)."""
 CHAT_COMPLETIONS: Final = "/v1/chat/completions"
@@ -48,6 +50,7 @@ ALL: Final = frozenset(
         MODELS,
         SET_INTERNAL_STATE,
         FLUSH_CACHE,
+        START_PROFILE,
         GENERATE,
         CHAT_COMPLETIONS,
         COMPLETIONS,

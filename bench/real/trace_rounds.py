@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from round_timing import NEVER_SPECULATE, keep_load
 
-from agent.sglang.client import EngineClient
+from agent.sglang.client import EngineClient, EngineError
 from agent.sglang.live_control import ZERO_STEP_PLAIN
 
 
@@ -59,17 +59,7 @@ async def record(args: argparse.Namespace) -> Path:
                 await engine.set_zero_step_path(ZERO_STEP_PLAIN)
             await asyncio.sleep(args.warmup_s)
             since = time.time() - 1
-            body = {
-                "output_dir": str(args.out.resolve()),
-                "num_steps": args.steps,
-                "activities": ["CPU", "GPU"],
-                "with_stack": args.with_stack,
-                "record_shapes": False,
-                "profile_prefix": args.name,
-            }
-            started = await client.post(f"{args.url}/start_profile", json=body)
-            if started.status_code != 200:
-                raise SystemExit(f"/start_profile answered {started.status_code}: {started.text[:300]}")
+            await engine.start_profile(str(args.out.resolve()), args.steps, args.name, args.with_stack)
             until = time.monotonic() + args.limit_s
             while time.monotonic() < until:
                 await asyncio.sleep(0.5)
@@ -109,7 +99,10 @@ def main() -> int:
     parser.add_argument("--warmup-s", type=float, default=6.0, help="load before the trace starts")
     parser.add_argument("--limit-s", type=float, default=90.0, help="most seconds to wait for the trace file")
     args = parser.parse_args()
-    path = asyncio.run(record(args))
+    try:
+        path = asyncio.run(record(args))
+    except EngineError as exc:
+        raise SystemExit(str(exc)) from None
     print(path)
     return 0
 

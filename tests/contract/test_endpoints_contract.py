@@ -79,3 +79,15 @@ def test_set_internal_state_keys_are_exactly_sglangs_plus_ours(sglang_src: Path)
     assert re.search(
         rf"{server_info.SET_INTERNAL_STATE_BODY_FIELD}: Dict\[str, Union\[int, float\]\]", io_struct
     )
+
+
+def test_start_profile_route_and_the_fields_we_send(sglang_src: Path) -> None:
+    """``EngineClient.start_profile`` posts these fields to this route (bench/real/trace_rounds.py)."""
+    from agent.sglang.paths import START_PROFILE
+
+    http = (sglang_src / "srt/entrypoints/http_server.py").read_text()
+    assert f'@app.api_route("{START_PROFILE}"' in http
+    io_struct = (sglang_src / "srt/managers/io_struct.py").read_text()
+    body = io_struct[io_struct.index("class ProfileReq(") : io_struct.index("class ProfileReqOutput(")]
+    for field in ("output_dir", "num_steps", "activities", "with_stack", "record_shapes", "profile_prefix"):
+        assert re.search(rf"^\s+{field}: ", body, re.M), field

@@ -61,3 +61,12 @@ async def test_an_engine_that_does_not_answer_is_an_engine_error() -> None:
         with pytest.raises(EngineError, match="GET /server_info: ConnectError"):
             await client.server_info()
         assert not await client.healthy()
+
+
+async def test_start_profile_on_an_engine_without_a_profiler_is_an_engine_error(tmp_path: Path) -> None:
+    # the simulated engine has no torch profiler: the route is not there, and the error says so
+    async with run_sim(PROFILE, port=0, speedup=50, seed=1) as sim, httpx.AsyncClient() as http:
+        client = EngineClient(sim.url, http)
+        with pytest.raises(EngineError, match=r"/start_profile answered HTTP 404"):
+            await client.start_profile(str(tmp_path), 4, "plain")
+        assert list(tmp_path.iterdir()) == []
