@@ -161,6 +161,7 @@ timing() {
 trace() {
     wait_ready 60 $STATES || return 1
     mkdir -p "$R/traces"
+    clocks_on "trace-c$TRACE_C-o$TRACE_OUT_LEN"
     local n base
     for n in $STATES; do
         enough 45 "trace of $n" || continue
@@ -177,6 +178,7 @@ trace() {
             --name "stack-$TRACE_STACK-c$TRACE_C-o$TRACE_OUT_LEN" --out "$R/traces" --concurrency "$TRACE_C" \
             --steps 12 --output-len "$TRACE_OUT_LEN" 2>&1 | tail -n 3
     fi
+    clocks_off
     ls -la "$R/traces"
     $AP bench/real/trace_gaps.py "$R"/traces/big-*-c"$TRACE_C"-o"$TRACE_OUT_LEN"-*.trace.json.gz \
         --json "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.json" 2>&1 | tee "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt"
