@@ -46,6 +46,7 @@ STAGE_ORDER = (
     "target_forward",
     "sample",
     "commit",
+    "ring",
     "draft_extend",
     "end",
 )

@@ -60,6 +60,7 @@ class EagleDraftInput:
     def __init__(self, bonus_tokens: Any = None) -> None:
         self.bonus_tokens = bonus_tokens
         self.topk_p = self.topk_index = self.hidden_states = self.draft_probs = None
+        self.future_indices = None  # the overlap scheduler sets it: the future map relays the rest
 
 
 def assign_extend_cache_locs_uniform_func(
@@ -68,6 +69,27 @@ def assign_extend_cache_locs_uniform_func(
     cols = torch.arange(draft_token_num, device=device, dtype=torch.int64)
     pos = start_offset.to(torch.int64).unsqueeze(1) + cols
     return req_to_token[req_pool_indices.to(torch.int64).unsqueeze(1), pos].reshape(-1)
+
+
+class CaptureHiddenMode:
+    FULL = "FULL"
+
+
+class ForwardBatch:
+    """What the plain round's target forward is handed: the decode view's fields."""
+
+    def __init__(self, view: Any, capture_hidden_mode: Any) -> None:
+        self.forward_mode = view.forward_mode
+        self.input_ids = view.input_ids
+        self.seq_lens = view.seq_lens
+        self.req_pool_indices = view.req_pool_indices
+        self.out_cache_loc = view.out_cache_loc
+        self.spec_info = view.spec_info
+        self.capture_hidden_mode = capture_hidden_mode
+
+    @classmethod
+    def init_new(cls, view: Any, model_runner: Any, capture_hidden_mode: Any, **_: Any) -> "ForwardBatch":
+        return cls(view, capture_hidden_mode)
 
 
 def load(site: Path) -> tuple[Any, Any]:
@@ -84,7 +106,18 @@ def load(site: Path) -> tuple[Any, Any]:
         ),
         "sglang.srt.model_executor": _module("sglang.srt.model_executor"),
         "sglang.srt.model_executor.forward_batch_info": _module(
-            "sglang.srt.model_executor.forward_batch_info", ForwardMode=ForwardMode
+            "sglang.srt.model_executor.forward_batch_info",
+            ForwardMode=ForwardMode,
+            CaptureHiddenMode=CaptureHiddenMode,
+            ForwardBatch=ForwardBatch,
+        ),
+        "sglang.srt.managers": _module("sglang.srt.managers"),
+        "sglang.srt.managers.utils": _module(
+            "sglang.srt.managers.utils", GenerationBatchResult=types.SimpleNamespace
+        ),
+        "sglang.srt.speculative.spec_info": _module(
+            "sglang.srt.speculative.spec_info",
+            SpeculativeAlgorithm=types.SimpleNamespace(NONE="NONE"),
         ),
         "sglang.srt.speculative.eagle_info": _module(
             "sglang.srt.speculative.eagle_info", EagleDraftInput=EagleDraftInput
@@ -143,14 +176,45 @@ class World:
             topk=1,
             draft_worker=types.SimpleNamespace(_draft_extend_for_decode=self._draft_extend),
             activate_step_by_batch=lambda bs: None,
-            _target_worker=types.SimpleNamespace(
-                model_runner=types.SimpleNamespace(model_config=types.SimpleNamespace(model_is_mrope=False))
-            ),
+            _stub_skipped_draft_extend=self._stub,
+        )
+        model_runner = types.SimpleNamespace(
+            model_config=types.SimpleNamespace(model_is_mrope=False),
+            attn_backend="verify backend",
+            decode_cuda_graph_runner=None,
+            sample=self._sample,
+        )
+        worker.target_worker = worker._target_worker = types.SimpleNamespace(
+            model_runner=model_runner, forward_batch_generation=self._target_forward
         )
         self.worker = worker
+        self.forwards: list[Any] = []
         self.ctl = runtime.ZeroStepController(worker, {})
         self.ctl.config.mark_built(None)
-        self.ctl.plain = object()
+        self.ctl.plain = runtime.PlainDecodeTarget(model_runner, "plain decode backend", None)
+
+    def _target_forward(self, batch: Any, forward_batch: Any, is_verify: bool) -> Any:
+        """The target's decode: the hidden state of the position each request decodes."""
+        mr = self.worker.target_worker.model_runner
+        self.forwards.append((forward_batch, mr.attn_backend, is_verify))
+        slots = forward_batch.req_pool_indices.tolist()
+        positions = (forward_batch.seq_lens - 1).tolist()  # decode lengths count the new token
+        hidden = torch.stack([self.hidden_at(s, p) for s, p in zip(slots, positions, strict=True)])
+        return types.SimpleNamespace(
+            logits_output=types.SimpleNamespace(hidden_states=hidden, positions=positions),
+            routed_experts_output=None,
+            indexer_topk_output=None,
+        )
+
+    def _stub(self, batch: Any, result: Any) -> None:
+        """SGLang's zero stubs of the skipped draft extend (what the synchronous scheduler needs)."""
+        result.next_draft_input.topk_p = torch.zeros((batch.seq_lens.shape[0], 1), device=self.device)
+        result.next_draft_input.hidden_states = torch.zeros((batch.seq_lens.shape[0], 5), device=self.device)
+
+    def _sample(self, logits_output: Any, forward_batch: Any) -> Any:
+        slots = forward_batch.req_pool_indices.tolist()
+        tokens = [self.token_at(s, p) for s, p in zip(slots, logits_output.positions, strict=True)]
+        return torch.tensor(tokens, device=self.device, dtype=torch.int32)
 
     def _activate(self, steps: int) -> None:
         self.worker.speculative_num_steps = steps
@@ -174,6 +238,11 @@ class World:
         dev = self.device
         return types.SimpleNamespace(
             reqs=[types.SimpleNamespace(kv=types.SimpleNamespace(req_pool_idx=s)) for s in slots],
+            device=dev,
+            input_ids=None,
+            out_cache_loc=None,
+            orig_seq_lens=None,
+            spec_algorithm="EAGLE3",
             req_pool_indices=torch.tensor(slots, device=dev, dtype=torch.int64),
             req_pool_indices_cpu=torch.tensor(slots, dtype=torch.int64),
             seq_lens=torch.tensor(lens, device=dev, dtype=torch.int64),
@@ -181,7 +250,13 @@ class World:
             forward_mode=mode,
             is_extend_in_batch=False,
             extend_lens=None,
-            spec_info=EagleDraftInput(bonus_tokens=torch.zeros(len(slots), device=dev)),
+            spec_info=EagleDraftInput(
+                bonus_tokens=torch.tensor(
+                    [self.token_at(s, n - 1) for s, n in zip(slots, lens, strict=True)],
+                    device=dev,
+                    dtype=torch.int32,
+                )
+            ),
             return_logprob=False,
             has_grammar=False,
             hisparse_coordinator=None,
@@ -205,24 +280,59 @@ class World:
         self.ctl.planner.launched(False, False)
         self.ctl.after_extend(batch, out)
 
-    def zero_round(self, slots: list[int], lens: list[int]) -> Any:
+    def zero_round(self, slots: list[int], lens: list[int], overlap: bool = True) -> Any:
         batch = self.batch(slots, lens, ForwardMode.DECODE)
+        if overlap:
+            batch.spec_info.future_indices = batch.req_pool_indices
         reserve = self.runtime.decode_reserve(batch, 8)
+        assert self.runtime.reads_bonus_only(batch), "the future map gathers only the bonus token"
         self.ctl.activate(batch)
         assert self.worker.speculative_num_steps == 0, "a planned 0-step batch runs at 0 steps"
-        assert self.ctl.use_plain(batch, types.SimpleNamespace()), "plain path taken"
-        out = types.SimpleNamespace(
-            logits_output=types.SimpleNamespace(
-                hidden_states=torch.stack([self.hidden_at(s, p) for s, p in zip(slots, lens, strict=True)])
-            ),
-            next_token_ids=torch.tensor(
-                [self.token_at(s, p) for s, p in zip(slots, lens, strict=True)],
-                device=self.device,
-                dtype=torch.int32,
-            ),
-        )
-        self.ctl.after_plain_round(batch, out)
+        published: list[Any] = []
+        self.last_round = (batch, self.ctl.plain_round(batch, published.append), published)
+        assert self.last_round[1] is not None, "plain path taken"
         return reserve
+
+
+def plain_round_checks(w: World, lens: list[int]) -> list[bool]:
+    """The last 0-step round went through the target's own decode and returned what the scheduler
+    reads: one token per request, accept lengths of 1, lengths + 1, the bonus token as the next
+    draft input and no top-k or hidden stubs (the future map keeps the last drafted-from state)."""
+    batch, out, published = w.last_round
+    forward_batch, backend, is_verify = w.forwards[-1]
+    slots = batch.req_pool_indices.tolist()
+    results = [
+        check(
+            "a plain round forwards in DECODE mode with the plain decode state bound",
+            forward_batch.forward_mode is ForwardMode.DECODE
+            and backend == "plain decode backend"
+            and w.worker.target_worker.model_runner.attn_backend == "verify backend"
+            and is_verify,
+        ),
+        check(
+            "one token per request: its bonus token, at the committed length, into that KV slot",
+            forward_batch.input_ids.tolist() == [w.token_at(s, n - 1) for s, n in zip(slots, lens, strict=True)]
+            and forward_batch.seq_lens.tolist() == [n + 1 for n in lens]
+            and forward_batch.out_cache_loc.tolist() == [int(w.req_to_token[s, n]) for s, n in zip(slots, lens, strict=True)],
+            f"{forward_batch.input_ids.tolist()} {forward_batch.seq_lens.tolist()}",
+        ),
+        check(
+            "the result: sampled tokens, accept lengths 1, lengths + 1, published",
+            out.next_token_ids.tolist() == [w.token_at(s, n) for s, n in zip(slots, lens, strict=True)]
+            and out.accept_lens.tolist() == [1] * len(slots)
+            and out.new_seq_lens.tolist() == [n + 1 for n in lens]
+            and out.speculative_num_draft_tokens == 1
+            and len(published) == 1 and published[0] is out.new_seq_lens,
+            f"{out.accept_lens.tolist()} {out.new_seq_lens.tolist()}",
+        ),
+        check(
+            "the next draft input is the sampled token, with no top-k or hidden stubs",
+            out.next_draft_input.bonus_tokens is out.next_token_ids
+            and out.next_draft_input.topk_p is None
+            and out.next_draft_input.hidden_states is None,
+        ),
+    ]
+    return results
 
 
 def check(name: str, ok: bool, detail: str = "") -> bool:
@@ -264,6 +374,8 @@ def scenario(policy: Any, runtime: Any, device: str, cpu_lens: bool) -> list[boo
         first_reserve = reserve if first_reserve is None else first_reserve
         for s in slots_padded:
             lens[s] += 1
+    last_batch = w.last_round[0]
+    results += plain_round_checks(w, [lens[s] - 1 for s in last_batch.req_pool_indices.tolist()])
     results.append(
         check("reserve after an extend is 1 + a full step", first_reserve == 5, f"got {first_reserve}")
     )
@@ -382,6 +494,14 @@ def scenario(policy: Any, runtime: Any, device: str, cpu_lens: bool) -> list[boo
         check(
             "a bad path is refused",
             policy.check_path("plain", True) is not None and policy.check_path(0, True) is None,
+        )
+    )
+    w.zero_round([2, 5, 0, 1], [lens[s] for s in (2, 5, 0, 1)], overlap=False)
+    stubbed = w.last_round[1].next_draft_input
+    results.append(
+        check(
+            "without the overlap scheduler's future map, the draft input gets SGLang's zero stubs",
+            stubbed.topk_p is not None and stubbed.hidden_states is not None,
         )
     )
     return results

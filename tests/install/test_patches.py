@@ -51,6 +51,7 @@ ZERO_STEP_TOUCHED = (
     "sglang/srt/speculative/eagle_utils.py",
     "sglang/srt/managers/schedule_batch.py",
     "sglang/srt/managers/tp_worker.py",
+    "sglang/srt/managers/overlap_utils.py",
 )
 
 # What agent/sglang/adaptive.py renders for threshold 4 and live steps 1..3.

@@ -6,7 +6,9 @@ engine. That happened: the GPU-side catch-up read ``req.req_pool_idx``, which 0.
 request's ``ReqKvInfo`` (``req.kv.req_pool_idx``), and the real scheduler died on its first prefill
 (``bench/results/real-h200-2026-12-03-crash/``). This check reads the runtime's source and SGLang's
 classes from the wheel (no torch) and names every attribute the runtime reads off a request, its
-KV record, a batch or a draft input that SGLang's class does not define.
+KV record, a batch, a draft input, the speculative worker, the target worker or its model runner
+that SGLang's class does not define, and every field of the plain round's result that SGLang's
+``GenerationBatchResult`` does not have.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ def unknown_reads(runtime_source: str, package: Path) -> list[str]:
         "batch": class_attributes(package, "ScheduleBatch"),
         "draft_input": class_attributes(package, "EagleDraftInput"),  # the batch's spec_info
         "caught": class_attributes(package, "EagleDraftInput"),  # the catch-up's next draft input
+        "worker": class_attributes(package, "EAGLEWorkerV2"),  # the speculative worker patch 03 rides on
+        "target_worker": class_attributes(package, "TpModelWorker"),
+        "model_runner": class_attributes(package, "ModelRunner"),
     }
     for node in ast.walk(tree):
         if (
@@ -112,6 +117,30 @@ def unknown_reads(runtime_source: str, package: Path) -> list[str]:
     return unknown
 
 
+def unknown_result_fields(runtime_source: str, package: Path) -> list[str]:
+    """Keywords the runtime passes to ``GenerationBatchResult`` that SGLang's class does not have
+    (the plain round builds the result the scheduler's result processing reads)."""
+    fields = class_attributes(package, "GenerationBatchResult")
+    return [
+        f"{keyword.arg} (line {node.lineno})"
+        for node in ast.walk(ast.parse(runtime_source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "GenerationBatchResult"
+        for keyword in node.keywords
+        if keyword.arg not in fields
+    ]
+
+
+def test_the_plain_rounds_result_has_only_fields_sglangs_result_has(
+    site_packages: Path, sglang_src: Path
+) -> None:
+    apply_patch_set(site_packages, load_patch_set())
+    source = (site_packages / RUNTIME).read_text()
+    assert "accept_lens=ones[:bs]" in source  # the result this check exists for is there to be checked
+    assert unknown_result_fields(source, sglang_src) == []
+    broken = source.replace("accept_lens=ones[:bs]", "accept_len=ones[:bs]")
+    assert [u.split(" ")[0] for u in unknown_result_fields(broken, sglang_src)] == ["accept_len"]
+
+
 def test_the_runtime_reads_only_what_sglangs_request_and_batch_have(
     site_packages: Path, sglang_src: Path
 ) -> None:
@@ -131,3 +160,7 @@ def test_the_check_names_a_read_sglang_does_not_have(site_packages: Path, sglang
     assert any(u.startswith("batch.req_pool_idxs") for u in unknown_reads(broken_batch, sglang_src))
     broken_draft = source.replace("caught.topk_p", "caught.top_p", 1)
     assert any(u.startswith("caught.top_p") for u in unknown_reads(broken_draft, sglang_src))
+    broken_worker = source.replace("worker.target_worker", "worker.target_runner", 1)
+    assert any(u.startswith("worker.target_runner") for u in unknown_reads(broken_worker, sglang_src))
+    broken_runner = source.replace("model_runner.sample(", "model_runner.sample_tokens(", 1)
+    assert any(u.startswith("model_runner.sample_tokens") for u in unknown_reads(broken_runner, sglang_src))
