@@ -88,7 +88,7 @@ class ForwardBatch:
         self.capture_hidden_mode = capture_hidden_mode
 
     @classmethod
-    def init_new(cls, view: Any, model_runner: Any, capture_hidden_mode: Any, **_: Any) -> "ForwardBatch":
+    def init_new(cls, view: Any, model_runner: Any, capture_hidden_mode: Any, **_: Any) -> ForwardBatch:
         return cls(view, capture_hidden_mode)
 
 
@@ -311,9 +311,11 @@ def plain_round_checks(w: World, lens: list[int]) -> list[bool]:
         ),
         check(
             "one token per request: its bonus token, at the committed length, into that KV slot",
-            forward_batch.input_ids.tolist() == [w.token_at(s, n - 1) for s, n in zip(slots, lens, strict=True)]
+            forward_batch.input_ids.tolist()
+            == [w.token_at(s, n - 1) for s, n in zip(slots, lens, strict=True)]
             and forward_batch.seq_lens.tolist() == [n + 1 for n in lens]
-            and forward_batch.out_cache_loc.tolist() == [int(w.req_to_token[s, n]) for s, n in zip(slots, lens, strict=True)],
+            and forward_batch.out_cache_loc.tolist()
+            == [int(w.req_to_token[s, n]) for s, n in zip(slots, lens, strict=True)],
             f"{forward_batch.input_ids.tolist()} {forward_batch.seq_lens.tolist()}",
         ),
         check(
@@ -322,7 +324,8 @@ def plain_round_checks(w: World, lens: list[int]) -> list[bool]:
             and out.accept_lens.tolist() == [1] * len(slots)
             and out.new_seq_lens.tolist() == [n + 1 for n in lens]
             and out.speculative_num_draft_tokens == 1
-            and len(published) == 1 and published[0] is out.new_seq_lens,
+            and len(published) == 1
+            and published[0] is out.new_seq_lens,
             f"{out.accept_lens.tolist()} {out.new_seq_lens.tolist()}",
         ),
         check(
@@ -332,6 +335,15 @@ def plain_round_checks(w: World, lens: list[int]) -> list[bool]:
             and out.next_draft_input.hidden_states is None,
         ),
     ]
+    unplanned = w.batch(slots[:2], lens[:2], ForwardMode.DECODE)
+    grammar = w.batch(slots, lens, ForwardMode.DECODE)
+    grammar._k25_zero_planned, grammar.has_grammar = True, True
+    results.append(
+        check(
+            "the future map reads all of a draft input unless the plain round will take the batch",
+            not w.runtime.reads_bonus_only(unplanned) and not w.runtime.reads_bonus_only(grammar),
+        )
+    )
     return results
 
 

@@ -164,3 +164,33 @@ def test_the_check_names_a_read_sglang_does_not_have(site_packages: Path, sglang
     assert any(u.startswith("worker.target_runner") for u in unknown_reads(broken_worker, sglang_src))
     broken_runner = source.replace("model_runner.sample(", "model_runner.sample_tokens(", 1)
     assert any(u.startswith("model_runner.sample_tokens") for u in unknown_reads(broken_runner, sglang_src))
+
+
+def _bonus_only_branch(overlap_source: str) -> tuple[ast.If, int]:
+    """The patched ``FutureMap._resolve_spec_extras``: its plain-round branch and the line of the gather."""
+    tree = ast.parse(overlap_source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FutureMap")
+    fn = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_resolve_spec_extras")
+    (branch,) = [
+        n for n in ast.walk(fn) if isinstance(n, ast.If) and "reads_bonus_only(batch)" in ast.unparse(n.test)
+    ]
+    gather = min(
+        n.lineno
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) == "gather_spec_extras"
+    )
+    return branch, gather
+
+
+def test_the_future_map_reads_only_the_bonus_token_for_a_plain_round(site_packages: Path) -> None:
+    """Before it gathers top-k and hidden state, the resolve asks the runtime and, for a plain round,
+    reads the bonus token alone and returns (the buffers keep the rest for the resume)."""
+    apply_patch_set(site_packages, load_patch_set())
+    branch, gather = _bonus_only_branch((site_packages / "sglang/srt/managers/overlap_utils.py").read_text())
+    assert branch.lineno < gather
+    assert [ast.unparse(s) for s in branch.body] == [
+        "draft_input.bonus_tokens = self.output_tokens_buf[indices]",
+        "return",
+    ]
+    runtime = ast.parse((site_packages / RUNTIME).read_text())
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "reads_bonus_only" for n in runtime.body)
