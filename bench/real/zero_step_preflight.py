@@ -558,6 +558,44 @@ def faults(policy: Any, runtime: Any, device: str) -> list[bool]:
     )
     w.ctl.maybe_catch_up(w.batch([2, 0, 1, 3], [13, 7, 7, 7], ForwardMode.DECODE))
     results.append(check("a resume drafts cold: no catch-up", counters.catchups == 0 and not w.extends))
+
+    print("-- a plain round that fails")
+    w = World(runtime, device, cpu_lens=False)
+    policy.register(w.ctl)
+
+    def broken_forward(**_: Any) -> Any:
+        raise RuntimeError("a shape the plain decode did not expect")
+
+    w.worker.target_worker.forward_batch_generation = broken_forward
+    batch = w.batch([2, 0, 1, 3], [10, 4, 4, 4], ForwardMode.DECODE)
+    batch.spec_info.future_indices = batch.req_pool_indices
+    w.runtime.decode_reserve(batch, 8)
+    w.ctl.activate(batch)
+    raised = None
+    try:
+        out = w.ctl.plain_round(batch, lambda lens: None)
+    except Exception as exc:
+        raised, out = exc, None
+    counters = w.ctl.counters
+    results.append(
+        check(
+            "a plain round that raises returns None (the verify path runs) and raises nothing",
+            raised is None and out is None,
+            repr(raised),
+        )
+    )
+    results.append(
+        check(
+            "the failure is counted and named, and later 0-step rounds take the verify path",
+            counters.errors == 1
+            and "RuntimeError" in str(counters.last_error)
+            and not w.ctl.config.plain
+            and w.ctl.plain_round(batch) is None
+            and counters.verify_rounds == 1
+            and not w.runtime.reads_bonus_only(batch),
+            json.dumps(counters.as_dict()),
+        )
+    )
     return results
 
 

@@ -14,6 +14,7 @@ that SGLang's class does not define, and every field of the plain round's result
 from __future__ import annotations
 
 import ast
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -35,7 +36,10 @@ def _classes(package: Path) -> dict[str, ast.ClassDef]:
         text = path.read_text(errors="replace")
         if "class " not in text:
             continue
-        for node in ast.parse(text).body:
+        with warnings.catch_warnings():  # SGLang's own files hold invalid escapes ("\(") in strings
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            tree = ast.parse(text)
+        for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 found.setdefault(node.name, node)
     return found
