@@ -18,6 +18,8 @@ import warnings
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from agent.install.patching import apply_patch_set
 from agent.install.patchset import load_patch_set
 
@@ -134,11 +136,17 @@ def unknown_result_fields(runtime_source: str, package: Path) -> list[str]:
     ]
 
 
-def test_the_plain_rounds_result_has_only_fields_sglangs_result_has(
-    site_packages: Path, sglang_src: Path
-) -> None:
+@pytest.fixture
+def runtime_source(site_packages: Path) -> str:
+    """The patched runtime module's source, as ``agent install`` leaves it in site-packages."""
     apply_patch_set(site_packages, load_patch_set())
-    source = (site_packages / RUNTIME).read_text()
+    return (site_packages / RUNTIME).read_text()
+
+
+def test_the_plain_rounds_result_has_only_fields_sglangs_result_has(
+    runtime_source: str, sglang_src: Path
+) -> None:
+    source = runtime_source
     assert "accept_lens=ones[:bs]" in source  # the result this check exists for is there to be checked
     assert unknown_result_fields(source, sglang_src) == []
     broken = source.replace("accept_lens=ones[:bs]", "accept_len=ones[:bs]")
@@ -146,18 +154,16 @@ def test_the_plain_rounds_result_has_only_fields_sglangs_result_has(
 
 
 def test_the_runtime_reads_only_what_sglangs_request_and_batch_have(
-    site_packages: Path, sglang_src: Path
+    runtime_source: str, sglang_src: Path
 ) -> None:
-    apply_patch_set(site_packages, load_patch_set())
-    source = (site_packages / RUNTIME).read_text()
+    source = runtime_source
     assert "req.kv.req_pool_idx" in source  # the read this check exists for is there to be checked
     assert unknown_reads(source, sglang_src) == []
 
 
-def test_the_check_names_a_read_sglang_does_not_have(site_packages: Path, sglang_src: Path) -> None:
+def test_the_check_names_a_read_sglang_does_not_have(runtime_source: str, sglang_src: Path) -> None:
     """It can fail: the read that crashed the real engine is named, with its line."""
-    apply_patch_set(site_packages, load_patch_set())
-    source = (site_packages / RUNTIME).read_text().replace("req.kv.req_pool_idx", "req.req_pool_idx")
+    source = runtime_source.replace("req.kv.req_pool_idx", "req.req_pool_idx")
     unknown = unknown_reads(source, sglang_src)
     assert len(unknown) == 1 and unknown[0].startswith("req.req_pool_idx (line ")
     broken_batch = source.replace("batch.req_pool_indices", "batch.req_pool_idxs", 1)
