@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from upshift_recovery import _body, stream_one
 
 from agent.sglang.client import EngineClient
+from agent.sglang.info_view import LiveSpec
 from agent.sglang.live_control import NO_THRESHOLD, ZERO_STEP_PLAIN, ZERO_STEP_VERIFY
 
 NEVER_SPECULATE = 1
@@ -72,6 +76,45 @@ async def keep_load(client: httpx.AsyncClient, url: str, n: int, stop: asyncio.E
     return sent
 
 
+@dataclass
+class LoadedEngine:
+    """An engine under load: its client, what it read back before (None: a server without a drafter)
+    and, once the load stopped, how many requests were sent."""
+
+    engine: EngineClient
+    live: LiveSpec | None
+    requests_sent: int = 0
+
+
+@contextlib.asynccontextmanager
+async def under_load(
+    client: httpx.AsyncClient, url: str, concurrency: int, output_len: int, baseline: bool
+) -> AsyncIterator[LoadedEngine]:
+    """``concurrency`` streams kept on the engine at ``url`` while the block runs; afterwards the load
+    stops and a speculative engine gets back the live threshold and zero-step path it had.
+
+    Refuses (SystemExit) a speculative engine that reads back no patch 03 state, before any load.
+    Shared by this script and ``trace_rounds.py``: both change live settings for a measurement, and an
+    engine left at threshold 1 after a run would serve the next one wrong.
+    """
+    engine = EngineClient(url, client)
+    live = None if baseline else await engine.live_state()
+    if not baseline and (live is None or live.zero_step is None):
+        raise SystemExit("the server reads back no zero_step state: it lacks patch 03 (or adaptive)")
+    loaded = LoadedEngine(engine=engine, live=live)
+    stop = asyncio.Event()
+    load = asyncio.create_task(keep_load(client, url, concurrency, stop, output_len))
+    try:
+        yield loaded
+    finally:
+        stop.set()
+        loaded.requests_sent = await load
+        if live is not None:
+            await engine.set_live(adaptive_spec_threshold=live.threshold)
+            if live.zero_step is not None and live.zero_step.path:
+                await engine.set_zero_step_path(live.zero_step.path)
+
+
 async def time_setting(engine: EngineClient, rounds: int, limit_s: float) -> dict[str, Any] | None:
     await engine.time_rounds(0)
     await engine.time_rounds(rounds)
@@ -87,25 +130,19 @@ async def time_setting(engine: EngineClient, rounds: int, limit_s: float) -> dic
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"url": args.url, "concurrency": args.concurrency, "rounds": args.rounds}
+    settings: list[tuple[str, dict[str, Any]]] = (
+        [("decode", {})]
+        if args.baseline
+        else [
+            ("zero_verify", {"threshold": NEVER_SPECULATE, "path": ZERO_STEP_VERIFY}),
+            ("zero_plain", {"threshold": NEVER_SPECULATE, "path": ZERO_STEP_PLAIN}),
+            ("spec", {"threshold": NO_THRESHOLD, "path": ZERO_STEP_PLAIN}),
+        ]
+    )
     async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None)) as client:
-        engine = EngineClient(args.url, client)
-        live = None if args.baseline else await engine.live_state()
-        if not args.baseline and (live is None or live.zero_step is None):
-            raise SystemExit("the server reads back no zero_step state: it lacks patch 03 (or adaptive)")
-        settings: list[tuple[str, dict[str, Any]]] = (
-            [("decode", {})]
-            if args.baseline
-            else [
-                ("zero_verify", {"threshold": NEVER_SPECULATE, "path": ZERO_STEP_VERIFY}),
-                ("zero_plain", {"threshold": NEVER_SPECULATE, "path": ZERO_STEP_PLAIN}),
-                ("spec", {"threshold": NO_THRESHOLD, "path": ZERO_STEP_PLAIN}),
-            ]
-        )
-        stop = asyncio.Event()
-        load = asyncio.create_task(keep_load(client, args.url, args.concurrency, stop, args.output_len))
-        original_threshold = live.threshold if live is not None else None
-        original_path = live.zero_step.path if live is not None and live.zero_step is not None else None
-        try:
+        loaded = under_load(client, args.url, args.concurrency, args.output_len, args.baseline)
+        async with loaded as session:
+            engine = session.engine
             await asyncio.sleep(args.warmup_s)
             for name, setting in settings:
                 if "threshold" in setting:
@@ -121,13 +158,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "zero_step": None if info is None or info.zero_step is None else vars(info.zero_step),
                 }
                 print(f"{name}: timed in {results[name]['seconds']} s", flush=True)
-        finally:
-            stop.set()
-            results["requests_sent"] = await load
-            if original_threshold is not None:
-                await engine.set_live(adaptive_spec_threshold=original_threshold)
-            if original_path is not None:
-                await engine.set_zero_step_path(original_path)
+        results["requests_sent"] = session.requests_sent
     return results
 
 

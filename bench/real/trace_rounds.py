@@ -27,9 +27,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from round_timing import NEVER_SPECULATE, keep_load
+from round_timing import NEVER_SPECULATE, under_load
 
-from agent.sglang.client import EngineClient, EngineError
+from agent.sglang.client import EngineError
 from agent.sglang.live_control import ZERO_STEP_PLAIN
 
 
@@ -46,36 +46,24 @@ def newest_trace(out: Path, name: str, since: float) -> Path | None:
 
 async def record(args: argparse.Namespace) -> Path:
     args.out.mkdir(parents=True, exist_ok=True)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None)) as client:
-        engine = EngineClient(args.url, client)
-        live = None if args.baseline else await engine.live_state()
-        if not args.baseline and (live is None or live.zero_step is None):
-            raise SystemExit("the server reads back no zero_step state: it lacks patch 03 (or adaptive)")
-        stop = asyncio.Event()
-        load = asyncio.create_task(keep_load(client, args.url, args.concurrency, stop, args.output_len))
-        try:
-            if live is not None:
-                await engine.set_live(adaptive_spec_threshold=NEVER_SPECULATE)
-                await engine.set_zero_step_path(ZERO_STEP_PLAIN)
-            await asyncio.sleep(args.warmup_s)
-            since = time.time() - 1
-            await engine.start_profile(str(args.out.resolve()), args.steps, args.name, args.with_stack)
-            until = time.monotonic() + args.limit_s
-            while time.monotonic() < until:
-                await asyncio.sleep(0.5)
-                path = await asyncio.to_thread(newest_trace, args.out, args.name, since)
-                if path is not None:
-                    return path
-            raise SystemExit(
-                f"no trace named {args.name}-*.trace.json.gz in {args.out} after {args.limit_s:g} s"
-            )
-        finally:
-            stop.set()
-            await load
-            if live is not None:
-                await engine.set_live(adaptive_spec_threshold=live.threshold)
-                if live.zero_step is not None and live.zero_step.path:
-                    await engine.set_zero_step_path(live.zero_step.path)
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None)) as client,
+        under_load(client, args.url, args.concurrency, args.output_len, args.baseline) as session,
+    ):
+        engine = session.engine
+        if session.live is not None:
+            await engine.set_live(adaptive_spec_threshold=NEVER_SPECULATE)
+            await engine.set_zero_step_path(ZERO_STEP_PLAIN)
+        await asyncio.sleep(args.warmup_s)
+        since = time.time() - 1
+        await engine.start_profile(str(args.out.resolve()), args.steps, args.name, args.with_stack)
+        until = time.monotonic() + args.limit_s
+        while time.monotonic() < until:
+            await asyncio.sleep(0.5)
+            path = await asyncio.to_thread(newest_trace, args.out, args.name, since)
+            if path is not None:
+                return path
+        raise SystemExit(f"no trace named {args.name}-*.trace.json.gz in {args.out} after {args.limit_s:g} s")
 
 
 def main() -> int:
