@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,30 +41,25 @@ def _function(src: Path, file: str, qualname: str) -> ast.FunctionDef:
 
 
 def _guards_of_stores(fn: ast.FunctionDef, buffer: str) -> list[str]:
-    """The test of the innermost ``if`` around each store into ``self.<buffer>[...]``."""
+    """The test of the innermost ``if`` around each store into ``self.<buffer>[...]`` ("" if none)."""
     guards: list[str] = []
 
-    def visit(node: ast.AST, guard: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If):
-                for stmt in child.body:
-                    visit_stmt(stmt, ast.unparse(child.test))
-                for stmt in child.orelse:
-                    visit_stmt(stmt, f"not ({ast.unparse(child.test)})")
-            else:
-                visit_stmt(child, guard)
+    def walk(statements: list[Any], guard: str) -> None:
+        for stmt in statements:
+            if isinstance(stmt, ast.If):
+                walk(stmt.body, ast.unparse(stmt.test))
+                walk(stmt.orelse, f"not ({ast.unparse(stmt.test)})")
+            elif isinstance(stmt, ast.Assign):
+                guards.extend(
+                    guard
+                    for target in stmt.targets
+                    if isinstance(target, ast.Subscript) and ast.unparse(target.value) == f"self.{buffer}"
+                )
+            else:  # with, for, try (and its handlers): the same guard holds inside
+                for field in ("body", "orelse", "handlers", "finalbody"):
+                    walk(getattr(stmt, field, []), guard)
 
-    def visit_stmt(stmt: ast.AST, guard: str | None) -> None:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Subscript) and ast.unparse(target.value) == f"self.{buffer}":
-                    guards.append(guard or "")
-        if not isinstance(stmt, ast.If):
-            visit(stmt, guard)
-        else:
-            visit(ast.Module(body=[stmt], type_ignores=[]), guard)
-
-    visit(fn, None)
+    walk(fn.body, "")
     return guards
 
 
@@ -84,13 +80,13 @@ def test_stash_keeps_what_a_payload_does_not_carry(sglang_src: Path, buffer: str
 
 def test_the_check_finds_an_unguarded_store(sglang_src: Path) -> None:
     """It can fail: a stash that writes the hidden state whatever the payload is named."""
-    source = (sglang_src / OVERLAP).read_text()
     fn = _function(sglang_src, OVERLAP, "FutureMap.stash")
-    broken = ast.parse(ast.unparse(fn).replace("and payload.hidden_states is not None", "")).body[0]
-    assert "payload.hidden_states is not None" in source
-    assert not all(
-        "payload.hidden_states is not None" in g for g in _guards_of_stores(broken, "hidden_states_buf")
-    )
+    unparsed = ast.unparse(fn)
+    assert "and payload.hidden_states is not None" in unparsed
+    broken = ast.parse(unparsed.replace("and payload.hidden_states is not None", "")).body[0]
+    assert isinstance(broken, ast.FunctionDef)
+    guards = _guards_of_stores(broken, "hidden_states_buf")
+    assert guards and not all("payload.hidden_states is not None" in g for g in guards)
 
 
 @pytest.mark.parametrize("method", ["filter_batch", "merge_batch"])
