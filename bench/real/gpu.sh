@@ -17,6 +17,7 @@
 #             is taken from bench/results when it travelled)
 #   fa3       fa3: the q100 head vs no drafter, levels 1, 16, 64, 128 (issue 23)
 #   ramp      the autopilot on a 1 -> 128 -> 1 ramp against the best fixed and the profile's threshold
+#   fa3swap   a card under 100 GiB serves two engines at a time: stop the triton pair, start the fa3 pair
 #   collect   bundle everything into $OUT (every command ends with it)
 # Everything that must outlive a command runs under setsid, every wait is bounded, every step prints
 # its time, so a stage that runs out of time says where it was and keeps what it measured.
@@ -25,7 +26,14 @@ REPO=$(pwd)
 R=/tmp/real
 A=${K25_AGENT:-/tmp/agent}                 # the agent: python3 + its wheels and source, image untouched
 AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
-STATES=${STATES:-big-chain-triton big-base-triton big-chain-fa3 big-base-fa3}  # STATES="big-chain-triton big-base-triton": the triton pair only
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n 1)
+# Four 8B-shape engines take about 100 GiB: a card under that (an H100, 80 GB) serves the triton pair,
+# and `fa3swap` replaces it by the fa3 pair (then give STATES="big-chain-fa3 big-base-fa3" to later calls).
+if [ "${GPU_MIB:-0}" -ge 100000 ]; then
+    STATES=${STATES:-big-chain-triton big-base-triton big-chain-fa3 big-base-fa3}
+else
+    STATES=${STATES:-big-chain-triton big-base-triton}
+fi
 LEVELS=${LEVELS:-1,4,16,32,64,128}
 FA3_LEVELS=${FA3_LEVELS:-1,16,64,128}
 BENCH_OPTS=${BENCH_OPTS:---repeats 3 --min-window-s 3}
@@ -81,6 +89,13 @@ setup() {
     rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
     cp -r agent console bench pyproject.toml /tmp/agent-src/
     cp bench/real/profiles/big-*.toml "$R/profiles/"
+    local gpu_name
+    gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+    case "$gpu_name" in
+        *H200*) ;;
+        ?*) say "the profiles are made for an H200; this host has $gpu_name: their stack.gpus.name_contains says so"
+            sed -i "s/^name_contains = .*/name_contains = \"$gpu_name\"/" "$R"/profiles/big-*.toml ;;
+    esac
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 -m agent.cli.main "$@"\n' > $A
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 "$@"\n' > $AP
     chmod +x $A $AP
@@ -116,13 +131,8 @@ setup() {
     cat "$R/out/models.log"
     cat /tmp/models/big-chain/tiny-eagle3-*/k25-chain.json 2>/dev/null | tr -d '\n'; echo
 
-    say "launching four agents (each supervises one engine)"
-    for n in $STATES; do
-        setsid nohup $A serve --engine sglang --profile "$R/profiles/$n.toml" --state-dir "/tmp/st-$n" \
-            --gpus nvml > "$R/serve-$n.log" 2>&1 < /dev/null &
-    done
-    local limit=$(( $(left) - 20 ))
-    [ $limit -gt 30 ] && wait_ready $limit $STATES
+    # shellcheck disable=SC2086
+    launch $STATES
     say "setup stage done"
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
     for n in $STATES; do
@@ -131,6 +141,28 @@ setup() {
     done
     head -c 600 "$R/out/meta-big-chain-triton.json"; echo
     for n in $STATES; do grep -h "k25 zero-step" "/tmp/st-$n/logs/engine.log" 2>/dev/null | tail -n 1 | cut -c1-240; done
+}
+
+launch() {  # launch NAME...: one agent per named profile (each supervises its engine), until all are ready
+    say "launching $# agents (each supervises one engine): $*"
+    local n
+    for n in "$@"; do
+        setsid nohup $A serve --engine sglang --profile "$R/profiles/$n.toml" --state-dir "/tmp/st-$n" \
+            --gpus nvml > "$R/serve-$n.log" 2>&1 < /dev/null &
+    done
+    local limit=$(( $(left) - 20 ))
+    [ $limit -gt 30 ] && wait_ready $limit "$@"
+}
+
+fa3swap() {  # a card too small for four engines: stop the triton pair, serve the fa3 pair
+    local n
+    for n in big-chain-triton big-base-triton; do
+        say "stopping $n (agent and engine)"
+        $A stop --state-dir "/tmp/st-$n" --engine-too > /dev/null 2>&1
+    done
+    STATES="big-chain-fa3 big-base-fa3"
+    launch $STATES
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader
 }
 
 timing() {
@@ -254,7 +286,9 @@ ramp() {
 
 collect() {
     say "collect"
-    for n in $STATES; do
+    local all
+    all=$(cd /tmp && ls -d st-big-* 2>/dev/null | sed 's/^st-//')  # every agent this host ran (fa3swap too)
+    for n in ${all:-$STATES}; do
         mkdir -p "$R/logs/$n"
         tail -n 20000 "/tmp/st-$n/logs/engine.log" > "$R/logs/$n/engine-tail.log" 2>/dev/null  # $OUT: 16 MiB a file
         cp "$R/serve-$n.log" "$R/logs/$n/" 2>/dev/null

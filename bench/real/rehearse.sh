@@ -11,7 +11,7 @@ export LEVELS=${1:-1,16} FA3_LEVELS=${1:-1,16} OUT=/tmp/real-rehearsal/OUT
 export BENCH_OPTS="--repeats 2 --min-window-s 2" TIMING_ROUNDS=20 RAMP_OPTS=${RAMP_OPTS:-}
 STAGES=${2:-timing upshift chain1 chain2 fa3 ramp}
 R=/tmp/real
-STATES="big-chain-triton big-base-triton big-chain-fa3 big-base-fa3"
+export STATES="big-chain-triton big-base-triton big-chain-fa3 big-base-fa3"
 rm -rf "$R" "$OUT" /tmp/st-big-* && mkdir -p "$R/out" "$R/profiles" "$OUT"
 cp bench/real/profiles/big-*.toml "$R/profiles/"
 for n in $STATES; do
