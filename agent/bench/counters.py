@@ -16,6 +16,11 @@ over a span; a counter that went down means a restart, and then nothing is claim
 * ``engine_p50_itl_ms`` … from the ``inter_token_latency_seconds`` buckets filled inside the
   window (``Histogram.minus``/``quantile``; ``*_above_top`` when the rank is past the top bucket).
 
+``engine_span_offset_s`` is how far the readings' span is from the steady-state window (its two
+ends' distances, summed): the engine's rate is over the readings' span, the level's figure over the
+window, so the two can differ by what the streams delivered in that offset (a reading answered late on
+a loaded host: CI once saw 25 % on a 0.6 s window).
+
 ``engine_stream_diff`` is (engine − ours) / ours over the same span (from the first reading to the
 last). A reading is answered while requests keep finishing, so the requests of ours that finished
 within a reading's round trip may or may not be in its count (``engine_race_tokens``: their
@@ -95,14 +100,20 @@ def race_tokens(records: Sequence[RequestRecord], read: EngineRead) -> int:
 
 
 def engine_fields(
-    at_start: EngineRead | None, at_end: EngineRead | None, records: Sequence[RequestRecord]
+    at_start: EngineRead | None,
+    at_end: EngineRead | None,
+    records: Sequence[RequestRecord],
+    steady: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
+    """The engine's figures over the readings' span; ``steady``, the window's (start, end), adds how far that span
+    is from the steady-state window (``engine_span_offset_s``)."""
     fields: dict[str, Any] = {
         "engine_output_throughput": None,
         "engine_finished_throughput": None,
         "engine_generated_tokens": None,
         "engine_inflight_change_tokens": None,
         "engine_window_s": None,
+        "engine_span_offset_s": None,
         "engine_stream_diff": None,
         "engine_stream_mismatch": False,
         "engine_race_tokens": None,
@@ -136,6 +147,7 @@ def engine_fields(
             "engine_generated_tokens": generated.value,
             "engine_inflight_change_tokens": change,
             "engine_window_s": span,
+            "engine_span_offset_s": None if steady is None else abs(a - steady[0]) + abs(b - steady[1]),
             "engine_stream_diff": None if ours <= 0 else gap / ours,
             "engine_stream_tokens": ours,
             "engine_race_tokens": race,

@@ -300,7 +300,7 @@ class SweepSession:
             },
             "slices": [[s.tokens, round(s.seconds, 6)] for s in cut],
         }
-        result |= engine_fields(loop.at_start, loop.at_end, loop.records)
+        result |= engine_fields(loop.at_start, loop.at_end, loop.records, (window.start, window.end))
         server_accept = None if flush_problem else info.state0.avg_spec_accept_length
         result["accept_length_server_info"] = server_accept
         result["accept_length"] = result["accept_length_counters"]

@@ -65,7 +65,7 @@ async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> 
         output_len=256,
         min_requests=64,
         repeats=1,
-        min_window_s=0,
+        min_window_s=1.5,
         chat=chat,
     )
     async with run_sim(EAGLE3, port=0, speedup=50, seed=5) as sim:
@@ -79,11 +79,19 @@ async def test_measured_throughput_matches_the_engines_own_count(chat: bool) -> 
     gap_tokens = abs(run["engine_stream_diff"]) * run["engine_stream_tokens"]
     assert abs(run["engine_stream_diff"]) <= 0.02 or gap_tokens <= run["engine_race_tokens"]
     assert run["engine_stream_mismatch"] is False and level["engine_stream_mismatch"] is False
-    # the level's rate beside ours: within 5 %, or within the same race (CI once saw 5.7 % on a 0.2 s
-    # window, where one request finishing during a read is 3 % of the tokens)
-    race_rate = run["engine_race_tokens"] / run["engine_window_s"]
+    # the level's rate beside ours: within 5 %, or within what the same race and the readings' offset
+    # from the window can explain. The engine's rate is over the readings' span, ours over the window:
+    # CI saw 5.7 % on a 0.2 s window (one request finishing during a read is 3 % of the tokens) and
+    # 25 % on a 0.6 s one (a reading answered late on a loaded host). The streams' rate can differ from
+    # the window's over the offset by at most the whole rate, at each end.
+    span = run["engine_window_s"]
+    offset = run["engine_span_offset_s"]
+    assert 0 <= offset < span, "the readings are taken at the window's two ends"
+    race_rate = run["engine_race_tokens"] / span
+    offset_rate = 2 * level["output_throughput"] * offset / span
     gap_rate = abs(level["engine_output_throughput"] - level["output_throughput"])
-    assert gap_rate <= max(0.05 * level["output_throughput"], race_rate), (gap_rate, race_rate)
+    allowed = max(0.05 * level["output_throughput"], race_rate + offset_rate)
+    assert gap_rate <= allowed, (gap_rate, race_rate, offset_rate, span, offset)
     assert 0 < run["engine_generated_tokens"] <= engine_total, "the window is part of what the engine made"
     assert level["concurrency_reached"] is True and run["window"]["target"] == 16
     assert run["engine_running_samples"] > 0 and 12 <= run["engine_max_running_reqs"] <= 16
