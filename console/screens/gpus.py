@@ -6,6 +6,7 @@ from collections.abc import Callable
 from itertools import islice
 
 from textual.app import ComposeResult
+from textual.events import Resize
 from textual.widgets import DataTable, Static
 
 from agent.wire import Gpu, Snapshot
@@ -15,6 +16,9 @@ from console.widgets.format import DASH, gib, num, sparkline
 
 HISTORY = 12
 """Samples in the history column: short enough that every column fits 100 columns."""
+HISTORY_FROM_WIDTH = 100
+"""Below this many columns the history gives way, so that every other column (throttle, the one an
+operator looks for when clocks drop) is in view without scrolling; util keeps the current value."""
 
 COLUMNS: tuple[tuple[str, str, Callable[[Gpu], str]], ...] = (
     ("name", "name", lambda g: (g.name or DASH).replace("NVIDIA ", "")[:22]),
@@ -47,17 +51,29 @@ class GpusScreen(LiveScreen):
         table: DataTable[str] = DataTable(id="gpu-table", cursor_type="row", zebra_stripes=True)
         yield table
 
+    def on_resize(self, event: Resize) -> None:
+        """Across HISTORY_FROM_WIDTH the history column comes or goes: draw the table again."""
+        table = self.query_one_optional(DataTable)
+        if table is not None and table.columns and self._history_fits() != ("history" in table.columns):
+            self.repaint()
+
+    def _history_fits(self) -> bool:
+        return self.size.width >= HISTORY_FROM_WIDTH
+
     def _ensure_columns(self, table: DataTable[str], named: bool) -> None:
         """Columns are added on the first paint (a paint may come before this screen's mount
-        handler); ``named``: the GPUs differ, so each row says which it is (else the source line)."""
-        if table.columns and ("name" in table.columns) == named:
+        handler); ``named``: the GPUs differ, so each row says which it is (else the source line);
+        the history only where it fits beside every other column."""
+        history = self._history_fits()
+        if table.columns and ("name" in table.columns) == named and ("history" in table.columns) == history:
             return
         table.clear(columns=True)
         table.add_column("GPU", key="index")
         for key, label, _ in COLUMNS[:2]:
             if key != "name" or named:
                 table.add_column(label, key=key)
-        table.add_column("history", key="history")
+        if history:
+            table.add_column("history", key="history")
         for key, label, _ in COLUMNS[2:]:
             table.add_column(label, key=key)
 
@@ -80,7 +96,8 @@ class GpusScreen(LiveScreen):
             key = str(gpu.index)
             seen.add(key)
             cells = {k: render(gpu) for k, _, render in COLUMNS if k in table.columns}
-            cells["history"] = sparkline(utilization_history(model, gpu.index), 100.0)
+            if "history" in table.columns:
+                cells["history"] = sparkline(utilization_history(model, gpu.index), 100.0)
             if key not in table.rows:
                 table.add_row(
                     key, *(cells[str(c.key.value)] for c in list(table.columns.values())[1:]), key=key

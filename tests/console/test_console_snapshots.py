@@ -106,13 +106,29 @@ async def test_the_footer_reads_as_words_and_the_header_keeps_its_clock(
     assert "screensspace" not in footer and re.search(r"\bPause\b", footer), footer
     if size != SMALL:  # at 80 the profile and the state come first; the clock gives way
         assert re.search(r"\d\d:\d\d:\d\d UTC", header), header
-    if key == "g" and size != SMALL:
+    if key == "g":  # every column in view; at 80 the history gives way (it cut PCIe and throttle)
         table = "\n".join(lines)
         for column in ("SM/mem MHz", "PCIe", "throttle"):
             assert column in table, f"{column} cut at {size}:\n{table}"
+        assert re.search(r"Gen\d+x\d+\b", table), f"PCIe cut at {size}:\n{table}"
+        assert ("history" in table) == (size != SMALL), table
     if key == "h":  # the two charts of a row start on the same line: no legend pushed one down
         tops = [i for i, line in enumerate(lines) if line.count("┌") >= 2]
         assert tops, "\n".join(lines)
+
+
+async def test_the_gpu_history_gives_way_when_the_terminal_narrows() -> None:
+    """Resized from 100 to 80 columns the GPU table drops its history and keeps throttle in view;
+    back at 100 the history returns."""
+    app = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await keys_then_settle("g")(pilot)
+        assert "history" in screen_text(app)
+        for width, history in ((SMALL[0], False), (SIZE[0], True)):
+            await pilot.resize_terminal(width, SIZE[1])
+            await until(lambda h=history: ("history" in screen_text(app)) == h, what=f"the table at {width}")
+            text = screen_text(app)
+            assert "throttle" in text and re.search(r"Gen\d+x\d+\b", text), text
 
 
 def test_help(snap_compare: Any) -> None:
