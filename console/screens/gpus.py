@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 from agent.wire import Gpu, Snapshot
 from console.model import ConsoleModel
 from console.screens.base import LiveScreen
-from console.widgets.format import DASH, gib, num, sparkline
+from console.widgets.format import DASH, gib, num, sparkline, throttle
 
 HISTORY = 12
 """Samples in the history column: short enough that every column fits 100 columns."""
@@ -32,7 +32,7 @@ COLUMNS: tuple[tuple[str, str, Callable[[Gpu], str]], ...] = (
         "PCIe",
         lambda g: f"Gen{num(g.pcie_gen)}x{num(g.pcie_width)}" if g.pcie_gen is not None else DASH,
     ),
-    ("throttle", "throttle", lambda g: ",".join(g.throttle_reasons) or "none"),
+    ("throttle", "throttle", lambda g: throttle(g.throttle_reasons)),
 )
 
 

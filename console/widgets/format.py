@@ -11,6 +11,26 @@ def num(value: float | int | None, fmt: str = ",.0f", unit: str = "") -> str:
     return DASH if value is None else f"{value:{fmt}}{unit}"
 
 
+THROTTLE_WORDS: dict[str, str] = {
+    "gpu_idle": "idle",
+    "applications_clocks_setting": "app clocks",
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "HW slowdown",
+    "sync_boost": "sync boost",
+    "sw_thermal_slowdown": "hot (SW)",
+    "hw_thermal_slowdown": "hot (HW)",
+    "hw_power_brake_slowdown": "power brake",
+    "display_clock_setting": "display clock",
+}
+"""NVML's clock-event reasons (the agent's ``telemetry.throttle`` names) in an operator's words, short
+enough that the GPU table's last column fits 80 columns."""
+
+
+def throttle(reasons: list[str]) -> str:
+    """Why the clocks are held back, in words ("power cap, hot (HW)"); "none" when nothing holds them."""
+    return ", ".join(THROTTLE_WORDS.get(r, r.replace("_", " ")) for r in reasons) or "none"
+
+
 def ms(seconds: float | None) -> str:
     """A latency in one operator's unit: "62 ms" below a second, "66.2 s" from one (never "66,244 ms"
     beside a finding's "79.7 s")."""

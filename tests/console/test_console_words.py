@@ -7,6 +7,7 @@ from io import StringIO
 
 from rich.console import Console, RenderableType
 
+from agent.telemetry.throttle import THROTTLE_BITS
 from agent.wire import ActionRequest, Change, Event, Latency, Load, Plan, Snapshot, Speculation, Throughput
 from console.model.actions import ActionTracker
 from console.model.bench import BenchRun
@@ -16,7 +17,7 @@ from console.screens.history import panel_notes
 from console.screens.overview import bench_note, figures_text
 from console.widgets.action_words import action_line
 from console.widgets.badge import accept_text, badge_text
-from console.widgets.format import duration, human, human_setting, latency, span
+from console.widgets.format import duration, human, human_setting, latency, span, throttle
 
 REPRS = ("{'", "None", "True", "False", "[]")
 
@@ -173,3 +174,14 @@ def test_latency_panels_say_when_they_draw_a_lower_bound() -> None:
     notes = panel_notes(snap, points)
     assert notes["ttft"] == "over 30 s; >30 s drawn at the top bucket"
     assert notes["itl"] == "over 30 s" and notes["throughput"] == "tok/s over 10 s"
+
+
+def test_every_clock_event_reason_the_agent_decodes_reads_as_words() -> None:
+    """The GPU table's throttle column: each NVML reason the agent can send has short words (no
+    snake_case names), several are joined, and nothing held back reads "none"."""
+    for _, name in THROTTLE_BITS:
+        words = throttle([name])
+        assert "_" not in words and len(words) <= 14, (name, words)
+    assert throttle(["sw_power_cap", "hw_thermal_slowdown"]) == "power cap, hot (HW)"
+    assert throttle(["bit_0x200"]) == "bit 0x200"
+    assert throttle([]) == "none"
