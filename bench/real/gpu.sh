@@ -9,6 +9,12 @@
 #   trace     a torch profiler trace of a steady decode at c=$TRACE_C on every engine (the plain 0-step path
 #             on the speculative ones), and trace_gaps.py on them: the GPU's idle time per round and what
 #             the host did meanwhile (traces in $OUT/traces.tar, the report in trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt)
+#   arrivals  issue 36, step 1: what an arrival and a finish cost, at the compare's shape (256 unique prompt
+#             tokens in, 128 out) at c=$ARRIVAL_LEVELS: a long profiler trace of each engine (the plain 0-step
+#             path on the speculative one), staggered streams so that requests come and go one by one,
+#             then trace_arrivals.py (per arrival and per finish: iterations, GPU and host time by part)
+#             and trace_gaps.py; one short trace with Python frames of each engine at c=64 names the host's
+#             functions (the traces come back one file each, as many as $OUT holds)
 #   upshift   accept length round by round after stepping up from 0 steps (the catch-up), triton
 #   chain1    triton: `agent bench compare` chain head q080 vs no drafter, levels 1..128 (issues 23, 24)
 #   chain2    the same again (compare-chain-2.json)
@@ -45,6 +51,10 @@ TRACE_C=${TRACE_C:-64}                     # the trace stage's concurrency and f
 TRACE_STEPS=${TRACE_STEPS:-40}
 TRACE_OUT_LEN=${TRACE_OUT_LEN:-512}        # 64 x (256 + 512) tokens fit a capped pool of 60,000; 128: the compares' shape
 TRACE_STACK=${TRACE_STACK:-}               # a name: that engine is traced once more with Python frames
+ARRIVAL_LEVELS=${ARRIVAL_LEVELS:-64 16}   # the arrivals stage: concurrency levels, and forward steps per level
+ARRIVAL_STEPS_64=${ARRIVAL_STEPS_64:-200}  # ~0.5 finishes per decode round at c=64, 128 out: 50+ arrivals
+ARRIVAL_STEPS_16=${ARRIVAL_STEPS_16:-420}  # ~0.125 per round at c=16
+ARRIVAL_STACK_STEPS=${ARRIVAL_STACK_STEPS:-24}
 STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
 mkdir -p "$R/out"
@@ -216,6 +226,43 @@ trace() {
         --json "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.json" 2>&1 | tee "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt"
 }
 
+arrivals() {
+    wait_ready 60 $STATES || return 1
+    mkdir -p "$R/traces"
+    local c n base steps pair="" names=""
+    for n in $STATES; do case $n in *-triton) pair="$pair $n" ;; esac; done
+    [ -n "$pair" ] || pair=$STATES
+    clocks_on arrivals
+    for c in $ARRIVAL_LEVELS; do
+        steps=$(eval echo "\${ARRIVAL_STEPS_$c:-300}")
+        for n in $pair; do
+            enough 70 "the arrival trace of $n at c=$c" || continue
+            base=""; case $n in big-base-*) base=--baseline ;; esac
+            say "arrival trace of $n (c=$c, 256 unique in, 128 out, $steps steps${base:+, as it is}${base:-, plain 0-step path})"
+            # shellcheck disable=SC2086
+            timeout -s INT 150 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "arr-$n-c$c" $base \
+                --out "$R/traces" --concurrency "$c" --steps "$steps" --unique-prompts --input-len 256 \
+                --output-len 128 --warmup-s 8 --limit-s 120 2>&1 | tail -n 3
+            names="$names arr-$n-c$c"
+        done
+        $AP bench/real/trace_arrivals.py "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
+            --json "$R/out/arrivals-c$c.json" 2>&1 | tee "$R/out/arrivals-c$c.txt"
+        $AP bench/real/trace_gaps.py "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
+            --json "$R/out/arrivals-gaps-c$c.json" > "$R/out/arrivals-gaps-c$c.txt" 2>&1
+    done
+    for n in $pair; do
+        enough 60 "the trace of $n with Python frames" || continue
+        base=""; case $n in big-base-*) base=--baseline ;; esac
+        say "trace of $n with Python frames (c=64, unique prompts; names the host's functions, its times are slowed)"
+        # shellcheck disable=SC2086
+        timeout -s INT 150 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --with-stack $base \
+            --name "arrstack-$n-c64" --out "$R/traces" --concurrency 64 --steps "$ARRIVAL_STACK_STEPS" \
+            --unique-prompts --input-len 256 --output-len 128 --warmup-s 8 --limit-s 120 2>&1 | tail -n 3
+    done
+    clocks_off
+    ls -la "$R/traces"
+}
+
 upshift() {
     wait_ready 60 big-chain-triton || return 1
     enough 80 "upshift recovery" || return 0
@@ -305,7 +352,20 @@ collect() {
     done
     tar -czf "$OUT/results.tgz" -C "$R" out
     tar -czf "$OUT/logs.tgz" -C "$R" logs
-    [ -d "$R/traces" ] && tar -cf "$OUT/traces.tar" -C "$R" traces  # gzip files already; 16 MiB a file
+    # the traces one file each (gzip already; $OUT takes 8 files of 16 MiB, 64 MiB in all): newest first,
+    # as many as fit beside the two archives; what is left behind is listed
+    if [ -d "$R/traces" ]; then
+        local f size total files=2
+        total=$(( $(stat -c %s "$OUT/results.tgz") + $(stat -c %s "$OUT/logs.tgz") ))
+        for f in $(ls -t "$R"/traces/*.trace.json.gz 2>/dev/null); do
+            size=$(stat -c %s "$f")
+            if [ $files -lt 8 ] && [ "$size" -lt 16000000 ] && [ $((total + size)) -lt 64000000 ]; then
+                cp "$f" "$OUT/$(basename "$f" | tr -c 'A-Za-z0-9._\n-' '_')"; files=$((files + 1)); total=$((total + size))
+            else
+                echo "left on the host: $f ($size bytes)"
+            fi
+        done
+    fi
     ls -la "$OUT"
 }
 

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from upshift_recovery import _body, stream_one
 
+from agent.bench.stream import generate_body, make_prompt
 from agent.sglang.client import EngineClient
 from agent.sglang.info_view import LiveSpec
 from agent.sglang.live_control import NO_THRESHOLD, ZERO_STEP_PLAIN, ZERO_STEP_VERIFY
@@ -56,16 +57,47 @@ STAGE_ORDER = (
 )
 
 
-async def keep_load(client: httpx.AsyncClient, url: str, n: int, stop: asyncio.Event, out_len: int) -> int:
-    """``n`` workers, each sending one long request after another until ``stop``; requests sent."""
+@dataclass(frozen=True)
+class LoadShape:
+    """The requests the load keeps on the engine.
+
+    ``unique`` prompts are ``input_len`` token ids drawn per request, as ``agent bench compare``
+    sends them, so every arrival prefills its whole prompt. The default (``unique=False``) is the
+    text prompt the round timer has always used: under the tiny models' word-level tokenizer its
+    words are all ``<unk>``, so after the first request the prefix cache holds the prompt and an
+    arrival prefills one or two tokens (the 2026-12-04/06 traces: ``step[EXTEND bs=38 toks=76]``).
+    ``stagger_s`` spreads the workers' first requests over that many seconds, so that requests of
+    one length do not arrive and finish in one wave.
+    """
+
+    output_len: int
+    input_len: int = 256
+    unique: bool = False
+    stagger_s: float = 0.0
+
+    def body(self, seed: int) -> dict[str, Any]:
+        if self.unique:
+            return generate_body(make_prompt(self.input_len, seed), self.output_len)
+        return _body(self.input_len, self.output_len, seed)
+
+
+async def keep_load(
+    client: httpx.AsyncClient, url: str, n: int, stop: asyncio.Event, shape: LoadShape | int
+) -> int:
+    """``n`` workers, each sending one request after another until ``stop``; requests sent.
+
+    ``shape`` is a ``LoadShape`` or, as before, an output length (text prompts, no stagger)."""
+    load = shape if isinstance(shape, LoadShape) else LoadShape(output_len=shape)
     sent = 0
 
     async def worker(i: int) -> None:
         nonlocal sent
+        if load.stagger_s > 0:
+            await asyncio.sleep(load.stagger_s * i / n)
         k = 0
         while not stop.is_set():
             sent += 1
-            await stream_one(client, url, {}, _body(256, out_len, 1000 * i + k))
+            await stream_one(client, url, {}, load.body(1000 * i + k))
             k += 1
 
     tasks = [asyncio.create_task(worker(i)) for i in range(n)]
@@ -88,7 +120,7 @@ class LoadedEngine:
 
 @contextlib.asynccontextmanager
 async def under_load(
-    client: httpx.AsyncClient, url: str, concurrency: int, output_len: int, baseline: bool
+    client: httpx.AsyncClient, url: str, concurrency: int, output_len: int | LoadShape, baseline: bool
 ) -> AsyncIterator[LoadedEngine]:
     """``concurrency`` streams kept on the engine at ``url`` while the block runs; afterwards the load
     stops and a speculative engine gets back the live threshold and zero-step path it had.

@@ -9,7 +9,7 @@ so that the host is slowed as little as the profiler allows) for ``--steps`` for
 ``<name>-<id>-TP-0.trace.json.gz``; the original threshold and path are put back.
 
     python bench/real/trace_rounds.py --url http://127.0.0.1:30021 --name plain --out DIR \\
-        [--baseline] [--concurrency 64] [--steps 40]
+        [--baseline] [--concurrency 64] [--steps 40] [--unique-prompts --input-len 256 --output-len 128]
 
 ``--out`` must be writable by the engine's process (it writes the file itself).
 """
@@ -27,7 +27,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from round_timing import NEVER_SPECULATE, under_load
+from round_timing import NEVER_SPECULATE, LoadShape, under_load
 
 from agent.sglang.client import EngineError
 from agent.sglang.live_control import ZERO_STEP_PLAIN
@@ -44,11 +44,23 @@ def newest_trace(out: Path, name: str, since: float) -> Path | None:
     return path if size > 0 and path.stat().st_size == size else None
 
 
+def shape_of(args: argparse.Namespace) -> LoadShape:
+    """The load's requests: ``--unique-prompts`` is the compare's shape (every arrival prefills)."""
+    unique = bool(getattr(args, "unique_prompts", False))
+    stagger = getattr(args, "stagger_s", None)
+    return LoadShape(
+        output_len=args.output_len,
+        input_len=getattr(args, "input_len", 256),
+        unique=unique,
+        stagger_s=stagger if stagger is not None else (1.0 if unique else 0.0),
+    )
+
+
 async def record(args: argparse.Namespace) -> Path:
     args.out.mkdir(parents=True, exist_ok=True)
     async with (
         httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None)) as client,
-        under_load(client, args.url, args.concurrency, args.output_len, args.baseline) as session,
+        under_load(client, args.url, args.concurrency, shape_of(args), args.baseline) as session,
     ):
         engine = session.engine
         if session.live is not None:
@@ -84,6 +96,20 @@ def main() -> int:
         help="record Python frames too: names the functions, slows the host (times are then not the engine's)",
     )
     parser.add_argument("--output-len", type=int, default=2400)
+    parser.add_argument("--input-len", type=int, default=256)
+    parser.add_argument(
+        "--unique-prompts",
+        action="store_true",
+        help="token-id prompts drawn per request, as agent bench compare sends them: every arrival "
+        "prefills --input-len tokens (without it the text prompt hits the prefix cache)",
+    )
+    parser.add_argument(
+        "--stagger-s",
+        type=float,
+        default=None,
+        help="spread the streams' first requests over this many seconds (default 1 with --unique-prompts, "
+        "else 0), so that arrivals and finishes do not come in one wave",
+    )
     parser.add_argument("--warmup-s", type=float, default=6.0, help="load before the trace starts")
     parser.add_argument("--limit-s", type=float, default=90.0, help="most seconds to wait for the trace file")
     args = parser.parse_args()

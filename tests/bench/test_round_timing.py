@@ -97,3 +97,13 @@ async def test_a_server_without_a_drafter_is_refused_unless_timed_as_a_baseline(
                 pytest.fail("the load must not start")
         async with round_timing.under_load(http, sim.url, 2, 64, baseline=True) as session:
             assert session.live is None  # nothing read back, so nothing is put back on exit
+
+
+def test_unique_prompts_prefill_their_whole_prompt_and_text_prompts_do_not() -> None:
+    """The arrival traces need every arrival to prefill: token-id prompts drawn per request (as the
+    compare sends them); the text prompt's words are one ``<unk>`` under the tiny models' tokenizer."""
+    unique = round_timing.LoadShape(output_len=128, input_len=256, unique=True)
+    a, b = unique.body(1), unique.body(2)
+    assert len(a["input_ids"]) == 256 and a["input_ids"] != b["input_ids"]
+    assert a["sampling_params"]["max_new_tokens"] == 128
+    assert "input_ids" not in round_timing.LoadShape(output_len=128).body(1)
