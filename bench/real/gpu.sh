@@ -208,7 +208,7 @@ trace() {
     for n in $STATES; do
         enough 45 "trace of $n" || continue
         base=""; case $n in big-base-*) base=--baseline ;; esac
-        say "trace of $n (c=$TRACE_C, $TRACE_OUT_LEN out, $TRACE_STEPS steps${base:+, as it is}${base:-, plain 0-step path})"
+        say "trace of $n (c=$TRACE_C, $TRACE_OUT_LEN out, $TRACE_STEPS steps, $( [ -n "$base" ] && echo "as it is" || echo "plain 0-step path"))"
         # shellcheck disable=SC2086
         timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "$n-c$TRACE_C-o$TRACE_OUT_LEN" \
             $base --out "$R/traces" --concurrency "$TRACE_C" --steps "$TRACE_STEPS" --output-len "$TRACE_OUT_LEN" \
@@ -238,7 +238,7 @@ arrivals() {
         for n in $pair; do
             enough 70 "the arrival trace of $n at c=$c" || continue
             base=""; case $n in big-base-*) base=--baseline ;; esac
-            say "arrival trace of $n (c=$c, 256 unique in, 128 out, $steps steps${base:+, as it is}${base:-, plain 0-step path})"
+            say "arrival trace of $n (c=$c, 256 unique in, 128 out, $steps steps, $( [ -n "$base" ] && echo "as it is" || echo "plain 0-step path"))"
             # shellcheck disable=SC2086
             timeout -s INT 150 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "arr-$n-c$c" $base \
                 --out "$R/traces" --concurrency "$c" --steps "$steps" --unique-prompts --input-len 256 \
