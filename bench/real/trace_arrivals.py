@@ -249,6 +249,8 @@ def analyse(events: list[dict[str, Any]]) -> dict[str, Any]:
         "arrival": per_iteration(arrival),
         "arrivals": arrivals,
         "finishes": finished,
+        # what the window delivered: one token per running request per decode iteration
+        "decode_tokens_per_s": round(sum(it.batch for it in decode) / (wall / 1e6), 1) if wall else None,
         "iterations_per_arrival": round(len(arrival) / arrivals, 3) if arrivals else None,
         "arrival_wall_ms_per_arrival": _ms(a_wall / arrivals) if arrivals else None,
         "arrival_share_of_wall": round(a_wall / wall, 4) if wall else None,
@@ -261,7 +263,7 @@ def analyse(events: list[dict[str, Any]]) -> dict[str, Any]:
 def report_lines(name: str, a: dict[str, Any]) -> list[str]:
     lines = [
         f"{name}: {a['iterations']} loop iterations over {a['wall_ms']:.1f} ms; "
-        f"{a['arrivals']} arrivals, {a['finishes']} finishes",
+        f"{a['arrivals']} arrivals, {a['finishes']} finishes; {a['decode_tokens_per_s']:.0f} decode tokens/s",
     ]
     for kind in ("decode", "arrival"):
         g = a[kind]

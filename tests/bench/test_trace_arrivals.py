@@ -97,6 +97,8 @@ def test_per_arrival_and_per_finish() -> None:
     # process_batch_result: 300 with no finish, 500 with two: 0.1 ms per finish
     assert a["finish_process_result_ms_per_finish"] == 0.1
     assert a["decode"]["count"] == 4
+    # four decode iterations of 64 over the 7.2 ms from the first loop start to the last
+    assert a["decode_tokens_per_s"] == round(4 * 64 / 0.0072, 1)
 
 
 def test_a_trace_without_loop_iterations_is_refused(tmp_path: Path) -> None:
@@ -130,3 +132,22 @@ def test_the_report_names_every_part(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["step[DECODE bs=3]", "draft_extend", "step[DRAFT bs=1 toks=2]"])
 def test_parts_are_named(name: str) -> None:
     assert trace_arrivals._part_of(name) is not None
+
+
+def test_frames_side_by_side() -> None:
+    """``trace_frames.py``: inclusive time per frame inside run_batch, per decode iteration."""
+    import trace_frames
+
+    def py(name: str, ts: float, dur: float) -> dict:
+        return {"ph": "X", "cat": "python_function", "name": name, "ts": ts, "dur": dur, **HOST}
+
+    first = [*trace(), py("a/b/worker.py(10): forward", 120, 400), py("a/b/ring.py(3): put", 130, 100)]
+    second = trace()
+    fa = trace_frames.frames(first)
+    assert fa[0] == 4  # the four decode iterations; the arrival is not one
+    assert fa[1][(2, "worker.py(10): forward")] == 400  # run_batch > step[DECODE] > forward
+    assert fa[1][(3, "ring.py(3): put")] == 100
+    rows = trace_frames.side_by_side(fa, trace_frames.frames(second), min_us=20)
+    by_name = {name: (a, b) for _, name, a, b in rows}
+    assert by_name["worker.py(10): forward"] == (0.1, None)  # 400 us over 4 iterations; absent in the second
+    assert by_name["scheduler.run_batch"] == (0.6, 0.6)
