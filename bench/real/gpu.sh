@@ -268,8 +268,11 @@ upshift() {
     enough 80 "upshift recovery" || return 0
     say "upshift recovery on big-chain-triton (the plain path's catch-up)"
     zero_step_of big-chain-triton > "$R/out/upshift-zero-step-before.json"
+    # requests arrive halfway through the 0-step stretch (issue 36: no draft work on their prefill at
+    # 0 steps; the catch-up makes their draft state on the resume), every prompt prefilled whole
     $AP bench/upshift_recovery.py --url "$(url_of big-chain-triton)" --concurrency 8 --zero-s 6 \
-        --input-len 256 --output-len 2400 --json "$R/out/upshift-plain.json" 2>&1 | tail -n 14
+        --arrivals "${UPSHIFT_ARRIVALS:-8}" --unique-prompts \
+        --input-len 256 --output-len 2400 --json "$R/out/upshift-plain.json" 2>&1 | tail -n 40
     zero_step_of big-chain-triton | tee "$R/out/upshift-zero-step-after.json"
     say "the catch-up's counters before and after (catchups, catchup_tokens, catchups_skipped, errors)"
 }

@@ -58,6 +58,8 @@ async def test_against_the_simulated_engine() -> None:
             output_len=1200,
             api_key_file=None,
             admin_key_file=None,
+            arrivals=2,
+            unique_prompts=True,
         )
         async with httpx.AsyncClient() as http:
             before = (await http.get(f"{sim.url}/server_info")).json()["internal_states"][0][READBACK_FIELD]
@@ -70,3 +72,21 @@ async def test_against_the_simulated_engine() -> None:
     assert rounds, "the requests ended before the upshift"
     assert result["steady_accept_length_lived_through_zero_steps"] > 1.5
     assert result["fresh_accept_length"] > 1.5
+    arrived = result["accept_length_by_round_after_upshift_arrived_at_zero_steps"]
+    assert arrived, "the requests that arrived at 0 steps ended before the upshift"
+    assert result["options"]["arrivals"] == 2
+
+
+def test_back_within_two_percent_by_the_third_round() -> None:
+    """Issue 36's goal for a resume: round 3's mean within 2 % of fresh, reported for the requests
+    that arrived at 0 steps apart from those that lived through it."""
+    script = _script()
+    fresh = [script.Stream(chunks=[(0.0, 1), (1.0, 4), (2.0, 7), (3.0, 10)], verify_ct=3)]  # 3.0 a round
+    lived = [script.Stream(chunks=[(0.0, 1), (4.0, 4), (5.0, 7), (6.0, 10)], verify_ct=4)]
+    # arrived at 0 steps: 1, 2, 2.9 after the upshift (2.9 is 3.3 % short of 3.0)
+    arrived = [script.Stream(chunks=[(1.0, 1), (2.0, 2), (4.0, 3), (5.0, 5), (6.0, 7.9)], verify_ct=4)]
+    out = script.summarize(lived, fresh, switch_at=3.5, arrived=arrived)
+    assert out["accept_length_by_round_after_upshift_arrived_at_zero_steps"] == [1.0, 2.0, 2.9000000000000004]
+    assert out["lived_back_by_round_3"] is True
+    assert out["arrived_back_by_round_3"] is False
+    assert script.back_by([1.0, 2.0], 3.0) is None  # no third round: not measurable
