@@ -1,0 +1,66 @@
+"""Zero-step rounds as plain decodes: the hidden-state ring (k25console patch 03).
+
+While a request decodes at 0 steps the draft sees nothing of it. The ring keeps, per request slot,
+the target's next token and hidden state of the last few positions (a 0-step round's, and each
+extend's last), so that the first drafting round after them can re-extend the draft over what it
+missed (``k25_zero_step_catchup``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class HiddenRing:
+    """``(next token, target hidden, position)`` of recent positions, per request slot, by position mod
+    width. The position tag says which position an entry holds, so that what a request missed is
+    found on the GPU: SGLang's spec v2 path keeps no CPU copy of the sequence lengths under every
+    attention backend (triton has none), and reading them back would stall the overlap."""
+
+    def __init__(self, slots: int, width: int, hidden: torch.Tensor, device: Any) -> None:
+        self.width = width
+        self.tokens = torch.zeros((slots, width), dtype=torch.int32, device=device)
+        self.hidden = torch.zeros((slots, width, hidden.shape[-1]), dtype=hidden.dtype, device=device)
+        self.tags = torch.full((slots, width), -1, dtype=torch.int64, device=device)
+
+    def put(
+        self, slots: torch.Tensor, positions: torch.Tensor, tokens: torch.Tensor, hidden: torch.Tensor
+    ) -> None:
+        """One flat index and three ``index_copy_`` (a row's slot is unique within a batch)."""
+        pos = positions.to(torch.int64)
+        flat = slots.to(torch.int64) * self.width + pos % self.width
+        self.tokens.view(-1).index_copy_(0, flat, tokens.to(torch.int32))
+        self.hidden.view(-1, self.hidden.shape[-1]).index_copy_(0, flat, hidden.to(self.hidden.dtype))
+        self.tags.view(-1).index_copy_(0, flat, pos)
+
+    def run_lengths(self, slots: torch.Tensor, seq_lens: torch.Tensor, width: int) -> torch.Tensor:
+        """Per row, how many of the positions s-1, s-2, ... (at most ``width``) the ring holds without
+        a gap: the tokens a catch-up can re-extend (0: nothing that ends at s-1)."""
+        k = torch.arange(1, width + 1, device=seq_lens.device, dtype=torch.int64)
+        want = seq_lens.to(torch.int64).unsqueeze(1) - k.unsqueeze(0)  # [bs, width]: s-1, s-2, ...
+        rows = slots.to(torch.int64).unsqueeze(1).expand_as(want)
+        held = (self.tags[rows, want.clamp(min=0) % self.width] == want) & (want >= 0)
+        return held.to(torch.int32).cumprod(dim=1).sum(dim=1).to(torch.int32)
+
+    def gather(
+        self, slots: torch.Tensor, start: torch.Tensor, lengths: torch.Tensor, width: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tokens ``[bs * width]`` and hidden ``[bs * width, H]`` of positions start .. start+length-1,
+        zero after each row's length (the rows a draft extend pads, as after a short accept)."""
+        col = torch.arange(width, device=start.device, dtype=torch.int64)
+        pos = start.to(torch.int64).unsqueeze(1) + col.unsqueeze(0)
+        valid = col.unsqueeze(0) < lengths.to(torch.int64).unsqueeze(1)
+        rows = slots.to(torch.int64).unsqueeze(1).expand_as(pos)
+        cols = pos % self.width
+        picked = self.tokens[rows, cols]
+        tokens = torch.where(valid, picked, torch.zeros_like(picked))
+        hidden = self.hidden[rows, cols] * valid.unsqueeze(-1).to(self.hidden.dtype)
+        return tokens.reshape(-1), hidden.reshape(-1, self.hidden.shape[-1])
+
+
+def slots_of(batch: Any) -> list[int]:
+    """The batch's request slots on the CPU: from the requests themselves, which always know them
+    (0.5.23 keeps a request's row in its ``ReqKvInfo``, ``req.kv``, not on the request)."""
+    return [int(req.kv.req_pool_idx) for req in batch.reqs]

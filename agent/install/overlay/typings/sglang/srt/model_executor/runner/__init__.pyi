@@ -1,0 +1,9 @@
+from typing import Any
+
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch
+
+class DecodeCudaGraphRunner:
+    capture_hidden_mode: CaptureHiddenMode
+    def __init__(self, model_runner: Any, *, attn_backend: Any = None) -> None: ...
+    def can_run_graph(self, forward_batch: ForwardBatch) -> bool: ...
+    def load_batch(self, forward_batch: ForwardBatch) -> None: ...

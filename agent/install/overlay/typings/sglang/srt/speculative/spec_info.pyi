@@ -1,0 +1,4 @@
+from enum import Enum
+
+class SpeculativeAlgorithm(Enum):
+    NONE = ...

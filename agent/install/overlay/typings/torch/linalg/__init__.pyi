@@ -1,0 +1,3 @@
+from torch import Tensor
+
+def qr(A: Tensor) -> tuple[Tensor, Tensor]: ...
