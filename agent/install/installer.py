@@ -2,11 +2,11 @@
 
 Three paths, chosen by what is already there (see ``plan.py`` for the layout):
 
-* in place: the link's build has a manifest for the same pin and patch set, and every patched file
+* in place: the link's build has a manifest for the same pin and patch set, and every installed file
   still has the recorded hash → nothing is touched (a second run changes nothing);
-* patch in place: the same packages, the touched files pristine by the wheel's RECORD (after
-  ``--revert-patches`` or a reinstall) → the patch set is applied to that build, verified, recorded;
-  if verification fails the patches are reverted again, so the stack is as it was;
+* patch in place: the same packages, the hooked files pristine by the wheel's RECORD and no overlay
+  module there (after ``--revert-patches`` or a reinstall) → the patch set is applied to that build,
+  verified, recorded; if verification fails the patches are reverted again, so the stack is as it was;
 * rebuild: anything else (no stack, another pin, a hand-edited file, ``--rebuild``) → a new build in
   its own folder, and the link switches only after it verified; a failure deletes the new build.
 
@@ -36,7 +36,7 @@ from agent.install.patching import (
     detect_state,
     file_sha256,
     find_dist_info,
-    patched_file_hashes,
+    installed_file_hashes,
     revert_patch_set,
 )
 from agent.install.plan import InstallPlan
@@ -97,7 +97,7 @@ def inspect_current(plan: InstallPlan) -> CurrentStack | None:
         packages_ok
         and manifest is not None
         and manifest.patch_set_sha256 == plan.patch_set.sha256
-        and set(manifest.patched_files) == {t.path for t in plan.patch_set.targets()}
+        and set(manifest.patched_files) == set(plan.patch_set.installed_paths())
         and all(
             (site / path).is_file() and file_sha256(site / path) == digest
             for path, digest in manifest.patched_files.items()
@@ -130,7 +130,9 @@ def _verify(plan: InstallPlan, build: Path, site: Path, say: Say) -> str:
     seconds = stack.check_launcher(build)
     say(f"    python -m {LAUNCHER_MODULE} --help: ok ({seconds:.1f} s)")
     if detect_state(site, plan.patch_set) is not PatchState.APPLIED:
-        raise PatchError("the patched files do not reverse cleanly to the wheel's RECORD")
+        raise PatchError(
+            "the installed files are not the overlay as shipped with hooks that reverse to the wheel's RECORD"
+        )
     return "the stack imports what the server imports at start-up, and the patch set is applied"
 
 
@@ -159,7 +161,7 @@ def _manifest(
         patches=[PatchRecord(name=p.name, sha256=p.sha256) for p in plan.patch_set.patches]
         if patched
         else [],
-        patched_files=patched_file_hashes(site, plan.patch_set) if patched else {},
+        patched_files=installed_file_hashes(site, plan.patch_set) if patched else {},
         wheelhouse=str(plan.wheelhouse.directory) if plan.wheelhouse else None,
         system_site_packages=plan.system_site,
         parent_site=list(plan.parent_site),
@@ -362,8 +364,8 @@ def _revert_locked(plan: InstallPlan, current: CurrentStack, say: Say) -> Outcom
 def stack_problems(venv: Path) -> list[str]:
     """Why the stack at ``venv`` should not be launched (empty when it is as ``agent install`` left it).
 
-    For the engine to check before it starts SGLang: a stack without a manifest never verified, and a
-    patched file whose hash changed since (a reinstall, a hand edit) no longer has the live controls
+    For the engine to check before it starts SGLang: a stack without a manifest never verified, and an
+    installed file whose hash changed since (a reinstall, a hand edit) no longer has the live controls
     the console relies on.
     """
     build = venv.expanduser()

@@ -1,7 +1,7 @@
 """The stack manifest: what ``agent install`` put in a stack venv, written last, read by the daemon.
 
 ``<venv>/k25-stack-manifest.json`` holds the versions installed, the patch set applied and the sha256
-of every patched file. Its own sha256 is what ``/v1/version`` reports as ``stack_manifest_hash``, so
+of every file it installed (``patched_files``: the overlay's modules and the hooked SGLang files). Its own sha256 is what ``/v1/version`` reports as ``stack_manifest_hash``, so
 an operator can tell two hosts' stacks apart (or equal) at a glance. It is written only after the stack
 verified, so a manifest means "this stack was complete and checked".
 """
@@ -43,6 +43,7 @@ class StackManifest(BaseModel):
     patch_set_sha256: str | None
     patches: list[PatchRecord]
     patched_files: dict[str, str]
+    """sha256 of every file the patch set installed, by path in site-packages: overlay and hooked."""
     wheelhouse: str | None = None
     """The directory the packages came from, offline (``--wheelhouse``)."""
     system_site_packages: bool = False

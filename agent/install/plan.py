@@ -148,19 +148,22 @@ class InstallPlan:
             }[self.pip_runner]
             row("pip", f"{self.python} has no ensurepip: venv --without-pip, pip from {how}")
         row("byte-compile", "site-packages with compileall -j 0 (all cores) after a --no-compile install")
+        for i, item in enumerate(self.patch_set.overlay):
+            row("overlay" if i == 0 else "", f"adds    {item.path}  sha256 {item.sha256[:16]}")
         for i, patch in enumerate(self.patch_set.patches):
-            row("patches" if i == 0 else "", f"{patch.name}  sha256 {patch.sha256[:16]}")
+            row("patches" if i == 0 else "", f"{patch.name}  sha256 {patch.sha256[:16]}  {patch.subject}")
             for target in patch.targets:
-                row("", f"    {'adds   ' if target.created else 'changes'} {target.path}")
+                row("", f"    changes {target}")
         row(
             "patch set",
-            f"sha256 {self.patch_set.sha256[:16]}, applied with GNU patch -p1 after a RECORD check",
+            f"sha256 {self.patch_set.sha256[:16]}: the overlay copied in and the series applied with "
+            "GNU patch -p1, after a RECORD check",
         )
         row(
             "verify",
             "import sglang, the patch's modules and what the server imports at start-up "
             f"({', '.join(START_UP_IMPORTS)}), the version is the pin, "
-            "python -m sglang.launch_server --help, patched file hashes",
+            "python -m sglang.launch_server --help, installed file hashes",
         )
         row("manifest", f"{self.link}/{MANIFEST_NAME}")
         row("on failure", f"the new build is deleted; {self.link} keeps pointing at the previous build")

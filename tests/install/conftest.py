@@ -30,7 +30,7 @@ def pristine_tree(sglang_src: Path, sglang_wheel: Path, tmp_path_factory: pytest
     """Pristine wheel files laid out like site-packages: the patch targets from the shared ``sglang_src``
     and the wheel's ``dist-info`` (its RECORD defines pristine), both from the pinned wheel."""
     root = tmp_path_factory.mktemp("sglang-site")
-    for relative in (*(t.path for t in load_patch_set().targets() if not t.created), *_EXTRA_SOURCES):
+    for relative in (*load_patch_set().targets(), *_EXTRA_SOURCES):
         dest = root / relative
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(sglang_src.parent / relative, dest)
@@ -42,14 +42,11 @@ def pristine_tree(sglang_src: Path, sglang_wheel: Path, tmp_path_factory: pytest
 
 @pytest.fixture
 def site_packages(pristine_tree: Path, tmp_path: Path) -> Path:
-    """A writable site-packages holding the files the patch set touches and the wheel's RECORD."""
+    """A writable site-packages holding the files the series hooks and the wheel's RECORD."""
     site = tmp_path / "site-packages"
-    patch_set = load_patch_set()
-    for target in patch_set.targets():
-        source = pristine_tree / target.path
-        if source.exists():
-            (site / target.path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, site / target.path)
+    for target in load_patch_set().targets():
+        (site / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pristine_tree / target, site / target)
     for dist_info in pristine_tree.glob("sglang-*.dist-info"):
         shutil.copytree(dist_info, site / dist_info.name)
     return site
@@ -172,8 +169,8 @@ class PatchedSglang:
 
     params: types.ModuleType  # sglang.srt.speculative.adaptive_spec_params (real)
     runtime_state: types.ModuleType  # sglang.srt.speculative.adaptive_runtime_state (real)
-    live_control: types.ModuleType  # added by patch 01
-    live_readback: types.ModuleType  # added by patch 02
+    live_control: types.ModuleType  # the overlay's, hooked in by patch 01
+    live_readback: types.ModuleType  # the overlay's, hooked in by patch 02
     internal_state: types.ModuleType  # sglang.srt.managers.scheduler_components.internal_state (real)
     context: OverrideRecorder
     io: types.ModuleType
@@ -190,7 +187,8 @@ _UNDER_TEST = (
 
 @pytest.fixture
 def patched_sglang(pristine_tree: Path, site_packages: Path) -> Iterator[PatchedSglang]:
-    """Apply the patch set to the wheel's files and import them with only torch-bound imports stubbed."""
+    """Install the patch set (overlay and series) on the wheel's files and import them with only
+    torch-bound imports stubbed."""
     import importlib
 
     for relative in _EXTRA_SOURCES:

@@ -46,8 +46,7 @@ def _sglang_files(pristine_tree: Path, launcher: bytes) -> dict[str, bytes]:
         **SGLANG_START_UP_FILES,
     }
     for target in load_patch_set().targets():
-        if not target.created:
-            files[target.path] = (pristine_tree / target.path).read_bytes()
+        files[target] = (pristine_tree / target).read_bytes()
     return files
 
 
@@ -125,7 +124,9 @@ def test_dry_run_prints_the_whole_plan_and_changes_nothing(
     for patch in load_patch_set().patches:
         assert patch.name in out
         for target in patch.targets:
-            assert target.path in out
+            assert target in out
+    for item in load_patch_set().overlay:
+        assert item.path in out
     assert f"{venv}/{MANIFEST_NAME}" in out
     assert "dry run: nothing changed" in out
     assert list(tmp_path.iterdir()) == []
@@ -146,6 +147,7 @@ def test_install_then_a_second_run_changes_nothing(
     assert manifest.packages["k25-fake-dep"] == "1.0"  # resolved from the same index
     assert [p.name for p in manifest.patches] == load_patch_set().names
     site = _site(venv)
+    assert set(manifest.patched_files) == set(load_patch_set().installed_paths())  # overlay and hooks
     assert {path: file_sha256(site / path) for path in manifest.patched_files} == manifest.patched_files
     assert detect_state(site, load_patch_set()) is PatchState.APPLIED
     assert (site / "sglang/srt/managers/scheduler_components/internal_state.py.orig").is_file()
@@ -175,7 +177,8 @@ def test_revert_patches_then_install_patches_in_place(
     assert _install(profile, venv, indexes["good"], "--revert-patches") == 0
     site = _site(venv)
     assert detect_state(site, load_patch_set()) is PatchState.PRISTINE
-    assert not (site / "sglang/srt/speculative/adaptive_live_control.py").exists()
+    assert not [item.path for item in load_patch_set().overlay if (site / item.path).exists()]
+    assert not list(site.glob("sglang/srt/speculative/__pycache__/k25_zero_step_*.pyc"))
     manifest = read_manifest(venv)
     assert manifest is not None and manifest.patches == [] and manifest.patch_set_sha256 is None
     assert stack_problems(venv)[-1].startswith("the patch set is not applied")
@@ -237,6 +240,22 @@ def test_a_hand_edited_stack_is_rebuilt_beside_it(
     assert venv.resolve() != previous
     assert previous.exists()  # kept as the previous build
     assert json.loads((venv / MANIFEST_NAME).read_text())["patch_set_sha256"] == load_patch_set().sha256
+
+
+def test_a_hand_edited_overlay_module_is_named_and_rebuilt_beside_it(
+    profile: Path, indexes: dict[str, str], tmp_path: Path
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    previous = venv.resolve()
+    module = _site(venv) / "sglang/srt/speculative/k25_zero_step_ring.py"
+    module.write_text(module.read_text().replace("% self.width", "% (self.width + 1)", 1))
+    assert stack_problems(venv) == [
+        "sglang/srt/speculative/k25_zero_step_ring.py changed since agent install (sha256 differs); run agent install"
+    ]
+    assert detect_state(_site(venv), load_patch_set()) is PatchState.MODIFIED
+    assert _install(profile, venv, indexes["good"]) == 0
+    assert stack_problems(venv) == [] and venv.resolve() != previous
 
 
 def test_a_second_install_at_the_same_time_is_refused(

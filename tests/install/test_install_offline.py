@@ -40,8 +40,7 @@ def _sglang_wheel(
     files = {"sglang/__init__.py": b'__version__ = "0.5.23"\n', "sglang/launch_server.py": LAUNCHER}
     files |= SGLANG_START_UP_FILES | (extra or {})
     for target in load_patch_set().targets():
-        if not target.created:
-            files[target.path] = (pristine_tree / target.path).read_bytes()
+        files[target] = (pristine_tree / target).read_bytes()
     return build_wheel(out, "sglang", "0.5.23", files, requires)
 
 

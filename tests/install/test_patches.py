@@ -1,7 +1,7 @@
-"""The SGLang patch set against the pinned 0.5.23 wheel's own files.
+"""The SGLang patch set (the overlay's modules and the hook series) against the pinned 0.5.23 wheel.
 
-Part 1: the diffs apply and reverse cleanly with GNU patch, the result compiles, and the installer's
-pristine/applied/modified detection is exact.
+Part 1: the series applies and reverses cleanly with GNU patch, the installed result compiles, and
+the installer's pristine/applied/modified detection is exact, for the hooked files and the overlay.
 
 Part 2: the added logic, driven through SGLang's own classes imported from the patched wheel files
 without torch: ``AdaptiveStepSlot`` and ``AdaptiveSpeculativeParams`` (real config loader, real EMA
@@ -35,7 +35,7 @@ from agent.install.patching import (
     file_sha256,
     revert_patch_set,
 )
-from agent.install.patchset import load_patch_set
+from agent.install.patchset import PatchSetError, load_patch_set
 from agent.sglang import live_control
 
 INTERNAL_STATE = "sglang/srt/managers/scheduler_components/internal_state.py"
@@ -44,7 +44,10 @@ LIVE_MODULE = "sglang/srt/speculative/adaptive_live_control.py"
 READBACK_MODULE = "sglang/srt/speculative/adaptive_live_readback.py"
 
 ZERO_STEP_POLICY = "sglang/srt/speculative/k25_zero_step_policy.py"
-ZERO_STEP_RUNTIME = "sglang/srt/speculative/k25_zero_step_runtime.py"
+ZERO_STEP_RUNTIME = tuple(
+    f"sglang/srt/speculative/k25_zero_step_{part}.py"
+    for part in ("runtime", "plain", "ring", "catchup", "timer")
+)
 ZERO_STEP_TOUCHED = (
     "sglang/srt/speculative/eagle_worker_v2.py",
     "sglang/srt/speculative/eagle_worker_common.py",
@@ -79,17 +82,16 @@ def test_patch_set_touches_the_files_its_readmes_name() -> None:
         "02-live-adaptive-readback",
         "03-zero-step-plain-decode",
     ]
-    assert {(t.path, t.created) for t in patch_set.targets()} == {
-        (INTERNAL_STATE, False),
-        (SPEC_PARAMS, False),
-        (LIVE_MODULE, True),
-        (READBACK_MODULE, True),
-        *((path, False) for path in ZERO_STEP_TOUCHED),
-        (ZERO_STEP_POLICY, True),
-        (ZERO_STEP_RUNTIME, True),
+    assert set(patch_set.targets()) == {INTERNAL_STATE, SPEC_PARAMS, *ZERO_STEP_TOUCHED}
+    assert {item.path for item in patch_set.overlay} == {
+        LIVE_MODULE,
+        READBACK_MODULE,
+        ZERO_STEP_POLICY,
+        *ZERO_STEP_RUNTIME,
     }
     for patch in patch_set.patches:
-        assert (patch.diff_path.parent / "README.md").read_text().startswith(f"# {patch.name}")
+        assert (patch.path.with_suffix("") / "README.md").read_text().startswith(f"# {patch.name}")
+        assert patch.subject and patch.reason and f"{patch.name}/README.md" in patch.reason
 
 
 def test_gnu_patch_applies_and_reverses_each_diff_in_order(site_packages: Path) -> None:
@@ -101,13 +103,13 @@ def test_gnu_patch_applies_and_reverses_each_diff_in_order(site_packages: Path) 
         return subprocess.run(argv, cwd=site_packages, capture_output=True, text=True, check=False)
 
     for patch in patch_set.patches:
-        assert run("--dry-run", "--forward", "-i", str(patch.diff_path)).returncode == 0
-        assert run("--forward", "-i", str(patch.diff_path)).returncode == 0
+        assert run("--dry-run", "--forward", "-i", str(patch.path)).returncode == 0
+        assert run("--forward", "-i", str(patch.path)).returncode == 0
     for patch in reversed(patch_set.patches):
         # Already applied: forward refuses, reverse dry-run succeeds (how the installer detects it).
-        assert run("--dry-run", "--forward", "-i", str(patch.diff_path)).returncode == 1
-        assert run("--dry-run", "-R", "-i", str(patch.diff_path)).returncode == 0
-        assert run("-R", "-i", str(patch.diff_path)).returncode == 0
+        assert run("--dry-run", "--forward", "-i", str(patch.path)).returncode == 1
+        assert run("--dry-run", "-R", "-i", str(patch.path)).returncode == 0
+        assert run("-R", "-i", str(patch.path)).returncode == 0
     assert _hashes(site_packages) == pristine
 
 
@@ -121,8 +123,10 @@ def test_apply_is_idempotent_and_revert_restores_record_hashes(site_packages: Pa
     patched = _hashes(site_packages)
     assert (site_packages / (INTERNAL_STATE + ORIG_SUFFIX)).is_file()
     assert "adaptive_live_control" in (site_packages / INTERNAL_STATE).read_text()
-    for target in patch_set.targets():
-        py_compile.compile(str(site_packages / target.path), doraise=True)
+    for path in patch_set.installed_paths():
+        py_compile.compile(str(site_packages / path), doraise=True)
+    for item in patch_set.overlay:  # copied in as they are in the repository
+        assert (site_packages / item.path).read_bytes() == item.source.read_bytes()
 
     assert apply_patch_set(site_packages, patch_set) is PatchState.APPLIED
     assert _hashes(site_packages) == patched
@@ -145,6 +149,61 @@ def test_a_hand_edited_file_is_refused_and_nothing_changes(site_packages: Path) 
     assert _hashes(site_packages) == before
 
 
+def test_a_hand_edited_overlay_module_is_refused_and_nothing_changes(site_packages: Path) -> None:
+    patch_set = load_patch_set()
+    apply_patch_set(site_packages, patch_set)
+    module = site_packages / ZERO_STEP_POLICY
+    module.write_text(module.read_text().replace("return min(default_reserve, 1 + inflight)", "return 1"))
+    before = _hashes(site_packages)
+    assert detect_state(site_packages, patch_set) is PatchState.MODIFIED
+    with pytest.raises(PatchError, match="neither the wheel's RECORD nor the patched result"):
+        apply_patch_set(site_packages, patch_set)
+    assert _hashes(site_packages) == before
+    assert revert_patch_set(site_packages, patch_set) is PatchState.MODIFIED  # still undone: .orig copies
+    assert not module.exists() and detect_state(site_packages, patch_set) is PatchState.PRISTINE
+
+
+def test_an_overlay_module_left_alone_is_not_pristine(site_packages: Path) -> None:
+    """Hooks pristine but one overlay module there (a half-done install): neither state; revert
+    clears it without needing .orig copies."""
+    patch_set = load_patch_set()
+    pristine = _hashes(site_packages)
+    stray = site_packages / READBACK_MODULE
+    stray.write_bytes(patch_set.overlay[1].source.read_bytes())
+    assert detect_state(site_packages, patch_set) is PatchState.MODIFIED
+    assert revert_patch_set(site_packages, patch_set) is PatchState.MODIFIED
+    assert _hashes(site_packages) == pristine
+
+
+def test_revert_removes_the_overlays_byte_compiled_caches(site_packages: Path) -> None:
+    patch_set = load_patch_set()
+    apply_patch_set(site_packages, patch_set)
+    cache = site_packages / "sglang/srt/speculative/__pycache__"
+    cache.mkdir(parents=True)
+    ours = cache / "k25_zero_step_runtime.cpython-312.pyc"
+    theirs = cache / "eagle_worker_v2.cpython-312.pyc"
+    ours.write_bytes(b"x")
+    theirs.write_bytes(b"x")
+    revert_patch_set(site_packages, patch_set)
+    assert not ours.exists() and theirs.exists()
+
+
+def test_the_overlay_never_replaces_a_file_of_sglangs(site_packages: Path, tmp_path: Path) -> None:
+    """A module of the overlay's that the wheel also ships: refused, nothing changes; one the series
+    hooks: the set does not load."""
+    overlay = tmp_path / "overlay"
+    shutil.copytree(load_patch_set().overlay[0].source.parents[3], overlay)
+    owned = "sglang/srt/speculative/adaptive_runtime_state.py"  # the wheel's, not hooked
+    (overlay / owned).write_text("# ours\n")
+    before = _hashes(site_packages)
+    with pytest.raises(PatchError, match=f"the wheel has its own {owned}"):
+        apply_patch_set(site_packages, load_patch_set(overlay=overlay))
+    assert _hashes(site_packages) == before
+    (overlay / SPEC_PARAMS).write_text("# ours\n")
+    with pytest.raises(PatchSetError, match=f"changes {SPEC_PARAMS}, which the overlay adds whole"):
+        load_patch_set(overlay=overlay)
+
+
 def test_revert_of_a_modified_tree_falls_back_to_the_orig_copies(site_packages: Path) -> None:
     patch_set = load_patch_set()
     pristine = _hashes(site_packages)
@@ -161,8 +220,8 @@ def test_a_patch_that_does_not_apply_leaves_site_packages_untouched(
 ) -> None:
     patch_set = load_patch_set()
     broken = tmp_path / "patches"
-    shutil.copytree(patch_set.patches[0].diff_path.parent.parent, broken)
-    diff = broken / "02-live-adaptive-readback" / "patch.diff"
+    shutil.copytree(patch_set.patches[0].path.parent, broken)
+    diff = broken / "02-live-adaptive-readback.patch"
     diff.write_text(diff.read_text().replace('             state["avg_spec_accept_length"]', "    nope"))
     before = _hashes(site_packages)
     with pytest.raises(PatchError, match="02-live-adaptive-readback does not apply"):

@@ -276,19 +276,11 @@ def test_decode_graph_batch_sizes_match_sglangs(sglang_src: Path, max_bs: int, s
     )
 
 
-PATCH_01 = Path(__file__).resolve().parents[2] / "agent/install/patches/01-live-adaptive-control/patch.diff"
-
-
-def _new_file_from_diff(diff: str, path: str) -> str:
-    """The text of a file a unified diff creates (its ``+`` lines after ``+++ b/<path>``)."""
-    lines = diff.splitlines()
-    start = lines.index(f"+++ b/{path}") + 2  # skip the "@@ -0,0 +1,N @@" line
-    body: list[str] = []
-    for line in lines[start:]:
-        if not line.startswith("+"):
-            break
-        body.append(line[1:])
-    return "\n".join(body) + "\n"
+LIVE_CONTROL = (
+    Path(__file__).resolve().parents[2]
+    / "agent/install/overlay/sglang/srt/speculative/adaptive_live_control.py"
+)
+"""Patch 01's module, as ``agent install`` copies it into SGLang (the overlay)."""
 
 
 class _WheelParams:
@@ -323,8 +315,7 @@ def test_live_control_matches_the_patch(sglang_src: Path, config: dict[str, Any]
 
     wheel = _sglang_slot_class(sglang_src)
     namespace: dict[str, Any] = {"__name__": "adaptive_live_control"}
-    source = _new_file_from_diff(PATCH_01.read_text(), "sglang/srt/speculative/adaptive_live_control.py")
-    exec(compile(source, str(PATCH_01), "exec"), namespace)
+    exec(compile(LIVE_CONTROL.read_text(), str(LIVE_CONTROL), "exec"), namespace)
     params = _WheelParams(wheel.AdaptiveStepSlot, config, 3)
     theirs = namespace["LiveAdaptiveState"](params)
     ours = LiveAdaptiveController(3, config)
