@@ -1,15 +1,16 @@
-"""Patch 03's torch side on the patched wheel files: ``bench/real/zero_step_preflight.py`` run by a
-Python with torch (the CPU venv the model-writer tests make), against the files ``agent install``
-would leave in site-packages.
+"""Patch 03's torch side on the installed tree: the overlay's torch tests (``tests/overlay``), under
+pytest and through ``bench/real/zero_step_preflight.py``, run by a Python with torch (the CPU venv the
+model-writer tests make) against the files ``agent install`` leaves in site-packages.
 
-The preflight plays prefills, 0-step plain rounds and a resume through the runtime's ring, streak
-book, reserve planner and catch-up, with stand-ins only for the four SGLang names the runtime
-imports lazily (a cache-location kernel, two classes, the allocation length); ``gpu.sh`` runs the
-same script on the GPU host with CUDA before any engine starts.
+The tests play prefills, 0-step plain rounds and resumes through the runtime's plain round, ring,
+streak book, reserve planner, catch-up and round timer, with stand-ins only for the SGLang names the
+runtime imports lazily (a cache-location kernel, two classes, the allocation length); ``gpu.sh`` runs
+the same tests through the preflight on the GPU host with CUDA before any engine starts.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -56,7 +57,7 @@ def test_the_preflight_fails_when_the_catch_up_reads_the_wrong_positions(
     apply_patch_set(site_packages, load_patch_set())
     broken = tmp_path / "broken"
     shutil.copytree(site_packages, broken)
-    runtime = broken / "sglang/srt/speculative/k25_zero_step_runtime.py"
+    runtime = broken / "sglang/srt/speculative/k25_zero_step_ring.py"  # the ring's gather
     text = runtime.read_text()
     assert "pos = start.to(torch.int64).unsqueeze(1) + col.unsqueeze(0)" in text
     runtime.write_text(
@@ -73,3 +74,40 @@ def test_the_preflight_fails_when_the_catch_up_reads_the_wrong_positions(
     )
     assert done.returncode == 1
     assert "FAIL  tokens and hiddens are those of the missed positions" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def torch_pytest(torch_python: Path) -> Path:  # noqa: F811
+    """The torch venv's python, with pytest in it (the overlay's tests run there)."""
+    if subprocess.run(
+        [str(torch_python), "-c", "import pytest"], capture_output=True, check=False
+    ).returncode:
+        done = subprocess.run(
+            [str(torch_python), "-m", "pip", "install", "-q", "pytest"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(
+                f"could not install pytest into {torch_python}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            )
+    return torch_python
+
+
+def test_the_overlay_tests_pass_under_pytest_on_the_installed_tree(
+    torch_pytest: Path, site_packages: Path
+) -> None:
+    """The preflight's checks are pytest tests: run them on the modules agent install wrote."""
+    apply_patch_set(site_packages, load_patch_set())
+    done = subprocess.run(
+        [str(torch_pytest), "-m", "pytest", "tests/overlay", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "K25_OVERLAY_TREE": str(site_packages), "K25_TORCH_DEVICE": "cpu"},
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = re.search(r"(\d+) passed", done.stdout)
+    assert summary and int(summary.group(1)) >= 50 and "failed" not in done.stdout, done.stdout[-2000:]

@@ -24,6 +24,9 @@ from agent.install.patching import apply_patch_set
 from agent.install.patchset import load_patch_set
 
 RUNTIME = "sglang/srt/speculative/k25_zero_step_runtime.py"
+RUNTIME_PARTS = "sglang/srt/speculative/k25_zero_step_*.py"
+"""The runtime is its entry module (SGLang's hooks call it) and the parts beside it (the plain round,
+the ring, the catch-up, the timer; the policy reads none of SGLang's objects)."""
 
 
 SCHEDULE_BATCH = "srt/managers/schedule_batch.py"  # where Req, ReqKvInfo and ScheduleBatch live
@@ -138,9 +141,12 @@ def unknown_result_fields(runtime_source: str, package: Path) -> list[str]:
 
 @pytest.fixture
 def runtime_source(site_packages: Path) -> str:
-    """The patched runtime module's source, as ``agent install`` leaves it in site-packages."""
+    """The runtime's modules' source, as ``agent install`` leaves them in site-packages, as one text
+    (the entry module first): what the checks read is every module the runtime is made of."""
     apply_patch_set(site_packages, load_patch_set())
-    return (site_packages / RUNTIME).read_text()
+    parts = sorted(site_packages.glob(RUNTIME_PARTS), key=lambda p: (p.name != Path(RUNTIME).name, p.name))
+    assert len(parts) > 1 and parts[0].name == Path(RUNTIME).name
+    return "\n".join(p.read_text() for p in parts)
 
 
 def test_the_plain_rounds_result_has_only_fields_sglangs_result_has(
