@@ -51,7 +51,7 @@ def test_missing_tools_stop_the_tests_with_the_command_that_installs_them(tmp_pa
 def test_only_the_missing_ones_are_named(tmp_path: Path) -> None:
     tools = tmp_path / "tools"
     tools.mkdir()
-    for name in ("sshd", "ssh-keygen", "patch"):
+    for name in ("sshd", "ssh-keygen", "patch", "git"):
         (tools / name).write_text("#!/bin/sh\n")
         (tools / name).chmod(0o755)
     done = _dev_test(tmp_path, extra_path=str(tools))
