@@ -58,11 +58,6 @@ class Patch:
     def text(self) -> str:
         return self.path.read_text(encoding="utf-8")
 
-    @property
-    def diff(self) -> str:
-        """The unified diff alone (what follows the header)."""
-        return split_patch(self.text, str(self.path))[2]
-
 
 @dataclass(frozen=True)
 class OverlayFile:
