@@ -91,6 +91,7 @@ class ZeroStepState:
     catchups: int | None
     catchup_tokens: int | None
     catchups_skipped: int | None
+    plain_prefills: int | None
     errors: int | None
     last_error: str | None
     last_reserve: int | None

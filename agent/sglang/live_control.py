@@ -72,6 +72,7 @@ ZERO_STEP_READBACK_KEYS: Final = (
     "catchups",  # int, draft catch-ups on resume
     "catchup_tokens",  # int, tokens they re-extended
     "catchups_skipped",  # int, requests of resume batches that had nothing to catch up on
+    "plain_prefills",  # int, prefills that joined a 0-step batch: no draft extend, caught up on resume
     "errors",  # int, catch-ups that failed (the draft then resumed cold)
     "last_error",  # str | None
     "last_reserve",  # int | None, per-request KV reserve of the last decode batch prepared

@@ -42,6 +42,7 @@ class ZeroStepBook:
             "catchups": 0,
             "catchup_tokens": 0,
             "catchups_skipped": 0,
+            "plain_prefills": 0,
             "errors": 0,
             "last_error": None,
             "last_reserve": None,

@@ -1,8 +1,10 @@
 """Moving the new modules out of the diffs changed no behaviour (issue 37).
 
 ``tests/fixtures/patch-set-before-overlay`` holds the three diffs as they were committed before the
-move, new modules inside. Both the old diffs (GNU patch) and today's set (``agent install``'s own
-``apply_patch_set``: the overlay copied in, the series applied) go onto the pinned wheel's files:
+move, new modules inside; ``tests/fixtures/patch-set-at-overlay-move`` the series and overlay the
+move committed (the live set has moved on since: issue 36 changed the prefill hook and the runtime).
+Both the old diffs (GNU patch) and the move's set (``agent install``'s own ``apply_patch_set``: the
+overlay copied in, the series applied) go onto the pinned wheel's files:
 
 * every SGLang file they touch comes out byte for byte the same (the hooks did not move);
 * ``adaptive_live_control``, ``adaptive_live_readback`` and ``k25_zero_step_policy`` are the same
@@ -25,10 +27,11 @@ from pathlib import Path
 import pytest
 
 from agent.install.patching import apply_patch_set
-from agent.install.patchset import load_patch_set
+from agent.install.patchset import PatchSet, load_patch_set
 
 REPO = Path(__file__).resolve().parents[2]
 BEFORE = REPO / "tests" / "fixtures" / "patch-set-before-overlay"
+MOVE = REPO / "tests" / "fixtures" / "patch-set-at-overlay-move"
 SPECULATIVE = "sglang/srt/speculative"
 SAME_MODULES = ("adaptive_live_control.py", "adaptive_live_readback.py", "k25_zero_step_policy.py")
 OLD_RUNTIME = f"{SPECULATIVE}/k25_zero_step_runtime.py"
@@ -58,7 +61,7 @@ def _created_by(diff: Path) -> list[str]:
 def before(pristine_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel's files with the old diffs applied, as GNU patch leaves them."""
     root = tmp_path_factory.mktemp("before")
-    for target in load_patch_set().targets():
+    for target in _moved().targets():
         (root / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(pristine_tree / target, root / target)
     for diff in _old_diffs():
@@ -73,9 +76,14 @@ def before(pristine_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return root
 
 
+def _moved() -> PatchSet:
+    """The series and overlay as the move committed them."""
+    return load_patch_set(MOVE / "patches", MOVE / "overlay")
+
+
 @pytest.fixture
 def after(site_packages: Path) -> Path:
-    apply_patch_set(site_packages, load_patch_set())
+    apply_patch_set(site_packages, _moved())
     return site_packages
 
 
@@ -126,7 +134,7 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
 
 
 def test_the_fixture_is_the_patch_set_before_the_move() -> None:
-    assert [d.stem for d in _old_diffs()] == load_patch_set().names
+    assert [d.stem for d in _old_diffs()] == _moved().names == load_patch_set().names
     created = [path for diff in _old_diffs() for path in _created_by(diff)]
     assert created == [
         f"{SPECULATIVE}/adaptive_live_control.py",
@@ -143,7 +151,7 @@ def test_every_sglang_file_gets_the_same_hooks(before: Path, after: Path) -> Non
         for line in diff.read_text().splitlines()
         if line.startswith("+++ b/") and line[6:] not in _created_by(diff)
     }
-    assert old_targets == set(load_patch_set().targets())
+    assert old_targets == set(_moved().targets())
     for target in sorted(old_targets):
         assert (after / target).read_bytes() == (before / target).read_bytes(), target
 

@@ -194,3 +194,20 @@ def test_only_requests_that_missed_something_are_caught_up(policy: Any) -> None:
     assert book.pending_in([2]) and not book.pending_in([1])
     book.caught_up([2])  # an extend of the slot (a new request) or its catch-up
     assert not book.pending
+
+
+@pytest.mark.parametrize(
+    ("threshold", "running", "running_zero", "arriving", "since_s", "want"),
+    [
+        (40, 60, True, 1, 0.01, True),  # joins a 0-step batch: a plain server's prefill
+        (40, 39, True, 1, 0.01, True),  # the arrival brings the batch to the threshold
+        (40, 30, True, 1, 0.01, False),  # the batch it joins drafts
+        (40, 60, False, 1, 0.01, False),  # the last decode drafted (a pin, or the policy's choice)
+        (0, 60, True, 1, 0.01, False),  # no threshold: speculation everywhere
+        (40, 60, True, 1, 5.0, False),  # the last decode is long past: the server was idle
+    ],
+)
+def test_a_prefill_joins_a_zero_step_batch(
+    policy: Any, threshold: int, running: int, running_zero: bool, arriving: int, since_s: float, want: bool
+) -> None:
+    assert policy.prefill_joins_zero(threshold, running, running_zero, arriving, since_s) is want

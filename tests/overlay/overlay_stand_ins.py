@@ -60,8 +60,12 @@ ForwardMode.TARGET_VERIFY = ForwardMode("TARGET_VERIFY")
 
 
 class EagleDraftInput:
-    def __init__(self, bonus_tokens: Any = None) -> None:
+    def __init__(
+        self, bonus_tokens: Any = None, num_tokens_per_req: int = -1, num_tokens_for_logprob_per_req: int = -1
+    ) -> None:
         self.bonus_tokens = bonus_tokens
+        self.num_tokens_per_req = num_tokens_per_req
+        self.num_tokens_for_logprob_per_req = num_tokens_for_logprob_per_req
         self.topk_p = self.topk_index = self.hidden_states = self.draft_probs = None
         self.future_indices = None  # the overlap scheduler sets it: the future map relays the rest
 
@@ -81,6 +85,8 @@ def assign_extend_cache_locs_uniform_func(
 
 
 class CaptureHiddenMode:
+    NULL = "NULL"
+    LAST = "LAST"
     FULL = "FULL"
 
 

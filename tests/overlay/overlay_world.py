@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from overlay_stand_ins import EagleDraftInput, ForwardMode, Overlay
+from overlay_stand_ins import CaptureHiddenMode, EagleDraftInput, ForwardMode, Overlay
 
 
 class Live:
@@ -47,6 +47,7 @@ class World:
             ),
             speculative_num_steps=3,
             speculative_num_draft_tokens=4,
+            speculative_algorithm=types.SimpleNamespace(is_standalone=lambda: False),
             req_to_token_pool=types.SimpleNamespace(req_to_token=self.req_to_token),
             topk=1,
             draft_worker=types.SimpleNamespace(_draft_extend_for_decode=self._draft_extend),
@@ -139,6 +140,7 @@ class World:
             sampling_info=types.SimpleNamespace(has_watermark_candidates=False),
             input_embeds=None,
             replace_embeds=None,
+            return_hidden_states_mode=CaptureHiddenMode.NULL,
         )
 
     def prefill(self, slots: list[int], lens: list[int], extend: list[int]) -> None:
@@ -154,6 +156,34 @@ class World:
         )
         self.ctl.planner.launched(False, False)
         self.ctl.after_extend(batch, out)
+
+    def hooked_prefill(self, slots: list[int], lens: list[int], extend: list[int]) -> tuple[bool, Any]:
+        """A prefill as the hooked ``_forward_prefill_batch`` runs it: a plain server's when it joins
+        a 0-step batch (each request's last hidden state only, no draft extend), else SGLang's (every
+        position's hidden state, the draft's extend, then the ring). (plain or not, the result)."""
+        batch = self.batch(slots, lens, ForwardMode.EXTEND)
+        batch.extend_lens = extend
+        plain = self.ctl.plain_prefill(batch)
+        self.ctl.planner.launched(False, False)
+        positions = [
+            range(length - 1, length) if plain else range(length - n, length)
+            for length, n in zip(lens, extend, strict=True)
+        ]
+        rows = [self.hidden_at(s, p) for s, ps in zip(slots, positions, strict=True) for p in ps]
+        out = types.SimpleNamespace(
+            logits_output=types.SimpleNamespace(hidden_states=torch.stack(rows)),
+            next_token_ids=torch.tensor(
+                [self.token_at(s, n - 1) for s, n in zip(slots, lens, strict=True)],
+                device=self.device,
+                dtype=torch.int32,
+            ),
+            next_draft_input=None,
+        )
+        if plain:
+            return True, self.ctl.plain_prefill_output(batch, out)
+        out.next_draft_input = "the draft's extend"
+        self.ctl.after_extend(batch, out)
+        return False, out
 
     def zero_round(self, slots: list[int], lens: list[int], overlap: bool = True) -> int:
         """One 0-step round as the scheduler and the worker run it; the reserve the batch got."""
@@ -243,4 +273,24 @@ def gap_resume(overlay: Overlay, cpu_lens: bool) -> Story:
     story.resume = w.batch([2, 7], [lens[2], 9], ForwardMode.DECODE)
     story.resume.spec_info.topk_index = torch.full((2, 1), 3, device=w.device)
     w.ctl.maybe_catch_up(story.resume)
+    return story
+
+
+def plain_prefill_resume(overlay: Overlay, cpu_lens: bool) -> Story:
+    """After the plain rounds, slot 6 arrives (a 6-token prompt) while the batch decodes at 0 steps:
+    its prefill is a plain server's. One more 0-step round with it, then all five resume."""
+    story = plain_rounds(overlay, cpu_lens)
+    w, lens = story.world, story.lens
+    slots = [2, 5, 0, 1]
+    plain, out = w.hooked_prefill([6], [6], [6])
+    assert plain, "a prefill that joins a 0-step batch is a plain server's"
+    story.resume = out  # the prefill's result, for the tests to read
+    lens[6] = 6
+    w.zero_round([*slots, 6], [lens[s] for s in [*slots, 6]])
+    for s in [*slots, 6]:
+        lens[s] += 1
+    resume = w.batch([*slots, 6], [lens[s] for s in [*slots, 6]], ForwardMode.DECODE)
+    resume.spec_info.topk_index = torch.full((5, 1), 3, device=w.device)
+    w.ctl.maybe_catch_up(resume)
+    story.lens = lens
     return story

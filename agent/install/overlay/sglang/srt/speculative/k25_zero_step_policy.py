@@ -24,6 +24,9 @@ tested alone (``k25_zero_step_runtime`` is the torch side):
   planned so that its forward runs at 0 steps whatever happens in between.
 * ``StreakBook``: which request slots decoded without the draft since their last catch-up (the
   runtime finds how many positions each can re-extend on the GPU).
+* ``prefill_joins_zero``: whether a prefill joins a batch that decodes at 0 steps; such a prefill
+  runs as a plain server's (the target keeps only each request's last hidden state, no draft
+  extend), and the catch-up makes the new request's draft state when drafting resumes.
 * ``RoundTimingBook``: stage timings of sampled rounds, for the committed timing table.
 """
 
@@ -127,6 +130,29 @@ def plain_ineligible_reason(facts: dict[str, Any]) -> str | None:
         if facts.get(key):
             return words
     return None
+
+
+STALE_DECODE_S = 1.0
+"""A decode round older than this says nothing of the batch a prefill joins: the server was idle."""
+
+
+def prefill_joins_zero(
+    threshold: int, running: int, running_zero: bool, arriving: int, since_decode_s: float
+) -> bool:
+    """Whether a prefill of ``arriving`` requests joins a batch that decodes at 0 steps.
+
+    Measured on the real engine (one H100, 2026-12-06, ``bench/results/real-h100-2026-12-06-arrivals``):
+    at 0 steps an arrival's draft extend costs the GPU about 1.3 us a prompt token and its ring put
+    blocked the host for the whole target extend; neither is used while the batch decodes at 0
+    steps. So a prefill that joins such a batch (the last decode ran at 0 steps, recently, and the
+    batch with the new requests is still at or above the live threshold) runs as a plain server's,
+    and the draft state of its requests is made on the first drafting round after it, by the
+    catch-up, as for any request that decoded without the draft. If requests finish meanwhile and
+    the batch drops below the threshold, the next round drafts and the catch-up runs then.
+    """
+    if threshold <= 0 or not running_zero or since_decode_s > STALE_DECODE_S:
+        return False
+    return running + arriving >= threshold
 
 
 class ReservePlanner:
@@ -245,6 +271,7 @@ class ZeroStepCounters:
         self.catchups = 0
         self.catchup_tokens = 0
         self.catchups_skipped = 0
+        self.plain_prefills = 0
         self.errors = 0
         self.last_error: str | None = None
         self.last_reserve: int | None = None

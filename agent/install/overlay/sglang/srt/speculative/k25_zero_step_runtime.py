@@ -31,7 +31,7 @@ import torch
 from sglang.srt.speculative import k25_zero_step_policy as policy
 from sglang.srt.speculative.k25_zero_step_catchup import catch_up
 from sglang.srt.speculative.k25_zero_step_plain import PlainDecodeTarget, batch_facts, run_plain_decode
-from sglang.srt.speculative.k25_zero_step_ring import HiddenRing, slots_of
+from sglang.srt.speculative.k25_zero_step_ring import HiddenRing, LastRows, slots_of
 from sglang.srt.speculative.k25_zero_step_timer import TIMER, mark
 
 __all__ = [
@@ -109,6 +109,9 @@ class ZeroStepController:
         self._ones: torch.Tensor | None = None  # accept lengths of plain rounds (read-only)
         self.last_caught: torch.Tensor | None = None
         self.ring_off = False  # set by the first ring failure: the draft then resumes cold
+        self.last_rows = LastRows()
+        # the last decode launched: its size, whether at 0 steps, when (what a prefill joins)
+        self.last_decode: tuple[int, bool, float] = (0, False, float("-inf"))
 
     # -- start-up
 
@@ -148,7 +151,9 @@ class ZeroStepController:
             adaptive._activate(0)
         else:
             self.worker.activate_step_by_batch(bs)
-        self.planner.launched(True, self.worker.speculative_num_steps == 0)
+        zero = self.worker.speculative_num_steps == 0
+        self.planner.launched(True, zero)
+        self.last_decode = (bs, zero, time.monotonic())
 
     # -- the 0-step round
 
@@ -258,30 +263,78 @@ class ZeroStepController:
         ring.put(batch.req_pool_indices, batch.seq_lens, batch_output.next_token_ids, hidden)
         self.streak.missed(slots_of(batch))
 
-    def after_extend(self, batch: Any, batch_output: Any) -> None:
+    def after_extend(self, batch: Any, batch_output: Any, plain: bool = False) -> None:
         """An extend's last position per request, so that its request joins a later catch-up
-        (never raises)."""
+        (never raises). ``plain``: the extend ran as a plain server's (``plain_prefill``), so the
+        draft has nothing of the new requests yet and they are marked for the catch-up."""
         if self.ring_off or not self.config.plain or batch.forward_mode.is_idle():
             return
         try:
-            self._ring_extend(batch, batch_output)
+            self._ring_extend(batch, batch_output, plain)
         except Exception as exc:
             self._ring_failed("extend", exc)
 
-    def _ring_extend(self, batch: Any, batch_output: Any) -> None:
+    def _ring_extend(self, batch: Any, batch_output: Any, plain: bool) -> None:
         hidden = batch_output.logits_output.hidden_states
-        lens = batch.extend_lens
-        if isinstance(lens, torch.Tensor):
-            lens = lens.tolist() if lens.device.type == "cpu" else None
-        if hidden is None or not isinstance(lens, list) or hidden.shape[0] != sum(lens):
+        bs = batch.seq_lens.shape[0]
+        if hidden is None:
             return
+        if hidden.shape[0] != bs:  # every position's hidden state: pick each request's last
+            lens = batch.extend_lens
+            if isinstance(lens, torch.Tensor):
+                lens = lens.tolist() if lens.device.type == "cpu" else None
+            if not isinstance(lens, list) or hidden.shape[0] != sum(lens):
+                return
+            hidden = hidden[self.last_rows.of(lens, hidden.device)]
         ring = self._ring_for(hidden)
         if ring is None:
             return
-        last = torch.tensor(lens, dtype=torch.int64).cumsum(0) - 1
-        rows = last.to(hidden.device)
-        ring.put(batch.req_pool_indices, batch.seq_lens - 1, batch_output.next_token_ids, hidden[rows])
-        self.streak.caught_up(slots_of(batch))  # a new request (or chunk): its draft state is current
+        ring.put(batch.req_pool_indices, batch.seq_lens - 1, batch_output.next_token_ids, hidden)
+        if plain:  # the draft has not seen the new requests: the first drafting round catches up
+            self.streak.missed(slots_of(batch))
+        else:  # a new request (or chunk): the draft extend made its draft state current
+            self.streak.caught_up(slots_of(batch))
+
+    # -- a prefill that joins a 0-step batch
+
+    def plain_prefill(self, batch: Any) -> bool:
+        """Whether this prefill runs as a plain server's: the target captures each request's last
+        hidden state only and the draft's extend is left to the catch-up (``policy.prefill_joins_zero``
+        says when). Never raises: a failure leaves SGLang's prefill."""
+        try:
+            plain = self._joins_zero(batch)
+        except Exception as exc:
+            self._ring_failed("prefill", exc)
+            return False
+        if plain:
+            self.counters.plain_prefills += 1
+        return plain
+
+    def _joins_zero(self, batch: Any) -> bool:
+        from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+        if self.ring_off or not self.plain_selected or not batch.forward_mode.is_extend():
+            return False
+        worker = self.worker
+        if worker.speculative_algorithm.is_standalone():  # no hidden states to keep
+            return False
+        if batch.return_hidden_states_mode != CaptureHiddenMode.NULL or self.plain_reason(batch) is not None:
+            return False
+        running, zero, at = self.last_decode
+        threshold: int = worker.adaptive_controller.params.live.threshold
+        return policy.prefill_joins_zero(threshold, running, zero, len(batch.reqs), time.monotonic() - at)
+
+    def plain_prefill_output(self, batch: Any, batch_output: Any) -> Any:
+        """A plain prefill's result: the draft input SGLang's skipped draft extend leaves (the bonus
+        token and zero stubs of the right shape, never read at 0 steps), and the ring's entry."""
+        from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+        batch_output.next_draft_input = EagleDraftInput(
+            bonus_tokens=batch_output.next_token_ids, num_tokens_per_req=1, num_tokens_for_logprob_per_req=1
+        )
+        self.worker._stub_skipped_draft_extend(batch, batch_output)
+        self.after_extend(batch, batch_output, plain=True)
+        return batch_output
 
     # -- resuming
 

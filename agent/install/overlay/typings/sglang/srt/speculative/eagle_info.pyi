@@ -7,4 +7,11 @@ class EagleDraftInput:
     hidden_states: Tensor | None
     bonus_tokens: Tensor | None
     future_indices: Tensor | None
-    def __init__(self, bonus_tokens: Tensor | None = None) -> None: ...
+    num_tokens_per_req: int
+    num_tokens_for_logprob_per_req: int
+    def __init__(
+        self,
+        bonus_tokens: Tensor | None = None,
+        num_tokens_per_req: int = -1,
+        num_tokens_for_logprob_per_req: int = -1,
+    ) -> None: ...
