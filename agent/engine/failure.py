@@ -152,6 +152,16 @@ class PortHolder:
         )
 
 
+def crash_words(pid: int, code: int | None, ready: bool, why: dict[str, Any] | None, counted: str) -> str:
+    """The ``engine.crashed`` message: how it ended, the log's reason, and how it counts."""
+    how = f"exit code {code}" if code is not None else "it is gone"
+    before = "before it was ready " if not ready else ""
+    said = f"The engine (pid {pid}) stopped {before}unexpectedly ({how})"
+    if why:
+        said += f": {why['summary']}" + (f" (raised at {why['frame']})" if why["frame"] else "")
+    return f"{said}; {counted}"
+
+
 def _matches(address: str, host: str) -> bool:
     return address in (host, "0.0.0.0", "::", "::ffff:" + host) or (
         host == "localhost" and address == "127.0.0.1"

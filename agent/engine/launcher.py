@@ -1,9 +1,9 @@
 """Starting one engine process: its log header, the process in its own session, and its record.
 
-A state write that fails here (the log header or rotation, the engine record on a full disk) must
-not lose the engine that was just started: the process runs, the failure goes to the state disk
-(``agent.engine.state_disk``), which writes the record once space is back, and supervision goes
-on. Only a failure to start the process itself is an engine failure.
+A state write that fails here (the log header or rotation on a full disk) must not lose the engine
+that was just started: the process runs, the failure goes to the state disk
+(``agent.engine.state_disk``), and supervision goes on. The record is the supervisor's to write
+(``agent.engine.keeper``). Only a failure to start the process itself is an engine failure.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 from agent.engine import proc
+from agent.engine.keeper import live_toml
 from agent.engine.logfile import EngineLog
-from agent.engine.record import EngineRecord, write_record
+from agent.engine.record import EngineRecord
 from agent.engine.running import RunningEngine
 from agent.engine.spec import EngineSpec
 from agent.engine.state_disk import StateDisk, check_injected
@@ -37,21 +36,11 @@ def _write_all(fd: int, data: bytes) -> None:
         raise OSError(28, os.strerror(28))
 
 
-def record_writer(path: Path, record: EngineRecord) -> Callable[[], None]:
-    """The write of ``record``; retried later, it writes only while that engine still lives (a
-    record of an engine that died since would be read as one to adopt)."""
-
-    def write() -> None:
-        if proc.is_same_process(record.pid, record.start_ticks):
-            write_record(path, record)
-
-    return write
-
-
 def launch(
-    spec: EngineSpec, profile: Profile, log: EngineLog, record_path: Path, disk: StateDisk
-) -> tuple[RunningEngine, int]:
-    """Start the engine of ``spec`` launched with ``profile``; (the engine, its log offset)."""
+    spec: EngineSpec, profile: Profile, running: Profile, log: EngineLog, disk: StateDisk
+) -> tuple[RunningEngine, int, EngineRecord]:
+    """Start the engine of ``spec`` launched with ``profile``, to run ``running`` (its live values
+    are put back once it is ready); (the engine, its log offset, its record)."""
     check_injected()  # the fault suite's full disk, where it cannot mount one (a no-op otherwise)
     disk.write("the engine log rotation", lambda: (log.rotate_if_needed(), None)[1], retry=False)
     fd = log.open_for_engine()
@@ -78,6 +67,8 @@ def launch(
         launched_at=time.time(),
         popen=popen,
     )
+    launch_toml = dump_profile(profile)
+    live = live_toml(launch_toml, running)
     record = EngineRecord(
         kind=spec.kind,
         pid=engine.pid,
@@ -88,8 +79,9 @@ def launch(
         port=spec.port,
         launched_at=engine.launched_at,
         profile_name=profile.identity.name,
-        profile_toml=dump_profile(profile),
+        profile_toml=launch_toml,
         log_path=str(log.path),
+        live_profile_toml=live,
+        live_pending=live is not None,
     )
-    disk.write("the engine record", record_writer(record_path, record))
-    return engine, offset
+    return engine, offset, record

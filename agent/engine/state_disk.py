@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 STATE_DISK_FULL = "state disk full: audit and snapshots paused"
 FAULT_FLAG_ENV = "K25_FAULT_FULL_FLAG"
+ROOM_TO_START = 256 * 1024
+"""What an engine start needs in the state directory (its launch files, its record, its log's start)
+before the supervisor tries it: a start on a disk without it waits, uncounted."""
 
 
 def check_injected() -> None:
@@ -104,19 +107,24 @@ class StateDisk:
 
     def _probe(self, what: str) -> None:
         """A write without a retry of its own (a log line): clear it once a small write succeeds."""
+        if self.has_room(4096):
+            self.ok(what)
+
+    def has_room(self, size: int = ROOM_TO_START) -> bool:
+        """Whether ``size`` bytes can be written in the state directory now (written and removed)."""
         probe = os.path.join(self.root or ".", ".k25-space-probe")
         try:
             check_injected()
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                if os.write(fd, b"\0" * 4096) != 4096:
+                if os.write(fd, b"\0" * size) != size:
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             finally:
                 os.close(fd)
                 os.unlink(probe)
         except OSError:
-            return
-        self.ok(what)
+            return False
+        return True
 
     def finding(self) -> Finding | None:
         problem = self.problem

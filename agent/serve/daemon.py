@@ -41,7 +41,13 @@ from agent.serve.paths import StatePaths
 from agent.serve.reconcile import LiveLedger
 from agent.serve.stream import StreamHub
 from agent.sglang.launch import LaunchError, env_file_secrets, read_key_file
-from agent.sglang.redact import hidden_env_values, redact_lines, redact_text, redact_values
+from agent.sglang.redact import (
+    hidden_env_values,
+    redact_lines,
+    redact_text,
+    redact_values,
+    secret_flag_values,
+)
 from agent.telemetry.changes import telemetry_events
 from agent.telemetry.collector import Collector, Identity
 from agent.telemetry.health import EngineCounts, HealthWatch
@@ -133,6 +139,7 @@ class Daemon:
             redact=lambda lines: redact_lines(lines, self.secrets()),
             restore_live=self.live_ledger,
             disk=self.state_disk,
+            engine_dir=self.paths.engine_dir,
         )
         self.actions = ActionBook(
             engine=self.supervisor,
@@ -206,11 +213,15 @@ class Daemon:
 
     def secrets(self) -> list[str]:
         """Values that must never leave the agent: its token, the engine's keys, its env values (but
-        numbers and booleans) and those it reads from files."""
+        numbers and booleans), those it reads from files and the values of secret flags in
+        ``extra_flags``."""
         p = self.profile
         found = [self.token, _read_key(p.server.api_key_file), _read_key(p.server.admin_api_key_file)]
         return (
-            [s for s in found if s] + hidden_env_values(p.server.env) + env_file_secrets(p.server.env_files)
+            [s for s in found if s]
+            + hidden_env_values(p.server.env)
+            + env_file_secrets(p.server.env_files)
+            + secret_flag_values(p.server.extra_flags)
         )
 
     def engine_headers(self, admin: bool = True) -> dict[str, str]:
@@ -352,9 +363,10 @@ class Daemon:
         self.engine_log.rotate_if_needed()
 
     def _with_disk(self, snap: Snapshot) -> Snapshot:
-        """The state disk's finding, when something could not be written (``engine.state_disk``)."""
-        found = self.state_disk.finding()
-        return snap if found is None else snap.model_copy(update={"findings": [found, *snap.findings]})
+        """The agent's own findings: the state disk's, when something could not be written
+        (``engine.state_disk``), and an engine record that was unreadable at the start."""
+        found = [f for f in (self.state_disk.finding(), self.supervisor.record_finding()) if f is not None]
+        return snap if not found else snap.model_copy(update={"findings": [*found, *snap.findings]})
 
     def _publish(
         self,

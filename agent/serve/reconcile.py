@@ -1,7 +1,9 @@
 """The engine's live values and the audit: put back after a crash (audited), settled at start.
 
 * A crashed engine is launched again with its launch profile; the operator's live values go back on
-  it once it answers, write-ahead like any change: intent, apply, outcome.
+  it once it answers, write-ahead like any change: intent, apply, outcome. So do they on an engine
+  a previous agent launched and stopped before it put them back (a restart cut short: the engine
+  record says ``live_pending``), and on the restart it began and this agent finishes.
 * The first time an engine answers after the agent started (reattached or launched), the agent
   reads what is in force on it and settles the audit: every intent left without an outcome (the
   agent was killed between the two) gets one, "applied" when the engine shows it, "failed" when
@@ -21,6 +23,7 @@ import httpx
 
 from agent.control.audit import AuditLog, AuditUnavailable
 from agent.control.live import apply_live, readback_words
+from agent.engine.adopt import Origin
 from agent.profile import Profile, ProfileError
 from agent.profile.store import profile_from_dict
 from agent.sglang import live_control
@@ -81,12 +84,18 @@ class LiveLedger:
         """Intents without an outcome as the agent found them at its start (None: read them then)."""
         self.reconciled = False
 
-    async def __call__(self, url: str, launched: Profile, running: Profile, adopted: bool) -> Profile:
+    async def __call__(self, url: str, launched: Profile, running: Profile, origin: Origin) -> Profile:
         if not self.reconciled:
             self.reconciled = True
-            now = running if adopted else await self.restore(url, launched, running)
-            return await self.reconcile(url, launched, now, adopted)
-        if adopted:
+            cut_short = origin in ("adopted_pending", "resumed")
+            why = (
+                "the previous agent stopped before it put them back"
+                if cut_short
+                else "the engine started again"
+            )
+            now = running if origin == "adopted" else await self.restore(url, launched, running, why)
+            return await self.reconcile(url, launched, now, origin != "launched")
+        if origin == "adopted":
             return running  # supervision came back after an I/O error: the engine kept its values
         return await self.restore(url, launched, running)
 
@@ -98,7 +107,9 @@ class LiveLedger:
             return None
         return None if live is None else {"threshold": live.threshold, "pinned_steps": live.pinned_steps}
 
-    async def restore(self, url: str, launched: Profile, running: Profile) -> Profile:
+    async def restore(
+        self, url: str, launched: Profile, running: Profile, why: str = "the engine started again"
+    ) -> Profile:
         """Put ``running``'s live values on a fresh engine: intent, apply, outcome."""
         args = live_args_to_restore(launched, running)
         if not args:
@@ -107,7 +118,7 @@ class LiveLedger:
         action = {"kind": "live_restore", "args": args, "profile": running.identity.name}
         try:
             self.audit.append(operator="agent", action=action, before=None, after=live, phase="intent",
-                              result={"status": "intent", "message": "the engine started again"}, live=live)  # fmt: skip
+                              result={"status": "intent", "message": why}, live=live)  # fmt: skip
         except AuditUnavailable as exc:
             self.emit(
                 "engine.live_restore_failed",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from agent.profile import ProfileError, dump_profile, parse_profile
@@ -117,6 +117,81 @@ def redact_lines(lines: Iterable[str], secrets: Iterable[str] = ()) -> list[str]
     return [redact_text(line, known) for line in lines]
 
 
+# --- Argument lists ----------------------------------------------------------------------------------
+# ``server.extra_flags`` (and any argv kept as a list) holds a secret as two items, the flag and its
+# value, which no text rule sees together: ``["--ssl-keyfile-password", "…"]``. The value after a
+# flag whose name says secret is hidden, as is the value of ``--name=value``.
+
+
+def _flag_name(item: str) -> tuple[str, str, str] | None:
+    """``(head, name, value)`` of ``--name=value`` / ``--name`` (value ""), None for a plain item."""
+    if not item.startswith("-") or item in ("-", "--") or _is_number(item):
+        return None
+    head, sep, value = item.partition("=")
+    return head + sep, head.lstrip("-"), value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _secret_flag_positions(items: Sequence[str]) -> list[tuple[int, str]]:
+    """``(index, what)`` of each secret in an argument list: ``what`` is "item" (the whole item is
+    the value after a secret flag) or "inline" (the part after ``=``)."""
+    out: list[tuple[int, str]] = []
+    hide_next = False
+    for i, item in enumerate(items):
+        flag = _flag_name(item) if isinstance(item, str) else None
+        if hide_next and flag is None:
+            out.append((i, "item"))
+            hide_next = False
+            continue
+        hide_next = False
+        if flag is None or not is_secret_name(flag[1]):
+            continue
+        if flag[0].endswith("="):
+            out.append((i, "inline"))
+        else:
+            hide_next = True
+    return out
+
+
+def secret_flag_values(items: Sequence[str]) -> list[str]:
+    """The values of secret-named flags in an argument list (what must never leave the agent)."""
+    values = []
+    for i, what in _secret_flag_positions(items):
+        value = items[i] if what == "item" else items[i].partition("=")[2]
+        if value not in _NOT_SECRET_VALUES:
+            values.append(value)
+    return values
+
+
+def redact_flag_list(items: Sequence[Any]) -> list[Any]:
+    """An argument list with the value of every secret-named flag replaced by ``<redacted>``."""
+    out = list(items)
+    for i, what in _secret_flag_positions(items):
+        if what == "item":
+            out[i] = _mask(items[i])
+        else:
+            head, _, value = items[i].partition("=")
+            out[i] = f"{head}={_mask(value)}"
+    return out
+
+
+def fill_hidden_flags(hidden: Sequence[str], given: Sequence[str]) -> list[str] | None:
+    """``hidden`` (an argument list as the agent keeps it) with each ``<redacted>`` value put back
+    from ``given`` where the same flag stands at the same place; None when one cannot be."""
+    if not any(REDACTED in item for item in hidden):
+        return list(hidden)
+    if len(hidden) != len(given) or redact_flag_list(given) != list(hidden):
+        return None
+    return list(given)
+
+
 def redact_mapping(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict[str, Any]:
     """A copy of a JSON-shaped mapping (``/server_info``) with every secret replaced by ``<redacted>``.
 
@@ -139,7 +214,7 @@ def redact_mapping(info: Mapping[str, Any], secrets: Iterable[str] = ()) -> dict
         if isinstance(value, Mapping):
             return {str(k): clean(v, str(k)) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [clean(v, None) for v in value]
+            return [clean(v, None) for v in redact_flag_list(value)]
         if isinstance(value, str):
             return redact_text(value, known)
         return value
@@ -205,6 +280,8 @@ def redact_change(key: str, value: Any) -> Any:
         return redact_env(value)
     if is_secret_name(key.rsplit(".", 1)[-1]):
         return REDACTED if value not in ("", [], {}) else value
+    if isinstance(value, list | tuple):
+        return redact_flag_list(value)  # extra_flags: the value after a secret flag
     return value
 
 
@@ -218,11 +295,55 @@ def _toml_strings(value: str) -> list[str]:
     return forms
 
 
+_TABLE = re.compile(r"^\s*\[\s*(?P<name>[^\]\[]+?)\s*\]\s*(?:#.*)?$")
+_FLAG_ITEM = re.compile(
+    r"(?P<flag>\"--?(?P<n1>[A-Za-z][\w.-]*)\"|'--?(?P<n2>[A-Za-z][\w.-]*)')"
+    r"(?P<sep>\s*,(?:\s|#[^\n]*)*)"
+    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')"
+)
+"""A flag and its value as two strings of a TOML array (``extra_flags``), comments between allowed."""
+
+
+def _flag_items(match: re.Match[str]) -> str:
+    name = match.group("n1") or match.group("n2")
+    value = match.group("value")
+    if not is_secret_name(name) or value[1:-1] in _NOT_SECRET_VALUES:
+        return match.group(0)
+    return match.group("flag") + match.group("sep") + f'"{REDACTED}"'
+
+
+def _names_a_path(table: str, line: str) -> bool:
+    """Whether ``line`` (in TOML table ``table``) gives ``server.env_files`` a value: file paths,
+    shown as they are everywhere (the secrets are in the files)."""
+    if table == "server.env_files":
+        return True
+    key = line.split("=", 1)[0].strip().replace('"', "").replace("'", "") if "=" in line else ""
+    full = f"{table}.{key}" if table else key
+    return full == "server.env_files" or full.startswith("server.env_files.")
+
+
+def _known(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 def redact_profile_text(text: str, hidden: Iterable[str], secrets: Iterable[str] = ()) -> str:
     """A profile file's text as the operator wrote it (comments and all), with every ``hidden`` value
-    written as a TOML string replaced by ``"<redacted>"``, every secret-named assignment redacted and
-    every known ``secrets`` value replaced wherever it stands."""
-    clean = redact_text(text, secrets)
+    written as a TOML string replaced by ``"<redacted>"``, every secret-named assignment redacted, the
+    value after a secret flag in ``extra_flags`` redacted and every known ``secrets`` value replaced
+    wherever it stands. ``server.env_files`` keeps its paths, as every other answer shows them."""
+    known = [s for s in secrets if s]
+    table = ""
+    lines = []
+    for line in _FLAG_ITEM.sub(_flag_items, text).splitlines(keepends=True):
+        header = _TABLE.match(line)
+        if header:
+            table = "".join(part.strip().strip("\"'") + "." for part in header["name"].split("."))[:-1]
+        keep = header is None and _names_a_path(table, line)
+        lines.append(_known(line, known) if keep else redact_text(line, known))
+    clean = "".join(lines)
     for value in sorted(set(hidden), key=len, reverse=True):
         for form in _toml_strings(value):
             clean = clean.replace(form, f'"{REDACTED}"')
@@ -255,10 +376,13 @@ _TOKEN_SHAPE = re.compile(r"^(?:hf_|sk-|sk_|ghp_|gho_|github_pat_|glpat-|xox[abp
 """Values that are credentials whatever their name: Hugging Face, OpenAI-style, GitHub, GitLab, Slack, AWS."""
 
 
-def profile_secret_warnings(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def profile_secret_warnings(
+    env: Mapping[str, str], extra_flags: Sequence[str] = ()
+) -> list[tuple[str, str, str]]:
     """``(severity, key, rule)`` for each ``server.env`` value that is a secret (its name says so, or it
     has a credential's shape): it sits in the profile file in plain text; ``server.env_files`` reads it
-    from a file at launch instead."""
+    from a file at launch instead. And for each secret-named flag in ``server.extra_flags`` with a
+    value: in the file in plain text, and on the engine's command line."""
     out = []
     for name, value in env.items():
         if not value or value == REDACTED or not (is_secret_name(name) or _TOKEN_SHAPE.match(value)):
@@ -269,6 +393,20 @@ def profile_secret_warnings(env: Mapping[str, str]) -> list[tuple[str, str, str]
             f"{ENV_KEY}.{name}",
             f"looks like a secret ({why}) and sits in the profile in plain text: put the value in a file only "
             f'the agent\'s user can read (chmod 600) and name it in server.env_files: {name} = "/path/to/file"',
+        ))  # fmt: skip
+    for i, _what in _secret_flag_positions(extra_flags):
+        item = extra_flags[i]
+        value = item if _what == "item" else item.partition("=")[2]
+        if value in _NOT_SECRET_VALUES:
+            continue
+        flag = extra_flags[i - 1] if _what == "item" else item.partition("=")[0]
+        out.append((
+            "warning",
+            "server.extra_flags",
+            f"{flag} takes a secret (its name says so), and its value sits in the profile in plain text and "
+            "on the engine's command line, where every user of the host can read it (ps); the agent hides it "
+            "in what it answers, records and logs. Prefer a setting SGLang reads from a file or the "
+            "environment (server.env_files)",
         ))  # fmt: skip
     return out
 

@@ -225,7 +225,10 @@ def check_profile(profile: Profile, file: str = "<profile>") -> list[ProfileIssu
     if profile.speculative:
         _check_shape(profile, report)
     _check_live_controls(profile, report)
-    found = [*spec_env.check(profile), *redact.profile_secret_warnings(profile.server.env)]
+    found = [
+        *spec_env.check(profile),
+        *redact.profile_secret_warnings(profile.server.env, profile.server.extra_flags),
+    ]
     for severity, key, rule in found:
         (report.error if severity == "error" else report.warning)(key, rule)
     return report.issues

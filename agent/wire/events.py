@@ -42,6 +42,9 @@ EventName = Literal[
     "engine.port_held",
     "engine.live_restored",
     "engine.live_restore_failed",
+    "engine.restart_resumed",
+    "engine.record_unreadable",
+    "engine.waiting_for_disk",
     # action (plan -> confirm -> apply)
     "action.planned",
     "action.rejected",
