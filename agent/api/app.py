@@ -12,10 +12,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 import agent
 from agent.api.auth import token_guard
+from agent.api.errors import validation_error
+from agent.api.limits import BodyLimit
 from agent.api.routes import actions, audit, engine, kv, logs, profiles, status, stream, telemetry
 from agent.serve.daemon import Daemon
 
@@ -68,6 +71,9 @@ def create_app(daemon: Daemon) -> FastAPI:
     @app.get("/openapi.json", include_in_schema=False, dependencies=[guard])
     async def openapi() -> dict[str, Any]:
         return app.openapi()
+
+    app.add_middleware(BodyLimit)  # every body: its size limit and JSON the agent can take
+    app.add_exception_handler(RequestValidationError, validation_error)
 
     @app.exception_handler(ValueError)
     async def value_error(_: Any, exc: ValueError) -> JSONResponse:

@@ -91,7 +91,10 @@ class BenchStore:
 
 def read_result(path: Path) -> BenchResult:
     """A stored (or ``--json``-written) result; UnreadableBench names the file and the field."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableBench(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
     try:
         return BenchResult.model_validate_json(text)
     except ValidationError as exc:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.cli.status import add_connection_args
-from agent.profile.words import change_words, count_words
+from agent.profile.words import change_words, count_words, printable_words
 from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
 
 AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
@@ -64,6 +64,8 @@ def of_kind(records: Iterable[AuditRecord], kind: str | None) -> list[AuditRecor
 
 
 def line_words(record: AuditRecord) -> str:
+    """One line of the terminal's: every text the log holds is escaped (``printable_words``), so an
+    ``operator`` with a line break cannot forge a line, nor an escape sequence reach the terminal."""
     when = (
         "unknown time"
         if record.time is None
@@ -76,8 +78,8 @@ def line_words(record: AuditRecord) -> str:
         change_words(record.before, record.after),
         record.status,
     ]
-    text = "  ".join(p for p in parts if p)
-    return f"{text}: {record.message}" if record.message else text
+    text = "  ".join(printable_words(p) for p in parts if p)
+    return f"{text}: {printable_words(record.message)}" if record.message else text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,9 +7,11 @@
 * An action writes its *intent* (``phase: "intent"``) and fsyncs it before anything is applied, and
   its *outcome* after. A record that cannot be made durable raises ``AuditUnavailable``: the caller
   refuses the change.
-* Full disk: a reserve file next to the log (``audit.jsonl.reserve``) is given up the first time a
-  write meets ENOSPC, so the audit outlives the engine record, benchmark results and logs, which
-  fail first; it is allocated again once space is back.
+* Full disk: a reserve file next to the log (``audit.jsonl.reserve``) gives back, each time a write
+  meets ENOSPC, only the room that write needs, at once, so the room is the audit's alone (given up
+  whole, it went to the engine log, benchmark results and profile saves, and the audit was refused
+  the next line); it is allocated again once space is back. A record that cannot be written whole
+  is cut off again (the file truncated to where it was), so a refused record leaves no torn line.
 * Reads are streamed: the newest ``limit`` records are read backwards from the end in blocks, a page
   after a byte ``cursor`` forwards; a torn or corrupt line is skipped and reported, never fatal.
 
@@ -19,6 +21,7 @@ are not.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -32,7 +35,10 @@ from typing import Any
 from agent.engine.state_disk import StateDisk, check_injected, is_full
 
 RESERVE_BYTES = 256 * 1024
-"""About a thousand audit lines: what the audit can still write once the disk is full."""
+"""Some hundreds of audit lines: what the audit can still write once the disk is full."""
+RESERVE_ENV = "K25_FAULT_AUDIT_RESERVE"
+"""The fault suite's smaller reserve (bytes), so that using it up takes a few actions, not hundreds."""
+PAGE = 4096
 BLOCK = 64 * 1024
 
 
@@ -83,10 +89,12 @@ class AuditIndex:
 
 class AuditLog:
     def __init__(
-        self, path: Path, *, disk: StateDisk | None = None, reserve_bytes: int = RESERVE_BYTES
+        self, path: Path, *, disk: StateDisk | None = None, reserve_bytes: int | None = None
     ) -> None:
         self.path = path
         self.reserve = path.with_name(path.name + ".reserve")
+        if reserve_bytes is None:
+            reserve_bytes = int(os.environ.get(RESERVE_ENV) or RESERVE_BYTES)
         self.reserve_bytes = reserve_bytes
         self.disk = disk or StateDisk(str(path.parent))
         self.using_reserve = False
@@ -111,9 +119,16 @@ class AuditLog:
         self.using_reserve = False
         return True
 
-    def _give_up_reserve(self) -> bool:
+    def _give_up_reserve(self, need: int) -> bool:
+        """Give back ``need`` bytes of the reserve (whole pages; the rest of it stays the audit's);
+        False when there is none left."""
         try:
-            self.reserve.unlink()
+            size = os.stat(self.reserve).st_size
+            keep = size - -(-max(need, 1) // PAGE) * PAGE
+            if keep > 0:
+                os.truncate(self.reserve, keep)
+            else:
+                self.reserve.unlink()
         except FileNotFoundError:
             return False
         self.using_reserve = True
@@ -199,20 +214,29 @@ class AuditLog:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # close a torn line: this record must not be glued to it
-            written = 0
-            while written < len(data):
-                try:
-                    n = os.write(fd, data[written:])
-                except OSError as exc:
-                    if is_full(exc) and self._give_up_reserve():
-                        continue
-                    raise
-                if n == 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                written += n
-            os.fsync(fd)
+            try:
+                self._write_whole(fd, data)
+                os.fsync(fd)
+            except OSError:
+                # Refused: what of the record was written goes again, so no torn line stays.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise
         finally:
             os.close(fd)
+
+    def _write_whole(self, fd: int, data: bytes) -> None:
+        written = 0
+        while written < len(data):
+            try:
+                n = os.write(fd, data[written:])
+            except OSError as exc:
+                if is_full(exc) and self._give_up_reserve(len(data) - written):
+                    continue
+                raise
+            if n == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            written += n
 
     # ---- reading ----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import httpx
 
 from agent.engine.adopt import Origin
 from agent.engine.failure import PortHolder, crash_words, port_holder, read_log_since, startup_error
+from agent.engine.faults import fault_point
 from agent.engine.keeper import RecordKeeper
 from agent.engine.launcher import launch
 from agent.engine.logfile import EngineLog
@@ -120,6 +121,8 @@ class EngineLife:
             raise PortHeld(holder)
         engine, self._log_offset, record = launch(spec, profile, running, self.log, self.disk)
         self.keeper.put(record)
+        if self.restarts:
+            fault_point("restart_launched")
         return engine, spec
 
     async def _wait_ready(self, engine: RunningEngine, timeout_s: float) -> bool:

@@ -33,6 +33,7 @@ import httpx
 from agent.engine import proc
 from agent.engine.adopt import Adopted, Origin, adopt_recorded
 from agent.engine.failure import port_in_use
+from agent.engine.faults import fault_point
 from agent.engine.find import FoundEngine
 from agent.engine.keeper import RecordKeeper
 from agent.engine.lifecycle import (
@@ -286,5 +287,7 @@ class Supervisor(EngineLife):
         await self._terminate(engine)
         if then is None:
             self.keeper.clear()
+        else:
+            fault_point("restart_stopped")
         self.engine = None
         self.emit("engine.stopped", f"The engine (pid {engine.pid}) is stopped", {"pid": engine.pid})

@@ -63,3 +63,26 @@ def change_words(before: object, after: object) -> str:
     if before is None and after is None:
         return ""
     return f"{value_words(before)} → {value_words(after)}"
+
+
+def printable_words(text: str, limit: int | None = None) -> str:
+    """``text`` safe to print on a terminal or in one log line: each control character, line break,
+    terminal escape or other non-printing character written as its escape (``\\n``, ``\\x1b``,
+    ``\\u202e``), so that no text can start a line of its own or recolour the screen; cut at
+    ``limit`` characters with "…"."""
+    out = []
+    for c in text:
+        if c.isprintable() or c == " ":
+            out.append(c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\r":
+            out.append("\\r")
+        elif ord(c) < 0x100:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+    shown = "".join(out)
+    return shown if limit is None or len(shown) <= limit else shown[: limit - 1] + "…"

@@ -22,6 +22,7 @@ from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
 from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
 from agent.wire.bench_result import BenchResult
+from agent.wire.events import NAME_MAX, PRINTABLE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,7 +74,29 @@ class BenchHost(Protocol):
 class CancelBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
+    operator: str | None = Field(
+        None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
+    )
+
+
+MAX_FIELD_TEXT = 2048
+"""The longest text any field of a benchmark body holds (a URL); a longer one is refused, unquoted."""
+
+
+def bounded(body: dict[str, Any]) -> None:
+    """Refuse (422) a field name or text too long for any field, naming it without quoting what was sent."""
+    for key, value in body.items():
+        if len(key) > NAME_MAX:
+            raise HTTPException(
+                422, f"a field name of {len(key)} characters: no field's name is over {NAME_MAX}"
+            )
+        if isinstance(value, str) and len(value) > MAX_FIELD_TEXT:
+            raise HTTPException(422, f"{key}: text of {len(value)} characters; at most {MAX_FIELD_TEXT}")
+
+
+def unreadable(bench_id: str, exc: Exception) -> BenchResult:
+    """A stored result that is torn or damaged, as the list shows it: failed, saying why."""
+    return BenchResult(bench_id=bench_id, state="failed", error=f"unreadable result file: {exc}")
 
 
 _ENDED = {"bench.finished": "finished", "bench.failed": "failed", "bench.cancelled": "cancelled"}
@@ -197,6 +220,12 @@ class BenchService:
             url = daemon.supervisor.url
             if url is None or daemon.supervisor.state != "ready":
                 raise HTTPException(409, f"the engine is not ready (state {daemon.supervisor.state})")
+            bounded(body)
+            if daemon.actions.audit.using_reserve:
+                raise HTTPException(
+                    503, "refused: the state disk is full (the audit writes into its reserve, which is kept for "
+                    "the engine's changes); no benchmark was started",
+                )  # fmt: skip
             identity = daemon.profile.identity
             key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
             try:
@@ -235,12 +264,13 @@ class BenchService:
             try:
                 return runs.get(bench_id)
             except UnknownBench:
-                raise HTTPException(404, f"no benchmark {bench_id!r}") from None
-            except UnreadableBench as exc:
-                raise HTTPException(500, str(exc)) from None
+                raise HTTPException(404, f"no benchmark {bench_id[:64]!r}") from None
+            except (UnreadableBench, OSError) as exc:  # torn or damaged: said, as the list says it
+                return unreadable(bench_id, exc)
 
         @api.post("/bench/plan", response_model=BenchPlan)
         async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:
+            bounded(body)
             try:
                 return self.plan(body)
             except BenchOptionError as exc:

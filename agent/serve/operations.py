@@ -16,15 +16,26 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent.control.audit import AuditLog
+from agent.profile.words import printable_words
 
 log = logging.getLogger(__name__)
 
 
+CLIENT_MAX = 128
+"""The most of a caller's User-Agent the audit keeps (escaped: it is the caller's text)."""
+
+
 def source_of(request: Any) -> dict[str, Any]:
-    """Where an API request came from (a Starlette ``Request``)."""
+    """Where an API request came from (a Starlette ``Request``); the client's name as it says it,
+    escaped and cut, since any caller may put a line break or a terminal escape in it."""
     client = getattr(request, "client", None)
     where = "unix socket" if not client or not client[0] else f"{client[0]}:{client[1]}"
-    return {"via": "api", "peer": where, "client": request.headers.get("user-agent")}
+    agent = request.headers.get("user-agent")
+    return {
+        "via": "api",
+        "peer": where,
+        "client": None if agent is None else printable_words(agent, CLIENT_MAX),
+    }
 
 
 class Operations:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,6 +102,12 @@ class Event(_Wire):
 
 
 ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile", "autopilot"]
+
+PRINTABLE = r"^[^\p{C}\p{Zl}\p{Zp}]*$"
+"""A name that reaches the logs, the audit and an operator's terminal (``operator``): printable
+characters only, no control characters, line breaks or terminal escapes (one could forge a line)."""
+NAME_MAX = 64
+"""The longest ``operator`` or text ``value`` (a profile name) a request may carry."""
 PlanMode = Literal["live", "restart", "rejected", "noop"]
 
 
@@ -113,10 +119,12 @@ class ActionRequest(_Wire):
 
     request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: ActionKind
-    value: int | bool | str | None = Field(
+    value: int | bool | Annotated[str, Field(max_length=NAME_MAX)] | None = Field(
         None, description="threshold/steps/topk: int; adaptive, autopilot: bool; apply_profile: profile name"
     )
-    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
+    operator: str | None = Field(
+        None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
+    )
 
 
 class Change(_Wire):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import Field
 
-from agent.api.routes.common import Body, DaemonDep
+from agent.api.routes.common import OPERATOR, Body, DaemonDep
 from agent.control.actions import RequestConflict
 from agent.serve.operations import source_of
 from agent.wire import ActionRequest, ActionResult, Plan
@@ -14,7 +13,7 @@ router = APIRouter()
 
 
 class ActionCancel(Body):
-    operator: str | None = Field(None, max_length=64, description="SSH user as the console passes it")
+    operator: str | None = OPERATOR
 
 
 @router.post("/actions")
@@ -29,7 +28,7 @@ async def plan_action(daemon: DaemonDep, request: ActionRequest, http: Request) 
 async def confirm_action(daemon: DaemonDep, action_id: str, http: Request) -> ActionResult:
     result = await daemon.actions.confirm(action_id, source_of(http))
     if result is None:
-        raise HTTPException(404, f"no action {action_id!r}")
+        raise HTTPException(404, f"no action {action_id[:64]!r}")
     return result
 
 
@@ -39,7 +38,7 @@ async def cancel_action(
 ) -> ActionResult:
     result = await daemon.actions.cancel(action_id, body.operator if body else None, source_of(http))
     if result is None:
-        raise HTTPException(404, f"no action {action_id!r}")
+        raise HTTPException(404, f"no action {action_id[:64]!r}")
     return result
 
 
@@ -47,5 +46,5 @@ async def cancel_action(
 async def get_action(daemon: DaemonDep, action_id: str) -> ActionResult:
     result = daemon.actions.get(action_id)
     if result is None:
-        raise HTTPException(404, f"no action {action_id!r}")
+        raise HTTPException(404, f"no action {action_id[:64]!r}")
     return result

@@ -16,6 +16,7 @@ from agent.control.writes import PreconditionFailed, PreconditionRequired
 from agent.profile import ProfileError
 from agent.serve.daemon import Daemon
 from agent.serve.operations import source_of
+from agent.wire.events import NAME_MAX, PRINTABLE
 
 
 def daemon_of(request: Request) -> Daemon:
@@ -42,7 +43,12 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-OPERATOR = Field(None, max_length=64, description="Who asks, for the audit (the console passes the SSH user)")
+OPERATOR = Field(
+    None,
+    max_length=NAME_MAX,
+    pattern=PRINTABLE,
+    description="Who asks, for the audit (the console passes the SSH user); printable text",
+)
 
 
 def issues(exc: ProfileError) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import WriteGuard
 from agent.profile import ProfileError
 from agent.wire.api import ProfileDeleted, ProfileDiff, ProfileList, ProfileRead, ProfileSaved, RunningProfile
+from agent.wire.events import NAME_MAX, PRINTABLE
 
 router = APIRouter()
 
@@ -25,13 +26,19 @@ router = APIRouter()
 class ProfileText(Body):
     toml: str = Field(max_length=256 * 1024)
     confirm_production: str | None = Field(
-        None, max_length=64, description="Replacing a production profile: its name, repeated"
+        None,
+        max_length=NAME_MAX,
+        pattern=PRINTABLE,
+        description="Replacing a production profile: its name, repeated",
     )
 
 
 class ProfileDelete(Body):
     confirm_production: str | None = Field(
-        None, max_length=64, description="Deleting a production profile: its name, repeated"
+        None,
+        max_length=NAME_MAX,
+        pattern=PRINTABLE,
+        description="Deleting a production profile: its name, repeated",
     )
 
 
