@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.control.profile_view import fill_hidden, shown_change, shown_profile, shown_text
+from agent.control.profile_view import fill_hidden, filled_keys, shown_change, shown_profile, shown_text
 from agent.control.writes import WriteGuard, production_issue
 from agent.profile import (
     Profile,
@@ -26,7 +26,7 @@ from agent.profile import (
     diff_profiles,
     load_profile,
     parse_profile,
-    save_profile,
+    save_profile_text,
 )
 from agent.profile.versions import keep_version, profile_digest
 from agent.profile.words import given_words
@@ -38,6 +38,14 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 class UnknownProfile(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Saved:
+    digest: str
+    """Of the file's new bytes: what the next write names in If-Match."""
+    comments_kept: bool
+    """The text was written as sent (comments, order and layout); False: written as the agent dumps it."""
 
 
 @dataclass(frozen=True)
@@ -127,11 +135,12 @@ class ProfileLibrary:
 
     def save(
         self, name: str, text: str, guard: WriteGuard | None = None, running: Profile | None = None
-    ) -> str:
+    ) -> Saved:
         """Check the write's guard against the file, validate (schema, SGLang rules, the name, the
-        production confirmation), keep the file it replaces among its versions, then write atomically;
-        returns the new digest. An env value that is the hidden mark (the API never shows them) is put
-        back from the file it replaces, else from ``running``.
+        production confirmation), keep the file it replaces among its versions, then write the text as
+        it was sent (comments kept) atomically; returns the new digest and whether the comments were
+        kept. A value that is the hidden mark (the API never shows env values or secret flag values) is
+        put back from the file it replaces, else from ``running``.
         Raises ProfileError (422), PreconditionRequired (428) or PreconditionFailed (412), and then
         writes nothing."""
         path = self.path_of(name)
@@ -155,10 +164,10 @@ class ProfileLibrary:
             refused = production_issue(str(path), name, current, guard.confirm_production)
             if refused is not None:
                 raise ProfileError([refused])
-            profile = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
+            filled = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
             self.directory.mkdir(parents=True, exist_ok=True)
-            save_profile(profile, path)
-            return profile_digest(path.read_bytes())
+            kept = save_profile_text(text, filled, path, fill=filled_keys(profile, filled))
+            return Saved(profile_digest(path.read_bytes()), kept)
 
     def delete(self, name: str, guard: WriteGuard) -> None:
         """Remove a profile file, kept first among its versions; the same guard as a save (a delete

@@ -14,6 +14,7 @@ from typing import Any
 from agent.profile import Profile, ProfileError, ProfileIssue, dump_profile
 from agent.sglang.redact import (
     REDACTED,
+    fill_hidden_flags,
     hidden_env_values,
     hidden_profile_toml,
     redact_change,
@@ -55,10 +56,48 @@ def shown_change(change: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def filled_keys(given: Profile, filled: Profile) -> dict[tuple[str, ...], Any]:
+    """The key paths ``fill_hidden`` put a value back at, with the values: what a save fills into the
+    operator's text (``agent.profile.save_profile_text``)."""
+    out: dict[tuple[str, ...], Any] = {
+        ("server", "env", name): value
+        for name, value in filled.server.env.items()
+        if given.server.env.get(name) != value
+    }
+    if given.server.extra_flags != filled.server.extra_flags:
+        out[("server", "extra_flags")] = list(filled.server.extra_flags)
+    return out
+
+
+def _fill_flags(profile: Profile, file: str, sources: tuple[Profile | None, ...]) -> Profile:
+    """``server.extra_flags`` with the hidden value of a secret flag put back from the first source
+    that has the same flags; refused, naming the key, when none has."""
+    flags = profile.server.extra_flags
+    if not any(REDACTED in item for item in flags):
+        return profile
+    for source in sources:
+        filled = None if source is None else fill_hidden_flags(flags, source.server.extra_flags)
+        if filled is not None:
+            server = profile.server.model_copy(update={"extra_flags": filled})
+            return profile.model_copy(update={"server": server})
+    raise ProfileError(
+        [
+            ProfileIssue(
+                file,
+                "server.extra_flags",
+                f"{REDACTED!r} stands for a secret flag's value the agent hides, and neither this file nor "
+                "the running profile has the same flags to take it from: write the value",
+            )
+        ]
+    )
+
+
 def fill_hidden(profile: Profile, file: str, *sources: Profile | None) -> Profile:
-    """``profile`` with each ``server.env`` value that is the hidden mark put back from the first of
-    ``sources`` (the file it replaces, the running profile) that has the variable; a mark none of
-    them can fill is refused, naming the key (the real value, or server.env_files, is wanted)."""
+    """``profile`` with each ``server.env`` value (and secret ``extra_flags`` value) that is the hidden
+    mark put back from the first of ``sources`` (the file it replaces, the running profile) that has
+    it; a mark none of them can fill is refused, naming the key (the real value, or
+    server.env_files, is wanted)."""
+    profile = _fill_flags(profile, file, sources)
     env = profile.server.env
     marked = [name for name, value in env.items() if value == REDACTED]
     if not marked:

@@ -10,6 +10,7 @@ from agent.profile.store import (
     load_profile,
     parse_profile,
     save_profile,
+    save_profile_text,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "load_profile",
     "parse_profile",
     "save_profile",
+    "save_profile_text",
 ]

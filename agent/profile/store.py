@@ -2,7 +2,8 @@
 
 Saving is atomic (temp file in the same directory, fsync, rename, fsync of the directory) and keeps
 the file it replaces among the profile's last versions (``agent.profile.versions``), so an interrupted
-save or a full disk never leaves an operator with a half-written profile, and no save loses one. Loading reports every problem at once, each naming the file, the key
+save or a full disk never leaves an operator with a half-written profile, and no save loses one. A
+profile saved from the operator's own text keeps that text, comments and all (``save_profile_text``). Loading reports every problem at once, each naming the file, the key
 path and the rule, because an operator fixing a profile at 3 a.m. should not play whack-a-mole.
 """
 
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
+import tomlkit
 from pydantic import ValidationError
+from tomlkit.exceptions import TOMLKitError
 
 from agent.profile.atomic import write_atomic
 from agent.profile.schema import KeyedValueError, Profile
@@ -170,6 +173,59 @@ def save_profile(profile: Profile, path: str | os.PathLike[str], *, keep: int = 
             [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
         ) from exc
     return target
+
+
+def filled_text(text: str, fill: Mapping[tuple[str, ...], Any]) -> str:
+    """``text`` with the value at each key path of ``fill`` replaced, the rest as the operator wrote it:
+    comments, order and layout (tomlkit edits only those values). Raises ValueError when a path is
+    not in the text as a value to replace."""
+    if not fill:
+        return text
+    try:
+        doc = tomlkit.parse(text)
+        for path, value in fill.items():
+            node: Any = doc
+            for part in path[:-1]:
+                node = node[part]
+            if path[-1] not in node:
+                raise KeyError(path[-1])
+            node[path[-1]] = value
+    except (TOMLKitError, KeyError, TypeError) as exc:
+        raise ValueError(f"{'.'.join(path)}: cannot be filled in the text ({exc})") from None
+    return tomlkit.dumps(doc)
+
+
+def save_profile_text(
+    text: str,
+    profile: Profile,
+    path: str | os.PathLike[str],
+    *,
+    fill: Mapping[tuple[str, ...], Any] | None = None,
+    keep: int = KEEP_VERSIONS,
+) -> bool:
+    """Write the operator's own ``text`` of ``profile`` to ``path`` atomically: its comments, order
+    and layout kept, with the values of ``fill`` put in (the hidden values the agent fills back).
+    Where the text cannot be kept so (a value that cannot be filled in place, or the result would
+    not load back as ``profile``), the profile is written as ``save_profile`` writes it, without
+    comments. Returns whether the comments were kept. The file it replaces is kept among its versions
+    first; on any failure the old file is untouched (ProfileError, as ``save_profile``)."""
+    target = Path(path)
+    try:
+        kept = filled_text(text, fill or {})
+        same = parse_profile(kept, str(target)) == profile
+    except (ValueError, ProfileError):
+        same = False
+    if not same:
+        save_profile(profile, target, keep=keep)
+        return False
+    try:
+        keep_version(target, keep)
+        write_atomic(target, kept)
+    except OSError as exc:
+        raise ProfileError(
+            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
+        ) from exc
+    return True
 
 
 @dataclass(frozen=True)

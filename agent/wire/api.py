@@ -139,6 +139,9 @@ class ProfileSaved(_Wire):
     name: str
     saved: bool
     digest: str | None = None
+    comments_kept: bool = Field(
+        True, description="The text was saved as sent, comments included (false: as the agent writes it)"
+    )
 
 
 class ProfileDeleted(_Wire):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +17,8 @@ from agent.profile import ProfileError
 from agent.serve.daemon import Daemon
 from agent.serve.operations import source_of
 from agent.wire.events import NAME_MAX, PRINTABLE
+
+T = TypeVar("T")
 
 
 def daemon_of(request: Request) -> Daemon:
@@ -65,10 +67,10 @@ def begin(
         raise HTTPException(503, f"refused: {exc}; nothing was done") from None
 
 
-def guarded(daemon: Daemon, write: Callable[[], Any]) -> str:
+def guarded(daemon: Daemon, write: Callable[[], T]) -> T:
     """A profile write's refusals as HTTP says them: 428 without If-Match, 412 for a stale one."""
     try:
-        return str(write())
+        return write()
     except UnknownProfile as exc:
         raise HTTPException(404, f"no profile {str(exc)!r} in {daemon.library.directory}") from None
     except ProfileError as exc:
@@ -79,7 +81,7 @@ def guarded(daemon: Daemon, write: Callable[[], Any]) -> str:
         raise HTTPException(412, str(exc)) from None
 
 
-def audited(daemon: Daemon, op: dict[str, Any], write: Callable[[], Any], done: str) -> str:
+def audited(daemon: Daemon, op: dict[str, Any], write: Callable[[], T], done: str) -> T:
     """A profile write after its intent: the outcome says applied, or why it was refused."""
     try:
         result = guarded(daemon, write)

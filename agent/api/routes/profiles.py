@@ -90,9 +90,9 @@ async def save_profile(
 ) -> dict[str, Any]:
     guard = WriteGuard(if_match, if_none_match, body.confirm_production)
     op = begin(daemon, "profile_save", http, None, {"name": name})
-    digest = audited(daemon, op, lambda: daemon.library.save(name, body.toml, guard, daemon.profile), "saved")
-    response.headers["ETag"] = f'"{digest}"'
-    return {"name": name, "saved": True, "digest": digest}
+    saved = audited(daemon, op, lambda: daemon.library.save(name, body.toml, guard, daemon.profile), "saved")
+    response.headers["ETag"] = f'"{saved.digest}"'
+    return {"name": name, "saved": True, "digest": saved.digest, "comments_kept": saved.comments_kept}
 
 
 @router.delete("/profiles/{name}", response_model=ProfileDeleted)
