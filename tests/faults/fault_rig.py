@@ -294,6 +294,26 @@ def make_rig() -> Rig:
     return Rig(root=root, mounted=mounted)
 
 
+def engines_of(rig: Rig) -> list[int]:
+    """Every live process-group leader that runs from this rig's engine directory: its engines."""
+    where = str(rig.state / "engine") + os.sep
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                cmdline = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[2]) == int(entry.name) and where in cmdline:
+            found.append(int(entry.name))
+    rig.engine_pgids.update(found)
+    return found
+
+
 # ---- the one check ----------------------------------------------------------------------------------
 
 

@@ -83,7 +83,9 @@ def test_a_full_state_disk_never_ends_supervision_and_it_recovers_by_itself(
     )
     rig.fill()
     wait_until(
-        lambda: any(e["name"] == "engine.start_failed" for e in _events(rig)), timeout_s=30, what="a start"
+        lambda: any(e["name"] == "engine.waiting_for_disk" for e in _events(rig)),
+        timeout_s=30,
+        what="a start that waits for room",
     )
     seen: set[str] = set()
     deadline = time.monotonic() + 3  # past the crash-loop limit of 2 while the disk stays full

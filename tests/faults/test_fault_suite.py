@@ -5,18 +5,26 @@ Each run is one fault, chosen in turn (the run number picks it, a seeded RNG its
 * ``kill_at_point``: the agent started with ``K25_FAULT_POINT`` at plan, intent, apply or outcome,
   SIGKILLed there by the kernel mid-action; started again, the request resent is never applied again.
 * ``kill_at_random``: actions in a loop, the agent SIGKILLed at a random moment among them.
-* ``disk_full``: the state tmpfs filled to the last block: the audit's reserve takes one action,
-  the next is refused with nothing changed, the finding is raised, a killed engine is started again
-  once space is back, and the finding clears by itself.
+* ``disk_full``: the state tmpfs filled to the last block (and again after each action): the audit's
+  reserve (8 KiB here, ``K25_FAULT_AUDIT_RESERVE``) takes actions until it is used up, the next is
+  refused with nothing changed and no torn line, the finding is raised, a killed engine waits for
+  room without counting failures, its record kept, and is started again once space is back, and the
+  finding clears by itself.
 * ``torn_line``: half a record with no newline at the end of the audit, then an action.
 * ``engine_killed_in_bench``: the engine SIGKILLed during a benchmark.
+* ``restart_cut_short``: a live threshold set, then an engine restart, the agent stopped (SIGKILL, or
+  its own SIGTERM) at a point of it before the new engine is ready; the next agent finishes it, the
+  threshold back in force, audited.
+* ``torn_record``: a live threshold set, the agent SIGKILLed, ``engine.json`` cut at a random byte;
+  the next agent adopts the engine that runs (never a second one), its threshold kept.
 
-Every run ends with ``fault_rig.check``. ``K25_FAULT_RUNS`` sets how many (default 5, one of each;
+Every run ends with ``fault_rig.check``. ``K25_FAULT_RUNS`` sets how many (default 7, one of each;
 ``bench/fault_loop.sh`` runs 50 in a row), ``K25_FAULT_SEED`` the seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -28,19 +36,24 @@ from typing import Any
 
 import httpx
 import pytest
-from fault_rig import FAKE_HF_TOKEN, PROFILE_ANSWERS, Rig, answers, check, make_rig, wait_until
+from fault_rig import FAKE_HF_TOKEN, PROFILE_ANSWERS, Rig, answers, check, engines_of, make_rig, wait_until
 
 from agent.control.faults import POINTS
+from agent.engine.faults import RESTART_POINTS
 
-RUNS = int(os.environ.get("K25_FAULT_RUNS", "5"))
+RUNS = int(os.environ.get("K25_FAULT_RUNS", "7"))
 SEED = int(os.environ.get("K25_FAULT_SEED", "25"))
 
 pytestmark = pytest.mark.slow
+
+RESERVE = 8192
+"""The agent's audit reserve in this suite (bytes)."""
 
 
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
     made = make_rig()
+    made.env["K25_FAULT_AUDIT_RESERVE"] = str(RESERVE)  # used up in a few actions, not hundreds
     try:
         made.start()
         made.wait_ready()
@@ -121,9 +134,9 @@ def kill_at_random(rig: Rig, rnd: random.Random, run: int) -> None:
 def disk_full(rig: Rig, rnd: random.Random, run: int) -> None:
     rig.fill()
     # Each action either applies, audited, or is refused with nothing changed. The audit writes
-    # into its file's last page, then into its reserve, after everything else failed; the disk is
-    # filled again after each, so one soon is refused.
-    for n in range(20):
+    # into its file's last page, then into its reserve (room nobody else can take), after everything
+    # else failed; the disk is filled again after each, so one is refused once the reserve is used up.
+    for n in range(40):
         current = rig.engine_live()["threshold"]
         value = _new_threshold(rnd, current)
         result = rig.threshold_action(value, f"full-{run}-{n}-{time.time_ns()}")
@@ -134,6 +147,7 @@ def disk_full(rig: Rig, rnd: random.Random, run: int) -> None:
             if rig.mounted:  # the injected writer refuses every write, the reserve's too
                 assert n > 0, "the first action on a full disk was refused: no reserve"
                 assert not (rig.state / "audit.jsonl.reserve").exists(), "refused with the reserve unused"
+            assert rig.audit_records()[1] == 0 or not rig.mounted, "the refused record left a torn line"
             break
         assert result["status"] == "applied" and rig.engine_live()["threshold"] == value, result
         rig.fill()
@@ -146,13 +160,16 @@ def disk_full(rig: Rig, rnd: random.Random, run: int) -> None:
         timeout_s=30,
         what="the supervisor to see the engine die",
     )
-    rig.fill()  # what the engine's death freed (its record) too: the start meets a full disk
+    rig.fill()  # what the engine's death freed too: the start meets a full disk
     wait_until(
-        lambda: any(e["name"] == "engine.start_failed" for e in _events(rig)[-50:]),
+        lambda: any(e["name"] == "engine.waiting_for_disk" for e in _events(rig)[-50:]),
         timeout_s=60,
-        what="a start that meets the full disk",
+        what="a start that waits for room on the full disk",
     )
     assert rig.alive()
+    record = rig.engine_record()
+    assert record is not None and record["pid"] == killed, "the engine record is gone while the disk is full"
+    assert rig.status()["engine_state"] == "restarting"
     rig.unfill()
     status = rig.wait_ready()
     assert status["engine_pid"] != killed
@@ -209,12 +226,45 @@ def engine_killed_in_bench(rig: Rig, rnd: random.Random, run: int) -> None:
     assert ("bench_start", "applied") in kinds and ("bench_end", "failed") in kinds, kinds
 
 
+def restart_cut_short(rig: Rig, rnd: random.Random, run: int) -> None:
+    value = _new_threshold(rnd, rig.engine_live()["threshold"])
+    assert rig.threshold_action(value, f"cut-{run}-{time.time_ns()}")["status"] == "applied"
+    point = rnd.choice([*RESTART_POINTS, "restart_launched:term"])
+    rig.kill9()
+    rig.start(fault_point=point)
+    rig.wait_ready()
+    with rig.client() as c, contextlib.suppress(httpx.TransportError):
+        c.post("/v1/engine/restart", json={"drain_timeout_s": 0, "operator": "fault-suite"})
+    assert rig.wait_dead() == (0 if point.endswith(":term") else -signal.SIGKILL), f"not stopped at {point}"
+    rig.start()
+    status = rig.wait_ready()
+    assert rig.engine_live()["threshold"] == value, f"the restart cut short at {point} lost the threshold"
+    assert engines_of(rig) == [status["engine_pid"]], "not exactly one engine runs"
+
+
+def torn_record(rig: Rig, rnd: random.Random, run: int) -> None:
+    value = _new_threshold(rnd, rig.engine_live()["threshold"])
+    assert rig.threshold_action(value, f"tear-{run}-{time.time_ns()}")["status"] == "applied"
+    pid = rig.status()["engine_pid"]
+    rig.kill9()
+    path = rig.state / "engine.json"
+    text = path.read_bytes().rstrip()
+    path.write_bytes(text[: rnd.randrange(1, len(text))])
+    rig.start()
+    status = rig.wait_ready()
+    assert status["engine_pid"] == pid and engines_of(rig) == [pid], "a second engine was started"
+    assert rig.engine_live()["threshold"] == value
+    assert "engine_record_unreadable" in {f["code"] for f in status["findings"]}
+
+
 SCENARIOS: list[Callable[[Rig, random.Random, int], None]] = [
     kill_at_point,
     kill_at_random,
     disk_full,
     torn_line,
     engine_killed_in_bench,
+    restart_cut_short,
+    torn_record,
 ]
 
 
