@@ -303,7 +303,8 @@ def classify_change(old: Profile, new: Profile, built_with: Profile | None = Non
     restart: list[str] = []
     quiet: list[str] = []
     for change in changes:
-        what = f"{change.key} {value_words(change.old)} → {value_words(change.new)}"
+        shown_old, shown_new = (redact.redact_change(change.key, v) for v in (change.old, change.new))
+        what = f"{change.key} {value_words(shown_old)} → {value_words(shown_new)}"  # secrets hidden
         if change.key.startswith(NO_SERVER_EFFECT_PREFIXES):
             quiet.append(f"{what}: applied by k25console, SGLang is not touched")
         elif change.key == "speculation.threshold":
