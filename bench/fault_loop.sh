@@ -2,8 +2,8 @@
 # The fault suite (tests/faults) N runs in a row (default 50), stopping at the first failure:
 #   bench/fault_loop.sh [RUNS] [SEED]
 # Each run is one real fault against one `agent serve --engine sim` (kill -9 at a point of an action
-# or at random, a full state tmpfs, a torn audit line, the engine killed during a bench), and ends
-# with the suite's one check. CI runs K25_FAULT_RUNS=5 (one of each).
+# or at random, a full state tmpfs, a torn audit line, the engine killed during a bench, a restart cut
+# short, a torn engine record), and ends with the suite's one check. The suite alone runs 7, one of each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-50}"

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from agent.serve.listen import parse_listen
+from agent.serve.paths import UnsafePathError
 from agent.serve.token import read_token
 
 
@@ -25,6 +26,8 @@ def connect(
         raise AgentUnreachable(
             f"no token file at {token_file}: no agent has run with this state directory"
         ) from None
+    except UnsafePathError as exc:  # says what a token must be and why this file is none
+        raise AgentUnreachable(str(exc)) from None
     headers = {"Authorization": f"Bearer {token}"}
     if listen:
         host, port = parse_listen(listen)

@@ -73,6 +73,7 @@ async def test_every_read_route_answers_its_model(agent_api: tuple[httpx.AsyncCl
     assert api.ProfileSaved.model_validate(saved.json()).model_dump(exclude={"digest"}) == {
         "name": "copy",
         "saved": True,
+        "comments_kept": True,
     }
     daemon.bench.runs.store.save(BenchResult.model_validate(
         {"bench_id": "20261201-120000-abcdef", "mode": "sweep", "state": "finished", "url": "http://e",

@@ -224,6 +224,7 @@ async def test_profiles_list_read_save_and_diff(shared_agent: Agent) -> None:
             "name": "sim-wider",
             "saved": True,
             "digest": saved.headers["ETag"].strip('"'),
+            "comments_kept": True,
         }
         diff = (await c.get("/v1/profiles/sim-wider/diff")).json()
         traversal = await c.get("/v1/profiles/..%2Fetc/diff")

@@ -165,3 +165,14 @@ def test_a_hidden_value_put_back_keeps_the_comments_around_it(make_agent: Any) -
     assert written.startswith("# saved from the running profile\n")
     assert f'HF_TOKEN = "{token}"  # read by the engine at launch' in written
     assert "<redacted>" not in written
+
+
+def test_agent_status_says_why_the_token_file_cannot_be_used(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (state / "token").mkdir(parents=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli.main", "status", "--state-dir", str(state)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "is a directory, not a file holding the token" in done.stderr
