@@ -130,7 +130,10 @@ BAD_NUMBERS = [
 ]
 
 
-@pytest.mark.parametrize(("path", "raw", "field", "words"), BAD_NUMBERS, ids=lambda v: None)
+BAD_IDS = ["nan", "infinity", "-infinity", "1e400", "nan-drain", "1e400-tick", "5000-digits", "deep", "utf8"]
+
+
+@pytest.mark.parametrize(("path", "raw", "field", "words"), BAD_NUMBERS, ids=BAD_IDS)
 def test_json_the_agent_cannot_take_is_refused_naming_the_field(
     shared_agent: Agent, path: str, raw: bytes, field: str, words: str
 ) -> None:
@@ -161,7 +164,9 @@ FORGED = "ops\n2026-12-06 03:00:00 UTC  admin  threshold 143 → 0  applied"
 ESCAPES = "ops\x1b[2J\x1b[31mroot"
 
 
-@pytest.mark.parametrize("operator", [FORGED, ESCAPES, "ops\u202eevil", "tab\there"], ids=lambda v: None)
+@pytest.mark.parametrize(
+    "operator", [FORGED, ESCAPES, "ops\u202eevil", "tab\there"], ids=["newline", "ansi", "bidi", "tab"]
+)
 def test_an_operator_that_is_not_printable_text_is_refused_naming_it(
     shared_agent: Agent, operator: str
 ) -> None:
