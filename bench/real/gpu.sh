@@ -23,6 +23,9 @@
 #             is taken from bench/results when it travelled)
 #   fa3       fa3: the q100 head vs no drafter, levels 1, 16, 64, 128 (issue 23)
 #   ramp      the autopilot on a 1 -> 128 -> 1 ramp against the best fixed and the profile's threshold
+#   ruled     issue 36's figure: off against a server without a drafter (--arms off,baseline) at
+#             $RULED_LEVELS, windows added until both intervals are within $RULED_UNTIL or the stage's
+#             time runs out (--until, --budget), triton pair (fa3 pair with RULED_PAIR=fa3)
 #   fa3swap   a card under 100 GiB serves two engines at a time: stop the triton pair, start the fa3 pair
 #   collect   bundle everything into $OUT (every command ends with it)
 # Everything that must outlive a command runs under setsid, every wait is bounded, every step prints
@@ -51,6 +54,9 @@ TRACE_C=${TRACE_C:-64}                     # the trace stage's concurrency and f
 TRACE_STEPS=${TRACE_STEPS:-40}
 TRACE_OUT_LEN=${TRACE_OUT_LEN:-512}        # 64 x (256 + 512) tokens fit a capped pool of 60,000; 128: the compares' shape
 TRACE_STACK=${TRACE_STACK:-}               # a name: that engine is traced once more with Python frames
+RULED_LEVELS=${RULED_LEVELS:-64,16}
+RULED_UNTIL=${RULED_UNTIL:-4%}
+RULED_OPTS=${RULED_OPTS:---min-windows 3 --max-windows 10 --min-window-s 6}
 ARRIVAL_LEVELS=${ARRIVAL_LEVELS:-64 16}   # the arrivals stage: concurrency levels, and forward steps per level
 ARRIVAL_STEPS_64=${ARRIVAL_STEPS_64:-200}  # ~0.5 finishes per decode round at c=64, 128 out: 50+ arrivals
 ARRIVAL_STEPS_16=${ARRIVAL_STEPS_16:-420}  # ~0.125 per round at c=16
@@ -320,6 +326,17 @@ repeat_report() {  # this session's runs against each other, then with the earli
 }
 fa3() { wait_ready 60 big-chain-fa3 big-base-fa3 || return 1; clocks_on fa3
     compare big-chain-fa3 big-base-fa3 compare-fa3.json "$FA3_LEVELS" "$BENCH_OPTS"; clocks_off; }
+
+ruled() {  # off vs no drafter, windows until the intervals are tight or the stage's time is spent
+    local pair=${RULED_PAIR:-triton}
+    wait_ready 60 "big-chain-$pair" "big-base-$pair" || return 1
+    local budget=$(($(left) - 40))
+    [ $budget -lt 90 ] && { say "SKIPPED (needs ~90 s, $(left) s left): the ruled comparison"; return 0; }
+    clocks_on "ruled-$pair"
+    compare "big-chain-$pair" "big-base-$pair" "compare-ruled-$pair.json" "$RULED_LEVELS" \
+        "--arms off,baseline --until $RULED_UNTIL --budget $budget $RULED_OPTS"
+    clocks_off
+}
 
 ramp() {
     wait_ready 60 big-chain-triton || return 1
