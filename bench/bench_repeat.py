@@ -339,16 +339,22 @@ def common_levels(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def thresholds_overlap(results: list[dict[str, Any]]) -> tuple[bool, str]:
-    """Whether the runs' recommended thresholds' intervals overlap, and the intervals in words."""
-    ranges = []
+    """Whether the runs' recommended thresholds' intervals overlap, and the intervals in words.
+
+    An interval without an upper end (``threshold_range`` [low, None]: off may never be ahead, as
+    ``recommend`` says) reaches every level from its low end up: "never" in words, infinite here."""
+    ranges: list[tuple[int, int, float]] = []
     for r in results:
         rec = r.get("recommendation") or {}
         span = rec.get("threshold_range")
         if r.get("recommended_threshold") is None or not span:
             return False, "not every run recommended a threshold with an interval"
-        ranges.append((r["recommended_threshold"], span[0], span[1]))
+        upper = math.inf if span[1] is None else float(span[1])
+        ranges.append((r["recommended_threshold"], span[0], upper))
     low, high = max(s[1] for s in ranges), min(s[2] for s in ranges)
-    words = "; ".join(f"run {i + 1}: {t} ({a}..{b})" for i, (t, a, b) in enumerate(ranges))
+    words = "; ".join(
+        f"run {i + 1}: {t} ({a}..{'never' if b == math.inf else f'{b:g}'})" for i, (t, a, b) in enumerate(ranges)
+    )
     return low <= high, words
 
 

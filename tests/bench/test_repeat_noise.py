@@ -121,3 +121,41 @@ def test_the_recommended_thresholds_intervals_overlap_or_not() -> None:
     )
     assert script.thresholds_overlap([result(20, [10, 30]), result(64, [40, 80])])[0] is False
     assert script.thresholds_overlap([result(50, [28, 87]), result(None, None)])[0] is False
+
+
+RESULTS_1206 = ROOT / "bench" / "results" / "real-h200-2026-12-06"
+
+
+def test_a_threshold_interval_without_an_upper_end_is_never_and_overlaps_what_reaches_its_low_end() -> None:
+    """The real triton runs of 2026-12-06: the second recommended 0 with an interval 18..never (off
+    never clearly ahead), which crashed the report with a TypeError comparing None with an int."""
+    script = _script()
+
+    def result(threshold: int | None, span: list[int | None] | None) -> dict[str, Any]:
+        return {"recommended_threshold": threshold, "recommendation": {"threshold_range": span}}
+
+    assert script.thresholds_overlap([result(62, [18, 108]), result(0, [18, None])]) == (
+        True,
+        "run 1: 62 (18..108); run 2: 0 (18..never)",
+    )
+    assert script.thresholds_overlap([result(20, [10, 30]), result(0, [40, None])])[0] is False
+    assert script.thresholds_overlap([result(0, [40, None]), result(0, [50, None])]) == (
+        True,
+        "run 1: 0 (40..never); run 2: 0 (50..never)",
+    )
+
+
+def test_the_report_on_the_real_runs_of_2026_12_06_ends_with_the_thresholds_line() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_repeat.py"), "--from",
+         str(RESULTS_1206 / "compare-triton-1-16-64-128.json"),
+         str(RESULTS_1206 / "compare-triton-16-64-4x6s.json"), "--max-diff", "0.05"],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1  # the runs differ by more than 5 %: a bound failed, said in the table
+    assert (
+        "recommended thresholds' intervals overlap: run 1: 62 (18..108); run 2: 0 (18..never)" in done.stdout
+    )
