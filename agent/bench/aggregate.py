@@ -10,7 +10,7 @@ order it ran.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ Cell = tuple[str, int]
 """(arm, level index)."""
 
 
-def arm_estimates(outcomes: dict[Cell, Sequence[RunOutcome]]) -> tuple[dict[Cell, Estimate], RunNoise]:
+def arm_estimates(outcomes: Mapping[Cell, Sequence[RunOutcome]]) -> tuple[dict[Cell, Estimate], RunNoise]:
     """Every measured arm-level's figure and interval, from the whole run's repeats at once."""
     return run_estimates({cell: [o.slices for o in runs] for cell, runs in outcomes.items()})
 

@@ -27,7 +27,8 @@ from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment
-from agent.bench.schedule import Step, plan
+from agent.bench.schedule import Step
+from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
 from agent.bench.verdict import recommendation_from_levels
@@ -38,7 +39,6 @@ from agent.sglang.live_control import NO_THRESHOLD, READBACK_FIELD, ZERO_STEP_PL
 
 NEVER_SPECULATE = 1
 LIVE_ARMS = ("on", "off", "adaptive")
-Outcomes = dict[str, dict[int, list[RunOutcome]]]
 
 
 def off_memory(info: ServerInfo, concurrency: int) -> dict[str, Any]:
@@ -131,6 +131,22 @@ def assemble_levels(
     return levels
 
 
+def choose_arms(
+    available: dict[str, tuple[SweepSession, int | None]], asked: tuple[str, ...] | None, reason: str | None
+) -> tuple[dict[str, tuple[SweepSession, int | None]], dict[str, str]]:
+    """The arms to measure (those asked for, default all) and, by name, those asked for that this
+    server cannot run with why. EngineError when none of the asked arms can run."""
+    if asked is None:
+        return available, {}
+    if "baseline" in asked and "baseline" not in available:
+        raise EngineError("arms: the baseline arm needs a baseline URL (a server launched without a drafter)")
+    chosen = {name: available[name] for name in asked if name in available}
+    missing = {name: reason or "not available on this server" for name in asked if name not in available}
+    if not chosen:
+        raise EngineError(f"none of the arms asked for ({', '.join(asked)}) can run on this server: {reason}")
+    return chosen, missing
+
+
 async def run_compare(
     url: str,
     options: BenchOptions,
@@ -139,8 +155,9 @@ async def run_compare(
     baseline_url: str | None = None,
     context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """Every arm, ``repeats`` times over the levels (``schedule.plan``); ``context``: what the
-    caller knows of where the server runs (``provenance``)."""
+    """Every arm (``options.arms``, default all), over the levels until the stopping rule says
+    (``stopping``; without one ``repeats`` times, ``schedule.plan``); ``context``: what the caller
+    knows of where the server runs (``provenance``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -154,49 +171,61 @@ async def run_compare(
             base_session = SweepSession(baseline_url, options.with_api_key(None), client, cancel)
             baseline_info = await base_session.prepare()
         live: dict[str, Any] = {"available": reason is None, "reason": reason}
-        arms: dict[str, tuple[SweepSession, int | None]] = {}
+        available: dict[str, tuple[SweepSession, int | None]] = {}
         if reason is None:
-            original, reset_steps = await _original_threshold_and_reset_steps(session, info)
-            live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
-            arms = {
+            available = {
                 "on": (session, NO_THRESHOLD),
                 "off": (session, NEVER_SPECULATE),
-                "adaptive": (session, original),
+                "adaptive": (session, None),
             }
         else:
             static = "on" if info.speculative else "off"
             live["measured_as_configured"] = static
-            arms = {static: (session, None)}
+            available = {static: (session, None)}
         if base_session is not None:
-            arms["baseline"] = (base_session, None)
-        steps = plan(options.concurrency, list(arms), options.repeats)
+            available["baseline"] = (base_session, None)
+        arms, missing = choose_arms(available, options.arms, reason)
+        if reason is None and any(name in LIVE_ARMS for name in arms):
+            original, reset_steps = await _original_threshold_and_reset_steps(session, info)
+            live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
+            if "adaptive" in arms:
+                arms["adaptive"] = (session, original)
+        names = list(arms)
+        steps = first_steps(options.concurrency, names, options.stop, options.repeats)
         tracker = new_tracker(steps, options, len(options.concurrency), progress)
         drain = await session.wait_for_drain(tracker)
         tracker.probing(max(options.concurrency))
-        await session.probe_durations(tracker.model)
-        if base_session is not None:
+        if names != ["baseline"]:
+            await session.probe_durations(tracker.model)
+        elif base_session is not None:
+            await base_session.probe_durations(tracker.model)
+        if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
-        outcomes, switches = await _measure(arms, steps, tracker, live, session)
-    figures, noise = arm_estimates(
-        {(name, i): runs for name, by_level in outcomes.items() for i, runs in by_level.items()}
-    )
+        outcomes, switches, stops = await _measure(arms, steps, tracker, live, session, options, started)
+    figures, noise = arm_estimates(outcomes)
     measured: dict[str, list[dict[str, Any]] | str] = {
         name: [
-            arm_result(c, name, by_level[i], figures[(name, i)], noise)
+            arm_result(c, name, outcomes[(name, i)], figures[(name, i)], noise)
             for i, c in enumerate(options.concurrency)
         ]
-        for name, by_level in outcomes.items()
+        for name in arms
     }
     if reason is not None:
         for name in LIVE_ARMS:
-            measured.setdefault(name, reason)
+            if options.arms is None or name in options.arms:
+                measured.setdefault(name, reason)
+    for name, why in missing.items():
+        measured.setdefault(name, why)
     levels = assemble_levels(options.concurrency, measured)
+    for i, row in enumerate(levels):
+        row["stopping"] = stops[i].as_dict(options.stop)
     result: dict[str, Any] = {
         "kind": "compare",
         "url": url,
         "baseline_url": baseline_url,
         "options": options.public_dict(),
+        "arms": names,
         "server": server_summary(info),
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),
         "environment": environment(info, context, baseline_info),
@@ -205,16 +234,22 @@ async def run_compare(
         "summary": compare_summary(levels, live.get("original_threshold")),
         "switches": switches,
         "settling": settling(switches),
+        "stopping": stopping_record(options.stop, stops, options.concurrency),
         "expected_duration_s": expected,
         "drain": drain.as_dict(),
         "started_at": started,
         "duration_s": time.time() - started,
     }
-    if info.speculative:
+    if info.speculative and (options.arms is None or "off" in options.arms):
         memory = off_memory(info, max(options.concurrency))
         result["off_memory"] = memory
         result["off_note"] = off_note(memory, live=reason is None, baseline=baseline_url is not None)
-    result |= recommendation_from_levels(levels, options.repeats)
+    result |= recommendation_from_levels(levels, max(tracker.repeats, 1))
+    if options.arms is not None and not {"on", "off"} <= set(options.arms):
+        result["recommendation"]["reason"] = (
+            f"no recommended threshold: the run measured only {', '.join(names)} (--arms); a threshold "
+            "needs the on and the off arm at the same levels"
+        )
     return result
 
 
@@ -241,50 +276,54 @@ async def _measure(
     tracker: RunTracker,
     live: dict[str, Any],
     live_session: SweepSession,
-) -> tuple[Outcomes, list[dict[str, Any]]]:
-    """Run the steps in order; the live threshold is written back afterwards whatever happened."""
-    outcomes: Outcomes = {name: {} for name in arms}
+    options: BenchOptions,
+    started: float,
+) -> tuple[Outcomes, list[dict[str, Any]], dict[int, LevelStop]]:
+    """Run the steps (and those the stopping rule adds); the live threshold is written back
+    afterwards whatever happened."""
     switches: list[dict[str, Any]] = []
     current = live.get("original_threshold")
     reset_steps = live.get("steps_reset_to")
     failure: BaseException | None = None
+
+    async def run_step(step: Step) -> RunOutcome:
+        session, threshold = arms[step.arm]
+
+        async def switch(threshold: int | None = threshold, session: SweepSession = session) -> LiveSwitch:
+            nonlocal current
+            called = time.perf_counter()
+            change: dict[str, Any] = {}
+            if threshold is not None and threshold != current:
+                await session.probe.set_threshold(threshold)
+                current = threshold
+                change["set_threshold"] = threshold
+            if reset_steps is not None:
+                await session.probe.reset_steps(reset_steps)
+                change["steps"] = f"pinned at {reset_steps}, then released"
+            return LiveSwitch(change, called, time.perf_counter(), current)
+
+        outcome = await session.run_step(step, tracker, None if threshold is None else switch)
+        if "switch" in outcome.result:
+            where = {
+                "concurrency": step.concurrency,
+                "arm": step.arm,
+                "repeat": step.repeat,
+                "step": step.index,
+            }
+            switches.append(where | outcome.result["switch"])
+        return outcome
+
     try:
-        for step in steps:
-            session, threshold = arms[step.arm]
-            tracker.begin(step)
-
-            async def switch(
-                threshold: int | None = threshold, session: SweepSession = session
-            ) -> LiveSwitch:
-                nonlocal current
-                called = time.perf_counter()
-                change: dict[str, Any] = {}
-                if threshold is not None and threshold != current:
-                    await session.probe.set_threshold(threshold)
-                    current = threshold
-                    change["set_threshold"] = threshold
-                if reset_steps is not None:
-                    await session.probe.reset_steps(reset_steps)
-                    change["steps"] = f"pinned at {reset_steps}, then released"
-                return LiveSwitch(change, called, time.perf_counter(), current)
-
-            outcome = await session.run_step(step, tracker, None if threshold is None else switch)
-            outcomes[step.arm].setdefault(step.level_index, []).append(outcome)
-            if "switch" in outcome.result:
-                where = {
-                    "concurrency": step.concurrency,
-                    "arm": step.arm,
-                    "repeat": step.repeat,
-                    "step": step.index,
-                }
-                switches.append(where | outcome.result["switch"])
+        outcomes, stops = await measure(
+            options.concurrency, list(arms), options.stop, steps, tracker, run_step, started
+        )
     except BaseException as exc:
         failure = exc
         raise
     finally:
         if "original_threshold" in live:
             await _restore(live_session, live, failure)
-    return outcomes, switches
+    return outcomes, switches, stops
 
 
 async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.bench.options import BenchOptions
-from agent.bench.schedule import DurationModel, format_duration, plan
+from agent.bench.schedule import DurationModel, format_duration
+from agent.bench.stopping import first_steps
 from agent.wire.bench_result import BenchResult
 
 COMPARE_ARMS = ("on", "off", "adaptive")
-SAME_PLAN_KEYS = ("concurrency", "repeats", "input_len", "output_len", "min_requests", "min_window_s", "chat")
+SAME_PLAN_KEYS = (
+    "concurrency", "repeats", "input_len", "output_len", "min_requests", "min_window_s", "chat", "stop", "arms",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,13 @@ class Estimate:
     """Where the figure comes from, in words."""
     drain_wait_s: float
     """The most the run waits for the engine to drain first (0 when it is idle now)."""
+    at_most_s: float | None = None
+    """With a stopping rule: the longest it may take (its budget, or every level at the window cap);
+    ``expected_s`` is then its first windows'."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "at_most_s": None if self.at_most_s is None else round(self.at_most_s, 1),
             "mode": self.mode,
             "arms": list(self.arms),
             "levels": list(self.levels),
@@ -46,9 +53,12 @@ class Estimate:
         }
 
 
-def arms_of(mode: str, baseline: bool) -> tuple[str, ...]:
-    arms = COMPARE_ARMS if mode == "compare" else ("sweep",)
-    return (*arms, "baseline") if baseline else arms
+def arms_of(mode: str, baseline: bool, chosen: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The arms a run measures: a compare's (those ``chosen``, default every one), or a sweep's one."""
+    if mode != "compare":
+        return ("sweep",)
+    arms = (*COMPARE_ARMS, "baseline") if baseline else COMPARE_ARMS
+    return arms if chosen is None else tuple(a for a in arms if a in chosen)
 
 
 def same_plan(record: BenchResult, mode: str, options: BenchOptions) -> bool:
@@ -72,14 +82,16 @@ def estimate(
     """``earlier``: stored run records, newest first; ``request_s``: one request's time from the
     engine's recent telemetry, seen with ``request_at`` requests running; ``busy_now``: requests
     running or queued on it now."""
-    arms = arms_of(mode, baseline)
-    steps = plan(options.concurrency, arms, options.repeats)
+    arms = arms_of(mode, baseline, options.arms)
+    steps = first_steps(options.concurrency, arms, options.stop, options.repeats)
     drain = options.drain_wait_s if busy_now else 0.0
+    rule = options.stop
     for record in earlier:
         took = record.duration_s
         if record.state == "finished" and took is not None and same_plan(record, mode, options):
             basis = f"run {record.bench_id} of the same plan took {format_duration(took)}"
-            return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain)
+            budget = None if rule is None else rule.budget_s
+            return Estimate(mode, arms, options.concurrency, len(steps), float(took), basis, drain, budget)
     at = max(1, request_at)
     model = DurationModel(options.min_window_s, probes={at: request_s} if request_s else {})
     expected = model.remaining(steps)
@@ -89,7 +101,15 @@ def estimate(
         if request_s
         else "a rough guess: no run of this plan and no latency from the engine yet"
     )
-    return Estimate(mode, arms, options.concurrency, len(steps), expected, basis, drain)
+    at_most: float | None = None
+    if rule is not None:
+        capped = model.remaining(first_steps(options.concurrency, arms, None, rule.max_windows))
+        at_most = capped if rule.budget_s is None else min(capped, rule.budget_s)
+        basis += (
+            f"; the first {rule.min_windows} windows of every arm, then more where the intervals need "
+            f"them, {format_duration(at_most)} at most"
+        )
+    return Estimate(mode, arms, options.concurrency, len(steps), expected, basis, drain, at_most)
 
 
 def request_time(ttft_s: float | None, itl_s: float | None, output_len: int) -> float | None:

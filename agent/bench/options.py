@@ -8,8 +8,10 @@ from typing import Any
 
 from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.settle import WARMUP_OUTPUT_LEN
+from agent.bench.stopping import StopRule, StopRuleError, make_rule, rule_from_mapping
 from agent.bench.window import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
 from agent.profile.words import given_words
+from agent.wire.bench_result import ARM_NAMES
 
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
 
@@ -66,6 +68,11 @@ class BenchOptions:
     drain_wait_s: float = DEFAULT_DRAIN_WAIT_S
     """Before its first request, wait this long at most for the engine to finish other clients'
     requests (``agent.bench.drain``); 0: start at once."""
+    stop: StopRule | None = None
+    """When to stop adding windows at a level (``agent.bench.stopping``); None: ``repeats`` windows."""
+    arms: tuple[str, ...] | None = None
+    """A compare's arms, in ``ARM_NAMES``' order; None: every arm the server allows (on, off, adaptive,
+    and baseline with a baseline URL)."""
 
     def requests_at(self, concurrency: int) -> int:
         if self.min_requests is not None:
@@ -81,6 +88,8 @@ class BenchOptions:
         data.pop("api_key")
         data.pop("admin_api_key")
         data["concurrency"] = list(self.concurrency)
+        if self.arms is not None:
+            data["arms"] = list(self.arms)
         return data
 
     def with_api_key(self, api_key: str | None, admin_api_key: str | None = None) -> BenchOptions:
@@ -108,6 +117,36 @@ def validate_concurrency(values: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+def parse_arms(text: str) -> tuple[str, ...]:
+    """``"off,baseline"`` → ("off", "baseline")."""
+    return validate_arms([part.strip() for part in text.split(",") if part.strip()])
+
+
+def validate_arms(values: object) -> tuple[str, ...]:
+    """Known, unique arm names, in the order results show them (``ARM_NAMES``)."""
+    allowed = ", ".join(ARM_NAMES)
+    if not isinstance(values, list | tuple) or not values:
+        raise BenchOptionError(
+            "arms", f"{given_words(values)}: give at least one of {allowed}, e.g. off,baseline"
+        )
+    unknown = [v for v in values if v not in ARM_NAMES]
+    if unknown:
+        raise BenchOptionError("arms", f"{given_words(unknown[0])} is not an arm; allowed: {allowed}")
+    if len(set(values)) != len(values):
+        raise BenchOptionError("arms", f"{given_words(list(values))}: each arm once")
+    return tuple(a for a in ARM_NAMES if a in values)
+
+
+def stop_rule(
+    until: float | None, budget_s: float | None, min_windows: int | None, max_windows: int | None
+) -> StopRule | None:
+    """``stopping.make_rule`` with its errors as ``BenchOptionError``."""
+    try:
+        return make_rule(until, budget_s, min_windows, max_windows)
+    except StopRuleError as exc:
+        raise BenchOptionError(exc.field_name, str(exc).split(": ", 1)[1]) from None
+
+
 def _int_in(data: Mapping[str, Any], key: str, low: int, high: int, default: int | None) -> int | None:
     value = data.get(key, default)
     if value is None:
@@ -124,6 +163,9 @@ def _seconds_in(data: Mapping[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
+STOP_FIELDS = ("until", "budget_s", "min_windows", "max_windows")
+"""The stopping rule's body fields (``agent.bench.stopping``)."""
+
 ALIASES = {"requests_per_level": "min_requests", "min_level_seconds": "min_window_s"}
 """Older names of two body fields, still accepted (the console and scripts send them)."""
 
@@ -132,7 +174,7 @@ def options_from_mapping(data: Mapping[str, Any]) -> BenchOptions:
     """Options from a JSON body (the daemon's POST /v1/bench); unknown keys are refused by name."""
     allowed = {
         "concurrency", "min_requests", "input_len", "output_len", "chat", "repeats", "min_window_s",
-        "warmup_requests", "warmup_output_len", "drain_wait_s", *ALIASES,
+        "warmup_requests", "warmup_output_len", "drain_wait_s", *STOP_FIELDS, "arms", *ALIASES,
     }  # fmt: skip
     unknown = sorted(set(data) - allowed - {"mode", "baseline_url", "confirm_production"})
     if unknown:
@@ -160,6 +202,18 @@ def _options(body: Mapping[str, Any]) -> BenchOptions:
     chat = body.get("chat", False)
     if not isinstance(chat, bool):
         raise BenchOptionError("chat", f"{given_words(chat)}: must be true or false")
+    try:
+        rule = rule_from_mapping(body)
+    except StopRuleError as exc:
+        raise BenchOptionError(exc.field_name, str(exc).split(": ", 1)[1]) from None
+    if rule is not None and body.get("repeats") is not None:
+        raise BenchOptionError(
+            "repeats",
+            "a fixed number of windows; with until or budget_s the windows are min_windows to max_windows",
+        )
+    arms = body.get("arms")
+    if arms is not None and body.get("mode", "compare") != "compare":
+        raise BenchOptionError("arms", "only a compare has arms (mode compare)")
     return BenchOptions(
         concurrency=validate_concurrency(concurrency),
         min_window_s=_seconds_in(body, "min_window_s", DEFAULT_MIN_WINDOW_S),
@@ -172,4 +226,6 @@ def _options(body: Mapping[str, Any]) -> BenchOptions:
         warmup_requests=_int_in(body, "warmup_requests", 0, 100_000, 0) or 0,
         warmup_output_len=_int_in(body, "warmup_output_len", 1, 1_000_000, WARMUP_OUTPUT_LEN)
         or WARMUP_OUTPUT_LEN,
+        stop=rule,
+        arms=None if arms is None else validate_arms(arms),
     )

@@ -73,10 +73,23 @@ class RunTracker:
         self.done = 0
         self._step_started = self.started
         self._last_measuring = 0.0
+        self.projected: list[Step] = []
+        """Steps a stopping rule expects to add still (``stopping``): counted in the ETA only."""
+        self.rule_words: str | None = None
+        """The stopping rule in words, for the plan's line (None: the windows are fixed)."""
+
+    def add(self, steps: Sequence[Step]) -> None:
+        """A stopping rule adds a pass at a level: its steps join the run (and leave the projection)."""
+        self.steps += steps
+        self.projected = self.projected[len(steps) :]
+        self.repeats = max([self.repeats, *(s.repeat + 1 for s in steps)])
+
+    def project(self, steps: Sequence[Step]) -> None:
+        self.projected = list(steps)
 
     def _eta(self, current: Step | None) -> float:
         rest = self.steps[self.done + (1 if current is not None else 0) :]
-        eta = self.model.remaining(rest)
+        eta = self.model.remaining(rest) + self.model.remaining(self.projected)
         if current is not None:
             in_step = time.monotonic() - self._step_started
             eta += max(0.0, self.model.guess(current.concurrency) - in_step)
@@ -132,12 +145,18 @@ class RunTracker:
         if self.steps:
             first = self.steps[0]
             arms = len({s.arm for s in self.steps})
-            self._emit(
-                first,
-                "planned",
-                f"{len(self.steps)} steps ({self.levels} levels x {arms} arms x {self.repeats} repeats), "
-                f"expected about {format_duration(expected)}",
-            )
+            if self.rule_words is None:
+                words = (
+                    f"{len(self.steps)} steps ({self.levels} levels x {arms} arms x {self.repeats} repeats), "
+                    f"expected about {format_duration(expected)}"
+                )
+            else:
+                words = (
+                    f"{len(self.steps)} steps first ({self.levels} levels x {arms} arms x {self.repeats} "
+                    f"windows, expected about {format_duration(expected)}), then more windows at a level "
+                    f"{self.rule_words}"
+                )
+            self._emit(first, "planned", words)
         return expected
 
     def begin(self, step: Step) -> None:

@@ -43,7 +43,7 @@ def _failed(level: BenchLevel) -> str:
     return "-" if level.failed is None else str(level.failed)
 
 
-def sweep_table(levels: list[BenchLevel]) -> str:
+def sweep_table(levels: list[BenchLevel], rule_words: str | None = None) -> str:
     head = (
         f"{'conc':>5} {'held':>5} {'out tok/s':>16} {'engine':>9} {'req/s':>7} {'TTFT med/p99 ms':>17} "
         f"{'ITL med/p99 ms':>16} {'e2e med ms':>10} {'accept':>6} {'window':>7} {'fail':>4}"
@@ -71,9 +71,19 @@ def sweep_table(levels: list[BenchLevel]) -> str:
     sources = {lv.accept_length_source for lv in levels if lv.accept_length is not None}
     if sources:
         rows.append("accept length from " + " / ".join(sorted(str(s) for s in sources)))
+    rows += stopping_lines(levels, rule_words)
     if levels:
         rows.append(_legend(levels[0]))
     return "\n".join(rows)
+
+
+def stopping_lines(levels: list[BenchLevel], rule_words: str | None = None) -> list[str]:
+    """Per level, what ended its windows, when a stopping rule ran (``agent.bench.stopping``)."""
+    stops = [(lv.max_concurrency or lv.asked, lv.stopping) for lv in levels if lv.stopping is not None]
+    if not stops or all(stop.outcome == "fixed" for _, stop in stops):
+        return []
+    head = f"stopping: windows were added at a level {rule_words}" if rule_words else "stopping, per level:"
+    return [head] + [f"  c={c}: {stop.words or stop.outcome}" for c, stop in stops]
 
 
 def _legend(arm: Figures) -> str:
@@ -130,6 +140,8 @@ def compare_table(result: BenchResult) -> str:
             "it may have been the bottleneck"
         )
     rows += _live_lines(result)
+    rule = result.stopping.rule if result.stopping is not None else None
+    rows += stopping_lines(result.levels, rule.words if rule is not None else None)
     rows += _recommendation_lines(result)
     if result.off_note:
         rows.append(result.off_note)

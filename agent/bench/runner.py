@@ -191,6 +191,10 @@ class BenchRuns:
                 raise BenchOptionError(
                     "baseline_url", f"{baseline_url!r}: must be an http:// or https:// URL"
                 )
+        if options.arms is not None and "baseline" in options.arms and baseline_url is None:
+            raise BenchOptionError(
+                "arms", "the baseline arm needs baseline_url (a server launched without a drafter)"
+            )
         return str(mode), options, baseline_url
 
     def cancel(self, bench_id: str) -> bool:

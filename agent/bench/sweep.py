@@ -29,9 +29,10 @@ from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment
-from agent.bench.schedule import DurationModel, Step, plan
+from agent.bench.schedule import DurationModel, Step
 from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
 from agent.bench.stats import RequestRecord
+from agent.bench.stopping import first_steps, measure, stopping_record
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
 from agent.bench.window import WindowRule, slices
 from agent.bench.window_stats import window_metrics
@@ -88,7 +89,10 @@ def new_tracker(
     steps: list[Step], options: BenchOptions, levels: int, progress: ProgressCallback
 ) -> RunTracker:
     model = DurationModel(options.min_window_s)
-    return RunTracker(steps, model, levels, options.repeats, progress)
+    windows = options.repeats if options.stop is None else options.stop.min_windows
+    tracker = RunTracker(steps, model, levels, windows, progress)
+    tracker.rule_words = None if options.stop is None else options.stop.words()
+    return tracker
 
 
 class SweepSession:
@@ -325,16 +329,6 @@ class SweepSession:
         return RunOutcome(result, (loop.records, window), slices_samples)
 
 
-async def measure_levels(
-    session: SweepSession, steps: list[Step], tracker: RunTracker
-) -> dict[int, list[RunOutcome]]:
-    outcomes: dict[int, list[RunOutcome]] = {}
-    for step in steps:
-        tracker.begin(step)
-        outcomes.setdefault(step.level_index, []).append(await session.run_step(step, tracker))
-    return outcomes
-
-
 async def run_sweep(
     url: str,
     options: BenchOptions,
@@ -342,10 +336,11 @@ async def run_sweep(
     cancel: asyncio.Event | None = None,
     context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """A plain sweep of the server as it runs (no speculation setting is touched); ``context``: what
-    the caller knows of where the server runs (``provenance``)."""
+    """A plain sweep of the server as it runs (no speculation setting is touched), over the levels
+    until the stopping rule says (``stopping``; without one ``repeats`` times); ``context``: what the
+    caller knows of where the server runs (``provenance``)."""
     started = time.time()
-    steps = plan(options.concurrency, ["sweep"], options.repeats)
+    steps = first_steps(options.concurrency, ["sweep"], options.stop, options.repeats)
     tracker = new_tracker(steps, options, len(options.concurrency), progress)
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -354,10 +349,17 @@ async def run_sweep(
         tracker.probing(max(options.concurrency))
         await session.probe_durations(tracker.model)
         expected = tracker.planned()
-        outcomes = await measure_levels(session, steps, tracker)
-    figures, noise = arm_estimates({("sweep", i): runs for i, runs in outcomes.items()})
+
+        async def run_step(step: Step) -> RunOutcome:
+            return await session.run_step(step, tracker)
+
+        outcomes, stops = await measure(
+            options.concurrency, ["sweep"], options.stop, steps, tracker, run_step, started
+        )
+    figures, noise = arm_estimates(outcomes)
     levels = [
-        arm_result(c, "sweep", outcomes[i], figures[("sweep", i)], noise)
+        arm_result(c, "sweep", outcomes[("sweep", i)], figures[("sweep", i)], noise)
+        | {"stopping": stops[i].as_dict(options.stop)}
         for i, c in enumerate(options.concurrency)
     ]
     return {
@@ -367,6 +369,7 @@ async def run_sweep(
         "server": server_summary(info),
         "environment": environment(info, context),
         "levels": levels,
+        "stopping": stopping_record(options.stop, stops, options.concurrency),
         "expected_duration_s": expected,
         "drain": drain.as_dict(),
         "started_at": started,

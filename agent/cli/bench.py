@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,21 @@ from agent.bench.options import (
     DEFAULT_REPEATS,
     BenchOptionError,
     BenchOptions,
+    parse_arms,
     parse_concurrency,
+    stop_rule,
 )
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
 from agent.bench.settle import WARMUP_OUTPUT_LEN
+from agent.bench.stopping import (
+    DEFAULT_MAX_WINDOWS,
+    DEFAULT_MIN_WINDOWS,
+    StopRuleError,
+    parse_budget,
+    parse_until,
+)
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.status import add_connection_args
@@ -42,13 +52,19 @@ WINDOWS = (
     "Closed-loop load: at each level C streams, the next request sent as soon as one finishes. Each figure "
     "comes from steady-state windows: from the first completion once the engine holds C, whole cycles of "
     "one stream, at least --min-requests completed requests and --min-window-s seconds; the ramp is not "
-    "measured. Every arm is measured --repeats times, and its figure is their mean with a 95 % interval. "
+    "measured. Every arm is measured --repeats times (or as --until and --budget say), and its figure is their mean with a 95 % interval. "
     "The expected duration is printed first, then a line per step with an ETA (a bar on a terminal)."
 )
 COMPARE = (
     " Each repeat is a pass over every level (on, off, adaptive at each), the next pass its mirror, forced through the "
     "live threshold, which is restored afterwards; the recommended threshold carries an interval and says "
-    "where the arms could not be told apart."
+    "where the arms could not be told apart. --arms measures some arms only."
+)
+STOPPING = (
+    " With --until (a bound on the intervals) and/or --budget (the run's time), every arm first gets "
+    "--min-windows windows at every level, then a level whose intervals are not all within the bound gets "
+    "one more window of every arm per pass, until they are, the budget would be overrun, or it has "
+    "--max-windows; the result and the table say which, per level, with the interval reached per arm."
 )
 
 
@@ -63,8 +79,35 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeats",
         type=int,
-        default=DEFAULT_REPEATS,
-        help=f"windows per arm and level: passes over all levels, each the mirror of the last (default {DEFAULT_REPEATS})",
+        default=None,
+        help=f"a fixed number of windows per arm and level: passes over all levels, each the mirror of the "
+        f"last (default {DEFAULT_REPEATS}; not with --until or --budget)",
+    )
+    parser.add_argument(
+        "--until",
+        default=None,
+        metavar="BOUND",
+        help="keep adding windows at a level until every arm's 95 %% interval is within ± this of its "
+        "figure, e.g. 4%% (or 0.04); see --budget, --min-windows, --max-windows",
+    )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        metavar="DURATION",
+        help="the whole run's time budget from its start (e.g. 1200, 20m, 1h30m): a level gets no more "
+        "windows once its next pass would overrun it; with or without --until",
+    )
+    parser.add_argument(
+        "--min-windows",
+        type=int,
+        default=None,
+        help=f"with --until/--budget: windows of every arm at every level before any is judged (default {DEFAULT_MIN_WINDOWS})",
+    )
+    parser.add_argument(
+        "--max-windows",
+        type=int,
+        default=None,
+        help=f"with --until/--budget: the most windows of every arm a level takes (default {DEFAULT_MAX_WINDOWS})",
     )
     parser.add_argument(
         "--min-window-s",
@@ -126,16 +169,24 @@ def register(subparsers: Any) -> None:
     cancel.add_argument("--yes", "-y", action="store_true", help="cancel without asking (scripts)")
     cancel.add_argument("--operator", default=None, help="who asks, for the audit (default: this user)")
     cancel.set_defaults(handler=cancel_run)
-    sweep = sub.add_parser("sweep", help="closed-loop load at each concurrency level", description=WINDOWS)
+    sweep = sub.add_parser(
+        "sweep", help="closed-loop load at each concurrency level", description=WINDOWS + STOPPING
+    )
     _common(sweep)
     sweep.set_defaults(handler=_handle, bench_mode="sweep")
     compare = sub.add_parser(
         "compare",
         help="speculation on / off / adaptive through the live threshold",
-        description=WINDOWS + COMPARE,
+        description=WINDOWS + COMPARE + STOPPING,
     )
     _common(compare)
     compare.add_argument("--baseline-url", default=None, help="a server without a drafter, as a fourth arm")
+    compare.add_argument(
+        "--arms",
+        default=None,
+        help="the arms to measure, comma-separated, of on, off, adaptive, baseline (baseline needs "
+        "--baseline-url); default: all of them (e.g. off,baseline: what 'off' costs, nothing else)",
+    )
     compare.set_defaults(handler=_handle, bench_mode="compare")
     show = sub.add_parser(
         "show",
@@ -157,8 +208,27 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise BenchOptionError(flag, f"{value}: must be at least 1")
-    if not 1 <= args.repeats <= 20:
+    if args.repeats is not None and not 1 <= args.repeats <= 20:
         raise BenchOptionError("repeats", f"{args.repeats}: must be from 1 to 20")
+    until = None if args.until is None else _stop_field(parse_until, args.until)
+    budget = None if args.budget is None else _stop_field(parse_budget, args.budget)
+    try:
+        stop = stop_rule(until, budget, args.min_windows, args.max_windows)
+    except BenchOptionError as exc:  # the body's names, said as this command's flags
+        words = str(exc).split(": ", 1)[1].replace("until (", "--until (").replace("budget_s (", "--budget (")
+        raise BenchOptionError(
+            exc.field_name.replace("_", "-"), words.replace("min_windows", "--min-windows")
+        ) from None
+    if stop is not None and args.repeats is not None:
+        raise BenchOptionError(
+            "repeats", "a fixed number of windows; with --until or --budget give --min-windows/--max-windows"
+        )
+    arms = getattr(args, "arms", None)
+    chosen = None if arms is None else parse_arms(arms)
+    if chosen is not None and "baseline" in chosen and not args.baseline_url:
+        raise BenchOptionError(
+            "arms", "the baseline arm needs --baseline-url (a server launched without a drafter)"
+        )
     if not 0 <= args.min_window_s <= 3600:
         raise BenchOptionError("min-window-s", f"{args.min_window_s}: must be from 0 to 3600")
     if args.warmup_requests < 0:
@@ -171,14 +241,23 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         input_len=args.input_len,
         output_len=args.output_len,
         chat=args.chat,
-        repeats=args.repeats,
+        repeats=DEFAULT_REPEATS if args.repeats is None else args.repeats,
         min_window_s=args.min_window_s,
         warmup_requests=args.warmup_requests,
         warmup_output_len=args.warmup_output_len,
         api_key=api_key,
         admin_api_key=admin_api_key,
         drain_wait_s=args.drain_wait_s,
+        stop=stop,
+        arms=chosen,
     )
+
+
+def _stop_field(parse: Callable[[str], float], text: str) -> float:
+    try:
+        return parse(text)
+    except StopRuleError as exc:
+        raise BenchOptionError(exc.field_name, str(exc).split(": ", 1)[1]) from None
 
 
 def _read_key(path: Path | None, flag: str) -> str | None:
@@ -227,7 +306,9 @@ def _handle(args: argparse.Namespace) -> int:
     typed = BenchResult.model_validate(result)
     if args.json_out is not None:
         atomic_write_json(args.json_out, typed.stored())
-    table = sweep_table(typed.levels) if args.bench_mode == "sweep" else compare_table(typed)
+    rule = typed.stopping.rule if typed.stopping is not None else None
+    rule_words = None if rule is None else rule.words
+    table = sweep_table(typed.levels, rule_words) if args.bench_mode == "sweep" else compare_table(typed)
     print(table)
     print("\n".join(where_lines(typed)))
     if args.json_out is not None:
@@ -271,7 +352,13 @@ def _show(args: argparse.Namespace) -> int:
         print(f"agent bench show: {path}: {where}: {first['msg']}", file=sys.stderr)
         return 2
     print("\n".join(where_lines(typed)))
-    print(compare_table(typed) if (typed.kind or "compare") == "compare" else sweep_table(typed.levels))
+    rule = typed.stopping.rule if typed.stopping is not None else None
+    rule_words = None if rule is None else rule.words
+    print(
+        compare_table(typed)
+        if (typed.kind or "compare") == "compare"
+        else sweep_table(typed.levels, rule_words)
+    )
     return 0
 
 

@@ -275,6 +275,11 @@ class BenchPlan(_Wire):
     basis: str = Field(description="Where the estimate comes from, in words")
     drain_wait_s: float = Field(0.0, description="The most it waits first for the engine to drain")
     busy_now: int | None = Field(None, description="Requests running or queued on the engine now")
+    at_most_s: float | None = Field(
+        None,
+        description="With a stopping rule (until, budget_s): the longest it may take; expected_s is then "
+        "the first windows' time",
+    )
 
 
 class BenchAnnounce(_Wire):

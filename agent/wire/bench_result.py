@@ -89,6 +89,34 @@ class BenchArm(Figures):
         return self.concurrency if self.windowed else self.engine_mean_running_reqs
 
 
+class LevelStopping(_Open):
+    """What ended a level's windows (``agent.bench.stopping``): the stopping rule's outcome."""
+
+    outcome: str = Field(
+        description="fixed (the --repeats asked for), bound (every interval within it), budget (the "
+        "run's time ran out), max_windows (the cap)"
+    )
+    windows: int | None = Field(None, description="Windows of every arm at this level")
+    bound: float | None = Field(None, description="The bound asked for (0.04: ±4 %), if any")
+    reached: dict[str, float | None] = Field(
+        default_factory=dict, description="Each arm's interval half-width over its figure at the end"
+    )
+    words: str | None = None
+
+
+class StoppingRule(_Open):
+    until: float | None = None
+    budget_s: float | None = None
+    min_windows: int | None = None
+    max_windows: int | None = None
+    words: str | None = None
+
+
+class RunStopping(_Open):
+    rule: StoppingRule | None = Field(None, description="None: a fixed number of windows (--repeats)")
+    levels: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class BenchLevel(Figures):
     """One concurrency level: a compare's arms by name, or (a sweep) the level's own figures."""
 
@@ -103,6 +131,9 @@ class BenchLevel(Figures):
     baseline: BenchArm | None = None
     envelope: float | None = Field(None, description="A compare's: max(on, off) tok/s")
     ratios: dict[str, float | None] = Field(default_factory=dict, description="Each arm over the envelope")
+    stopping: LevelStopping | None = Field(
+        None, description="What ended this level's windows (newer results)"
+    )
 
     @property
     def asked(self) -> int:
@@ -192,6 +223,8 @@ class BenchResult(_Open):
     levels: list[BenchLevel] = Field(default_factory=list)
     recommendation: Recommendation | None = None
     environment: BenchEnvironment | None = None
+    stopping: RunStopping | None = Field(None, description="The stopping rule and what ended each level")
+    arms: list[str] | None = Field(None, description="A compare's measured arms (newer results)")
 
     @property
     def run_mode(self) -> str:
