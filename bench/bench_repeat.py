@@ -353,7 +353,8 @@ def thresholds_overlap(results: list[dict[str, Any]]) -> tuple[bool, str]:
         ranges.append((r["recommended_threshold"], span[0], upper))
     low, high = max(s[1] for s in ranges), min(s[2] for s in ranges)
     words = "; ".join(
-        f"run {i + 1}: {t} ({a}..{'never' if b == math.inf else f'{b:g}'})" for i, (t, a, b) in enumerate(ranges)
+        f"run {i + 1}: {t} ({a}..{'never' if b == math.inf else f'{b:g}'})"
+        for i, (t, a, b) in enumerate(ranges)
     )
     return low <= high, words
 

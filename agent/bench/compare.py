@@ -162,6 +162,7 @@ async def run_compare(
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
+        simulated = await session.simulated_host()
         reason = live_unavailable_reason(info)
         base_session: SweepSession | None = None
         baseline_info: ServerInfo | None = None
@@ -228,7 +229,7 @@ async def run_compare(
         "arms": names,
         "server": server_summary(info),
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),
-        "environment": environment(info, context, baseline_info),
+        "environment": environment(info, context, baseline_info, simulated),
         "live_control": live,
         "levels": levels,
         "summary": compare_summary(levels, live.get("original_threshold")),

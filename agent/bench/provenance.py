@@ -20,13 +20,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+from pydantic import ValidationError
+
 from agent.install.manifest import manifest_hash, read_manifest
 from agent.profile.schema import Profile
 from agent.profile.store import dump_profile
 from agent.sglang.info_view import ServerInfo
 from agent.telemetry.nvml import make_sampler
 from agent.wire import Gpus
-from agent.wire.bench_env import BenchEnvironment, GpuFacts, ProfileFacts, ServerFacts, StackFacts
+from agent.wire.bench_env import (
+    SIMULATED_HOST_PATH,
+    BenchEnvironment,
+    GpuFacts,
+    ProfileFacts,
+    ServerFacts,
+    StackFacts,
+)
 
 RUN_AT_A_URL = "the benchmark ran straight at a URL, not through the agent that runs a profile"
 
@@ -123,14 +133,38 @@ def server_facts(info: ServerInfo) -> ServerFacts:
     )
 
 
+SIMULATED_HOST_MAX_BYTES = 4096
+
+
+async def simulated_gpus(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> GpuFacts | None:
+    """The host ``agent sim`` at ``url`` models (``SIMULATED_HOST_PATH``); None from anything else (a
+    real SGLang answers 404), or from an answer that is not one (too large, not ``GpuFacts``)."""
+    try:
+        answer = await client.get(url.rstrip("/") + SIMULATED_HOST_PATH, headers=headers, timeout=5.0)
+    except httpx.HTTPError:
+        return None
+    if answer.status_code != 200 or len(answer.content) > SIMULATED_HOST_MAX_BYTES:
+        return None
+    try:
+        facts = GpuFacts.model_validate_json(answer.content)
+    except ValidationError:
+        return None
+    return facts.model_copy(update={"source": "simulated"})
+
+
 def environment(
-    info: ServerInfo, context: RunContext | None, baseline: ServerInfo | None = None
+    info: ServerInfo,
+    context: RunContext | None,
+    baseline: ServerInfo | None = None,
+    simulated: GpuFacts | None = None,
 ) -> dict[str, Any]:
-    """The result's ``environment``."""
+    """The result's ``environment``; ``simulated``: the host the simulated engine models, which
+    replaces what the caller read of its own machine (``simulated_gpus``)."""
     ctx = context or RunContext(gpus_unknown="the caller did not say where the server runs")
+    gpus = simulated if simulated is not None else ctx.gpus
     env = BenchEnvironment(
-        gpus=ctx.gpus,
-        gpus_unknown=None if ctx.gpus is not None else ctx.gpus_unknown,
+        gpus=gpus,
+        gpus_unknown=None if gpus is not None else ctx.gpus_unknown,
         server=server_facts(info),
         baseline=None if baseline is None else server_facts(baseline),
         stack=ctx.stack,

@@ -28,7 +28,7 @@ from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
-from agent.bench.provenance import RunContext, environment
+from agent.bench.provenance import RunContext, environment, simulated_gpus
 from agent.bench.schedule import DurationModel, Step
 from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
 from agent.bench.stats import RequestRecord
@@ -38,6 +38,7 @@ from agent.bench.window import WindowRule, slices
 from agent.bench.window_stats import window_metrics
 from agent.sglang import kv, paths
 from agent.sglang.info_view import ServerInfo
+from agent.wire.bench_env import GpuFacts
 
 
 class BenchCancelled(RuntimeError):
@@ -119,6 +120,10 @@ class SweepSession:
         if self.options.chat:
             self.chat_model = await self.probe.served_model()
         return self.info
+
+    async def simulated_host(self) -> GpuFacts | None:
+        """The host the engine models when it is ``agent sim`` (``provenance.simulated_gpus``)."""
+        return await simulated_gpus(self.client, self.url, self.headers)
 
     async def wait_for_drain(self, tracker: RunTracker) -> DrainOutcome:
         """Wait (up to ``drain_wait_s``) until other clients' requests have left the engine."""
@@ -345,6 +350,7 @@ async def run_sweep(
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
         info = await session.prepare()
+        simulated = await session.simulated_host()
         drain = await session.wait_for_drain(tracker)
         tracker.probing(max(options.concurrency))
         await session.probe_durations(tracker.model)
@@ -367,7 +373,7 @@ async def run_sweep(
         "url": url,
         "options": options.public_dict(),
         "server": server_summary(info),
-        "environment": environment(info, context),
+        "environment": environment(info, context, simulated=simulated),
         "levels": levels,
         "stopping": stopping_record(options.stop, stops, options.concurrency),
         "expected_duration_s": expected,

@@ -276,6 +276,9 @@ class Calibration:
     memory: Memory
     prefill_draft_factor: float
     """A speculative server also runs the draft over every prefilled token (draft extend)."""
+    gpu: str = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    """The GPU the costs are of (one per TP rank), as NVML names it: what the simulator says it models
+    (``agent.wire.bench_env.SIMULATED_HOST_PATH``)."""
 
 
 ZERO_STEP_PROFILE_SPEC = "profiles/kimi-k25-eagle3.toml"

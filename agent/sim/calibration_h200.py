@@ -77,6 +77,7 @@ H200_HEAVY = Calibration(
     acceptance=with_draft_acceptance("oracle").acceptance,
     memory=replace(CALIBRATION.memory, draft_weight_bytes_per_rank=0),
     prefill_draft_factor=1.0,
+    gpu="NVIDIA H200",
 )
 """The heavy tiny target and its oracle EAGLE-3 head on one H200 under SGLang 0.5.23."""
 

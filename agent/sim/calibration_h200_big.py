@@ -124,6 +124,7 @@ H200_BIG = Calibration(
     acceptance=with_draft_acceptance("oracle").acceptance,
     memory=replace(CALIBRATION.memory, draft_weight_bytes_per_rank=0),
     prefill_draft_factor=1.0,
+    gpu="NVIDIA H200",
 )
 """The Llama-3-8B-shape target and an EAGLE-3 head on one H200 under SGLang 0.5.23, triton."""
 

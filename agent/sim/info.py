@@ -17,6 +17,7 @@ from typing import Any
 from agent.sglang import kv, launch, live_control
 from agent.sglang import server_info as si
 from agent.sim.engine import Engine
+from agent.wire.bench_env import GpuFacts
 
 SGLANG_VERSION = "0.5.23"
 KIMI_ARCHITECTURE = "KimiK25ForConditionalGeneration"
@@ -219,3 +220,17 @@ class ServerInfo:
                 }
             ],
         }
+
+    def simulated_host(self) -> dict[str, Any]:
+        """What the simulator models (``agent.wire.bench_env.SIMULATED_HOST_PATH``): one GPU per TP
+        rank of the calibration's kind. Not SGLang's: a result of a run against the simulator records
+        this host, not the machine it ran on."""
+        tp = self.engine.config.profile.server.tp_size
+        gpu = self.engine.cal.gpu
+        return GpuFacts(
+            source="simulated",
+            where="agent sim's model of the host",
+            count=tp,
+            names=[gpu] * tp,
+            detail=f"simulated: {tp} × {gpu} as agent sim's calibration models them; no driver, not a measurement",
+        ).model_dump()

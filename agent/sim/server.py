@@ -21,7 +21,7 @@ import asyncio
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +41,7 @@ from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_
 from agent.sim.request import SimRequest
 from agent.sim.runner import EngineRunner
 from agent.sim.warmup import warm_up
+from agent.wire.bench_env import SIMULATED_HOST_PATH
 
 PATCH_03_KEYS = (live_control.ZERO_STEP_KEY, live_control.ROUND_TIMING_KEY)
 """Keys patch 03 adds to ``/set_internal_state`` (``agent.sim.zero_step_path`` answers them)."""
@@ -73,16 +74,17 @@ class SimServer:
             paths.HEALTH_GENERATE: Route(self.health, get, Auth.OPEN),
             paths.READY: Route(self.health, get, Auth.OPEN),
             paths.METRICS: Route(self.metrics, get, Auth.OPEN),
-            paths.MODEL_INFO: Route(self.model_info, get, Auth.NORMAL),
-            paths.GET_MODEL_INFO: Route(self.model_info, get, Auth.NORMAL),
-            paths.SERVER_INFO: Route(self.server_info, get, Auth.NORMAL),
-            paths.GET_SERVER_INFO: Route(self.server_info, get, Auth.NORMAL),
-            paths.MODELS: Route(self.models, get, Auth.NORMAL),
+            paths.MODEL_INFO: Route(self.answer_json(self.info.model_info), get, Auth.NORMAL),
+            paths.GET_MODEL_INFO: Route(self.answer_json(self.info.model_info), get, Auth.NORMAL),
+            paths.SERVER_INFO: Route(self.answer_json(self.info.server_info), get, Auth.NORMAL),
+            paths.GET_SERVER_INFO: Route(self.answer_json(self.info.server_info), get, Auth.NORMAL),
+            paths.MODELS: Route(self.answer_json(self.info.models), get, Auth.NORMAL),
             paths.SET_INTERNAL_STATE: Route(self.set_internal_state, post_put, Auth.ADMIN_OPTIONAL),
             paths.FLUSH_CACHE: Route(self.flush_cache, get_post, Auth.ADMIN_OPTIONAL),
             paths.GENERATE: Route(self.generate, post_put, Auth.NORMAL),
             paths.CHAT_COMPLETIONS: Route(self.chat, post, Auth.NORMAL),
             paths.COMPLETIONS: Route(self.completions, post, Auth.NORMAL),
+            SIMULATED_HOST_PATH: Route(self.answer_json(self.info.simulated_host), get, Auth.NORMAL),
         }
 
     # ------------------------------------------------------------------ ASGI
@@ -124,14 +126,11 @@ class SimServer:
     async def metrics(self, request: HttpRequest) -> None:
         await request.respond(200, metrics.render(self.registry), metrics.CONTENT_TYPE)
 
-    async def model_info(self, request: HttpRequest) -> None:
-        await request.respond_json(self.info.model_info())
+    def answer_json(self, answer: Callable[[], Any]) -> Callable[[HttpRequest], Awaitable[None]]:
+        async def handler(request: HttpRequest) -> None:  # /model_info, /server_info ...: answer() as JSON
+            await request.respond_json(answer())
 
-    async def server_info(self, request: HttpRequest) -> None:
-        await request.respond_json(self.info.server_info())
-
-    async def models(self, request: HttpRequest) -> None:
-        await request.respond_json(self.info.models())
+        return handler
 
     async def flush_cache(self, request: HttpRequest) -> None:
         if self.engine.flush():

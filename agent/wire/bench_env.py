@@ -21,6 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 NOT_RECORDED = "not recorded (the result is older than this record)"
 
+SIMULATED_HOST_PATH = "/k25console/simulated_host"
+"""Where ``agent sim`` says which host it models (a ``GpuFacts`` with ``source="simulated"``): a
+result of a run against the simulator records that, not the GPUs of the machine the simulator ran
+on. SGLang has no such route (404): a real engine's GPUs come from NVML or the agent's telemetry."""
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)

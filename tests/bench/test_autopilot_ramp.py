@@ -113,6 +113,15 @@ def test_the_arms_interleave_every_switch_is_audited_and_the_operators_setting_c
         and result["arms"]["best"]["source"] == f"compare {COMPARE}"
     )
     assert result["arms"]["profile"]["threshold"] == OPERATOR_THRESHOLD
+    # where it ran, as a bench result records it (the 2026-12-03 ramp on the GPU recorded none of it)
+    where = result["environment"]
+    profile = load_profile(REPO / "profiles" / "local-sim.toml")
+    gpus = where["gpus"]
+    assert gpus["source"] == "simulated" and gpus["count"] == profile.server.tp_size
+    assert gpus["names"] == ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * profile.server.tp_size
+    assert where["server"]["attention_decode"] == (profile.server.attention_backend or "triton")
+    assert where["profile"]["name"] == "local-sim" and where["profile"]["sha256"]
+    assert "GPUs: 8 × NVIDIA RTX PRO 6000 Blackwell Server Edition [simulated" in done.stdout
 
     windows = result["windows"]
     assert len(windows) == 9

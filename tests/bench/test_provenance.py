@@ -157,3 +157,33 @@ def test_bench_show_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:
     bad = _show(str(tmp_path / "env.json"))
     assert bad.returncode == 2 and "its 'environment' is malformed" in bad.stderr
     assert "Traceback" not in missing.stderr + listed.stderr + bad.stderr
+
+
+async def test_a_run_against_the_simulator_records_the_host_it_models_not_this_machine() -> None:
+    """``agent sim`` says which host it models (a route SGLang does not have): the result records that,
+    marked simulated, in place of whatever this machine's NVML found (nothing, here)."""
+    import httpx
+
+    from agent.bench.options import BenchOptions
+    from agent.bench.provenance import simulated_gpus
+    from agent.bench.sweep import run_sweep
+    from agent.sim.calibration import CALIBRATION
+    from agent.sim.server import run_sim
+    from agent.wire.bench_env import SIMULATED_HOST_PATH
+
+    profile = load_profile(PROFILE)
+    options = BenchOptions(
+        concurrency=(2,), input_len=16, output_len=8, repeats=1, min_window_s=0.0, min_requests=2
+    )
+    async with run_sim(profile, port=0, speedup=50, seed=2, api_key="k") as sim:
+        result = await run_sweep(sim.url, options.with_api_key("k"), context=local_context(sim.url))
+        async with httpx.AsyncClient() as client:
+            refused = await client.get(sim.url + SIMULATED_HOST_PATH)
+            assert await simulated_gpus(client, sim.url + "/nowhere", {}) is None  # a 404: not the sim
+    assert refused.status_code == 401, "the route takes the engine's API key, as /server_info does"
+    gpus = result["environment"]["gpus"]
+    assert gpus["source"] == "simulated" and result["environment"]["gpus_unknown"] is None
+    assert gpus["names"] == [CALIBRATION.gpu] * profile.server.tp_size and gpus["driver"] is None
+    lines = dict(describe(BenchEnvironment.model_validate(result["environment"])))
+    assert lines["GPUs"].startswith(f"{profile.server.tp_size} × {CALIBRATION.gpu} [simulated from agent sim")
+    assert "a captured or modelled host, not this run's" in lines["GPUs"]
