@@ -9,7 +9,11 @@ path) and with its plain path (``agent.sim.calibration_h200_big``; the plain rec
 derived from the timing table, not fitted: ``--fit`` shows what a fit would give).
 
 Without ``--from``: prints, for every record of the deployment, the model's off ÷ baseline next to
-the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record).
+the recorded one; ``--fit`` also fits the costs to each record again (about a minute a record). A
+record with an arrival cost (``calibration.ArrivalCosts``: the GPU-bound H200's of 2026-12-06) is
+shown per level against its runs pooled by their intervals (``arrivals.pooled_off_over_baseline``),
+with whether the model lies inside the 95 % interval, what the model gives without the arrival cost,
+and with the patched arrival path (issue 36, step 2); ``--fit-arrival`` fits that cost again.
 For Kimi it also prints what the H200's costs would give if carried over as they are.
 
 With ``--from RESULT.json [RESULT.json ...]`` (``agent bench compare --baseline-url ... --json`` runs
@@ -19,7 +23,7 @@ costs with the deployment's calibration and prints the ``ZeroStepRecord`` to pas
 ``tests/sim/test_zero_step.py`` checks the model against it. ``--levels`` keeps some levels only
 (say, where both arms ran the asked concurrency).
 
-    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy|h200-big] [--fit]
+    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy|h200-big] [--fit] [--fit-arrival]
     .venv/bin/python bench/zero_step_tax.py --deployment h200-heavy --from RESULT.json --skip \\
         --spec-profile bench/real/profiles/heavy-skip.toml --baseline-profile bench/real/profiles/heavy-base.toml
 """
@@ -29,21 +33,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from agent.profile.schema import Profile
 from agent.profile.store import load_profile
 from agent.sim import costmodel
+from agent.sim.arrivals import fit_arrival, pooled_off_over_baseline
 from agent.sim.calibration import (
     CALIBRATION,
     CROSSOVER_CONTEXT,
+    NO_ARRIVAL_COST,
     ZERO_STEP_RECORD,
     Calibration,
     ZeroStepRecord,
 )
 from agent.sim.calibration_h200 import H200_HEAVY, H200_RECORDS, H200_ZERO_STEP
 from agent.sim.calibration_h200_big import (
+    H200_ARRIVAL,
     H200_BIG,
     H200_BIG_PLAIN_RECORD,
     H200_BIG_RECORDS,
@@ -59,6 +67,7 @@ from agent.sim.zerostep import (
     off_over_baseline,
     on_path,
     record_model,
+    with_arrival,
     with_zero_step,
 )
 
@@ -110,7 +119,12 @@ def record_literal(record: ZeroStepRecord) -> str:
 
 
 def show(
-    name: str, record: ZeroStepRecord, calibration: Calibration, fit: bool, grid: tuple[float, ...]
+    name: str,
+    record: ZeroStepRecord,
+    calibration: Calibration,
+    fit: bool,
+    grid: tuple[float, ...],
+    fit_arrivals: bool = False,
 ) -> None:
     spec, base = load_profile(ROOT / record.spec_profile), load_profile(ROOT / record.baseline_profile)
     costs = record.zero_step
@@ -119,14 +133,64 @@ def show(
     if record.zero_step_path == "plain":
         tail = " (patch 03's plain path: no draft-extend pass)"
     print(f"  costs: {costs.round_s * 1e3:.4f} ms a round + {costs.request_s * 1e3:.4f} ms a request{tail}")
+    arrival = record.arrival or calibration.spec.arrival
+    print(
+        f"  arrivals: {arrival.request_s * 1e3:.3f} ms a request on the speculative server beyond the draft's "
+        f"extend over its prompt ({costmodel.draft_pass_s(calibration, record.input_len) * 1e3:.2f} ms)"
+        + ("" if arrival.request_s else ": none modelled for this record")
+    )
     model = record_model(record, spec, base, calibration)
-    print(f"  {'c':>5} {'model off/baseline':>20} {'recorded':>10} {'difference':>11}")
-    for c, ratio in record.off_over_baseline:
-        print(f"  {c:>5} {model[c]:>20.3f} {ratio:>10.3f} {model[c] - ratio:>+11.3f}")
+    if record.arrival is None or not record.arrival.request_s:
+        print(f"  {'c':>5} {'model off/baseline':>20} {'recorded':>10} {'difference':>11}")
+        for c, ratio in record.off_over_baseline:
+            print(f"  {c:>5} {model[c]:>20.3f} {ratio:>10.3f} {model[c] - ratio:>+11.3f}")
+    else:
+        show_arrivals(record, spec, base, calibration, model, fit_arrivals)
     if fit:
         fitted = fit_zero_step(record, spec, base, calibration, request_grid_s=grid)
         print(
             f"  costs that fit the record: {fitted.round_s * 1e3:.3f} ms a round + {fitted.request_s * 1e3:.3f} ms a request"
+        )
+
+
+def show_arrivals(
+    record: ZeroStepRecord,
+    spec: Profile,
+    base: Profile,
+    calibration: Calibration,
+    model: dict[int, float],
+    refit: bool,
+) -> None:
+    """The record's levels: the pooled real figure with its 95 % interval, the model with the fitted
+    arrival cost, without it, and with the patched arrival path (``ArrivalCosts.at_zero_steps``)."""
+    assert record.arrival is not None
+    pooled = pooled_off_over_baseline([json.loads((ROOT / path).read_text()) for path in record.results])
+    bare = record_model(dataclasses.replace(record, arrival=NO_ARRIVAL_COST), spec, base, calibration)
+    patched = record_model(
+        dataclasses.replace(record, arrival=dataclasses.replace(record.arrival, at_zero_steps=False)),
+        spec, base, calibration,
+    )  # fmt: skip
+    print(
+        f"  {'c':>5} {'real (pooled, 95 %)':>24} {'runs':>4} {'model':>7} {'diff':>7} {'in?':>4}"
+        f" {'no arrival cost':>16} {'patched':>8}"
+    )
+    for c, ratio in record.off_over_baseline:
+        band = pooled[c]
+        inside = abs(math.log(model[c] / band.ratio)) <= band.half_width
+        real = f"{ratio:.3f} ±{band.half_width * 100:.1f} %"
+        print(
+            f"  {c:>5} {real:>24} {band.runs:>4} {model[c]:>7.3f} {model[c] - ratio:>+7.3f} "
+            f"{'yes' if inside else 'NO':>4} {bare[c]:>16.3f} {patched[c]:>8.3f}"
+        )
+    print(
+        "  patched: an arrival while the batch runs at 0 steps costs what it costs a server without a drafter "
+        "(issue 36, step 2; its draft catches up on resume)"
+    )
+    if refit:
+        fitted, chi2 = fit_arrival(record, spec, base, calibration, pooled)
+        print(
+            f"  arrival cost that fits the record: {fitted.request_s * 1e3:.3f} ms a request "
+            f"(chi-square {chi2:.2f} over {len(pooled)} levels)"
         )
 
 
@@ -146,6 +210,13 @@ def carried_over(spec: Profile, base: Profile) -> None:
     print(
         f"  with the H200's 0-step costs carried over: off ÷ baseline c=64 {ratios[64]:.3f}, c=128 {ratios[128]:.3f}; "
         f"crossover {crossings[0]} now, {crossings[1]} carried over, {crossings[2]} carried over with the skip"
+    )
+    plain = on_path(spec, "plain")
+    with_cost = off_over_baseline(plain, base, (64, 128), calibration=with_arrival(CALIBRATION, H200_ARRIVAL))
+    print(
+        f"  with the H200's arrival cost ({H200_ARRIVAL.request_s * 1e3:.2f} ms a request) carried over as it is, "
+        f"on the plain path: off ÷ baseline c=64 {with_cost[64]:.3f}, c=128 {with_cost[128]:.3f} "
+        "(Kimi's own is not measured: none is modelled)"
     )
 
 
@@ -170,6 +241,11 @@ def main() -> None:
     )
     parser.add_argument("--deployment", choices=sorted(DEPLOYMENTS), default="kimi")
     parser.add_argument("--fit", action="store_true", help="fit the costs to every record again")
+    parser.add_argument(
+        "--fit-arrival",
+        action="store_true",
+        help="fit the arrival cost to the records that model one again (about a minute a record)",
+    )
     parser.add_argument(
         "--fit-target",
         action="store_true",
@@ -203,7 +279,8 @@ def main() -> None:
 
     if not args.sources:
         for name, record in records.items():
-            show(name, record, calibration, args.fit, GRIDS.get(args.deployment, REQUEST_GRID_S))
+            grid = GRIDS.get(args.deployment, REQUEST_GRID_S)
+            show(name, record, calibration, args.fit, grid, args.fit_arrival)
         if args.deployment == "kimi":
             loaded = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
             spec = on_path(loaded, ZERO_STEP_RECORD.zero_step_path)

@@ -180,6 +180,37 @@ replaces it."""
 
 
 @dataclass(frozen=True)
+class ArrivalCosts:
+    """What a request's arrival costs a speculative server beyond its prefill on a server without a
+    drafter, besides the draft's extend pass over its prompt (``Calibration.prefill_draft_factor``).
+
+    Measured on the real engine (``bench/results/real-h200-2026-12-06``): once patch 03's plain
+    0-step round cost what a plain decode step costs, "off" still lost 4-14 % to a server without a
+    drafter, and at c=64 a request's time per output token was 10.5 ms against 8.7 ms and its first
+    token 49-76 ms against 33-57 ms, with decode rounds of 6.9 ms on both: the rest is between
+    decode rounds, in requests arriving (the target's extend with the hidden states the draft needs,
+    the draft's extend, any extra scheduler round or sync) and leaving. The model charges it per
+    request whose prefill completes, on that prefill pass (it holds up every running request, as the
+    real one does); ``request_s`` is fitted to the real comparison (``agent.sim.arrivals``), not
+    derived part by part: ``bench/real`` measures the parts (issue 36, step 1), and a figure from
+    there replaces it.
+    """
+
+    request_s: float = 0.0
+    """Seconds per arriving request on the prefill pass that completes it."""
+    at_zero_steps: bool = True
+    """False: the patched arrival path (issue 36, step 2): a request that arrives while the batch runs
+    at 0 steps (patch 03's plain path) costs what it costs a server without a drafter (no draft
+    extend, no ``request_s``); its draft catches up over its prompt when speculation resumes
+    (``zero_step_path.ZeroStepBook.plain_prefill``, counted as patch 03 counts ``plain_prefills``)."""
+
+
+NO_ARRIVAL_COST = ArrivalCosts()
+"""Kimi K2.5's: never measured on its host; the H200's figure is not carried over (what it would give
+is one of ``bench/zero_step_tax.py``'s lines)."""
+
+
+@dataclass(frozen=True)
 class SpecCosts:
     round_overhead_s: float
     """Per speculative round (steps > 0): tree mask, verification sampling, GPU→CPU sync."""
@@ -191,6 +222,10 @@ class SpecCosts:
     plain_zero_step: ZeroStepCosts = PLAIN_ZERO_STEP_ESTIMATE
     """The same on patch 03's plain path (``zero_step = "plain"``): the decode graph, no draft extend,
     the decode batch's metadata built outside the graph (Kimi: ``PLAIN_ZERO_STEP_ESTIMATE``)."""
+    arrival: ArrivalCosts = NO_ARRIVAL_COST
+    """What an arriving request costs the speculative server beyond the draft's extend over its prompt
+    (``ArrivalCosts``): a named parameter of its own, so that the patched arrival path's figure can
+    replace it."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +264,8 @@ class ZeroStepRecord:
     results: tuple[str, ...] = ()
     """The result files (repository paths) of a measured record: ``agent bench compare --json`` runs
     of the same comparison, pooled per level (mean off over mean baseline)."""
+    arrival: ArrivalCosts | None = None
+    """The arrival costs the model runs the record with (None: the calibration's own)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,13 @@ How the numbers were chosen:
   1.60 ms. Neither figure enters the off arm beyond the draft's pass over prefilled tokens; the
   "on" arm is not calibrated here (its verify under triton is the same extend kernel as SGLang's
   0-step round).
-* Patch 03's plain path (``calibration.H200_PLAIN_ZERO_STEP``): derived, not fitted, from the timing
+* Patch 03's plain round as it is since 2026-12-06 (the whole round a plain decode,
+  ``H200_PLAIN_ZERO_STEP_1206``, which ``H200_BIG`` carries): derived from that day's timing tables
+  and c = 1 comparison: it costs what a plain decode step costs. What "off" still lost then sits in
+  requests arriving: ``H200_ARRIVAL`` (``calibration.ArrivalCosts``), fitted to that day's three runs
+  (``H200_BIG_ARRIVAL_RECORD``, ``agent.sim.arrivals``), and ``H200_ARRIVAL_PATCHED``, the arrival
+  path the patch set is to get (issue 36, step 2), for what the model expects of it.
+* Patch 03's first plain path (``calibration.H200_PLAIN_ZERO_STEP``): derived, not fitted, from the timing
   table and the c = 1 comparison (``plain_zero_step_from``). The model's off ÷ baseline with it lies
   inside the comparison's noise band at every level where both arms held the asked load
   (``zerostep.ratio_band``): within 2 points at c = 1, 4 and 16, 4 below at 64 and 128, 12 above at
@@ -54,6 +60,8 @@ from agent.profile.schema import Profile
 from agent.sim.calibration import (
     CALIBRATION,
     H200_PLAIN_ZERO_STEP,
+    NO_ARRIVAL_COST,
+    ArrivalCosts,
     Calibration,
     DraftCosts,
     SpecCosts,
@@ -69,6 +77,14 @@ BEFORE_RESULTS = "bench/results/real-h200-2026-12-03-8b-verify"
 COMPARE = f"{RESULTS}/compare-chain-1.json"
 TIMING = f"{RESULTS}/timing-big-chain-triton.json"
 BEFORE_COMPARES = (f"{BEFORE_RESULTS}/compare-big-1.json", f"{BEFORE_RESULTS}/compare-big-2.json")
+RESULTS_1206 = "bench/results/real-h200-2026-12-06"
+COMPARES_1206 = (
+    f"{RESULTS_1206}/compare-triton-1-16-64-128.json",
+    f"{RESULTS_1206}/compare-triton-16-64-4x6s.json",
+    f"{RESULTS_1206}/compare-triton-64-6x8s.json",
+)
+TIMING_1206 = f"{RESULTS_1206}/timing-big-chain-triton.json"
+BASE_TIMING_1206 = f"{RESULTS_1206}/timing-big-base-triton.json"
 SPEC_PROFILE = "bench/real/profiles/big-chain-triton.toml"
 BASELINE_PROFILE = "bench/real/profiles/big-base-triton.toml"
 
@@ -84,26 +100,56 @@ SHARED_STAGES = ("target_forward", "sample")
 its sampling): the rest of the round is what the plain path adds."""
 
 
-def plain_zero_step_from(compare: Mapping[str, Any], timing: Mapping[str, Any]) -> ZeroStepCosts:
+def plain_zero_step_from(
+    compare: Mapping[str, Any], timing: Mapping[str, Any], baseline_timing: Mapping[str, Any] | None = None
+) -> ZeroStepCosts:
     """The plain 0-step path's costs from a real comparison and a real timing table (both parsed JSON).
 
     ``round_s``: the off arm's mean time per output token less the baseline arm's at concurrency 1
     (``agent bench compare --baseline-url --json``); at one request a round is one token, so that is
     what a round adds whatever the batch. ``request_s``: the GPU milliseconds of the timing table's
     plain round outside ``SHARED_STAGES`` (``bench/real/round_timing.py --json``, its ``zero_plain``
-    setting), less ``round_s``, over the round's mean batch. Rounded to 0.1 µs.
+    setting), less what the baseline's decode round spends outside them too (``baseline_timing``,
+    when given: its batch set-up and end), less ``round_s``, over the round's mean batch, never below
+    0 (a round that costs no more than a plain step adds nothing per request). Rounded to 0.1 µs.
     """
     one = next(row for row in compare["levels"] if int(row["concurrency"]) == 1)
     round_s = (float(one["off"]["mean_tpot_ms"]) - float(one["baseline"]["mean_tpot_ms"])) / 1000.0
     kind = timing[PLAIN_ROUND_KIND]["table"]["kinds"][PLAIN_ROUND_KIND]
     extra_ms = sum(s["gpu_ms"] for name, s in kind["stages"].items() if name not in SHARED_STAGES)
-    request_s = (extra_ms / 1000.0 - round_s) / float(kind["mean_batch_size"])
+    if baseline_timing is not None:
+        decode = baseline_timing["decode"]["table"]["kinds"]["decode"]
+        extra_ms -= sum(s["gpu_ms"] for name, s in decode["stages"].items() if name not in SHARED_STAGES)
+    request_s = max(0.0, (extra_ms / 1000.0 - round_s) / float(kind["mean_batch_size"]))
     return ZeroStepCosts(round_s=round(round_s, 7), request_s=round(request_s, 7))
 
 
 H200_BIG_VERIFY_ZERO_STEP = ZeroStepCosts(round_s=0.000619, request_s=0.00017)
 """SGLang's own 0-step path on this target under triton, with the draft-extend skip: fitted to the two
 comparisons before patch 03 (``H200_BIG_VERIFY_RECORD``)."""
+
+H200_PLAIN_ZERO_STEP_1206 = ZeroStepCosts(round_s=0.0001519, request_s=0.0)
+"""MEASURED: patch 03's plain 0-step round as on main from 2026-12-06 (the whole round a plain decode),
+derived by ``plain_zero_step_from`` from ``COMPARES_1206[0]`` at c = 1 (off 4.62 ms a token, baseline
+4.47) and ``TIMING_1206`` less ``BASE_TIMING_1206`` (0.069 ms outside the decode forward and the
+sample at 58 requests, against the plain decode round's 0.010 ms): 0.152 ms a round, nothing a
+request. Its decode round costs what a plain decode step costs (6.94 ms at 58, 6.84 at 51)."""
+
+H200_ARRIVAL = ArrivalCosts(request_s=0.001348)
+"""FITTED (``agent.sim.arrivals.fit_arrival``; ``bench/zero_step_tax.py --deployment h200-big
+--fit-arrival``, about a minute): what an arriving request costs the speculative server on this
+target under triton beyond the draft's extend over its 256-token prompt (1.73 ms,
+``DraftCosts``), fitted to ``H200_BIG_ARRIVAL_RECORD``'s four levels, each weighed by its pooled
+interval (the c=64 6×8 s run weighs most): 1.35 ms, chi-square 0.12 over the four levels. With it and
+the plain round's 0.15 ms the model's off ÷ baseline is 0.965 / 0.923 / 0.869 / 0.844 at c = 1 / 16 /
+64 / 128 against 0.962 / 0.931 / 0.865 / 0.863 measured, inside every level's 95 % interval (without
+it: 0.967 / 0.948 / 0.921 / 0.909, c=64 outside). In all, an arrival costs the speculative server about 3.1 ms more than the
+plain one (the real c=64 run: 22 µs more a token, 2.8 ms a 128-token request)."""
+
+H200_ARRIVAL_PATCHED = replace(H200_ARRIVAL, at_zero_steps=False)
+"""The patched arrival path (issue 36, step 2, not built yet): while the batch runs at 0 steps an
+arrival costs what it costs a server without a drafter, its draft extend deferred to the catch-up.
+The model's off ÷ baseline with it: ``bench/zero_step_tax.py --deployment h200-big``."""
 
 H200_BIG = Calibration(
     target=TargetCosts(
@@ -119,7 +165,10 @@ H200_BIG = Calibration(
     ),
     draft=DraftCosts(fixed_s=0.0003, token_s=0.0000056),
     spec=SpecCosts(
-        round_overhead_s=0.0005, zero_step=H200_BIG_VERIFY_ZERO_STEP, plain_zero_step=H200_PLAIN_ZERO_STEP
+        round_overhead_s=0.0005,
+        zero_step=H200_BIG_VERIFY_ZERO_STEP,
+        plain_zero_step=H200_PLAIN_ZERO_STEP_1206,
+        arrival=H200_ARRIVAL,
     ),
     acceptance=with_draft_acceptance("oracle").acceptance,
     memory=replace(CALIBRATION.memory, draft_weight_bytes_per_rank=0),
@@ -150,6 +199,7 @@ H200_BIG_VERIFY_RECORD = ZeroStepRecord(
     input_len=256,
     output_len=128,
     results=BEFORE_COMPARES,
+    arrival=NO_ARRIVAL_COST,
 )
 H200_BIG_PLAIN_RECORD = replace(
     H200_BIG_VERIFY_RECORD,
@@ -165,8 +215,29 @@ H200_BIG_PLAIN_RECORD = replace(
     results=(COMPARE,),
 )
 
-H200_BIG_RECORDS = {"verify": H200_BIG_VERIFY_RECORD, "plain": H200_BIG_PLAIN_RECORD}
-"""The two real comparisons on the GPU-bound target, before patch 03 and with its plain path."""
+H200_BIG_ARRIVAL_RECORD = replace(
+    H200_BIG_PLAIN_RECORD,
+    zero_step=H200_PLAIN_ZERO_STEP_1206,
+    off_over_baseline=((1, 0.962), (16, 0.931), (64, 0.865), (128, 0.863)),
+    source=(
+        f"{_COMMAND} --concurrency 1,16,64,128 --repeats 3 --min-window-s 2.5, --concurrency 16,64 --repeats 4 "
+        "--min-window-s 6 and --concurrency 64 --repeats 6 --min-window-s 8: patch 03's plain round as a "
+        "plain decode, three runs of 2026-12-06 pooled per level by their intervals "
+        "(arrivals.pooled_off_over_baseline), four engines on the GPU. The plain round's costs are derived "
+        "(H200_PLAIN_ZERO_STEP_1206); the arrival cost is fitted to these ratios (H200_ARRIVAL)."
+    ),
+    results=COMPARES_1206,
+    arrival=H200_ARRIVAL,
+)
+
+H200_BIG_RECORDS = {
+    "verify": H200_BIG_VERIFY_RECORD,
+    "plain": H200_BIG_PLAIN_RECORD,
+    "arrivals": H200_BIG_ARRIVAL_RECORD,
+}
+"""The real comparisons on the GPU-bound target: before patch 03 (SGLang's verify path), with its first
+plain path (2026-12-03), and with the whole round a plain decode (2026-12-06, arrivals modelled). The
+first two keep the costs they were fitted or derived with, no arrival cost: it was found after them."""
 
 
 FITTED_TARGET = ("fixed_s", "token_s", "kv_token_s", "prefill_fixed_s", "prefill_token_s")

@@ -80,14 +80,27 @@ def spec_step_s(
     )
 
 
-def prefill_step_s(cal: Calibration, new_tokens: int, attention_pairs: int, speculative: bool) -> float:
-    """A prefill (extend) pass over ``new_tokens`` tokens; ``attention_pairs`` = Σ new × visible keys."""
+def prefill_step_s(
+    cal: Calibration,
+    new_tokens: int,
+    attention_pairs: int,
+    speculative: bool,
+    arrivals: int = 0,
+    plain_zero_steps: bool = False,
+) -> float:
+    """A prefill (extend) pass over ``new_tokens`` tokens; ``attention_pairs`` = Σ new × visible keys.
+
+    On a speculative server the draft extends over the same tokens, and each of the ``arrivals``
+    (requests whose prefill this pass completes) costs ``ArrivalCosts.request_s`` more; neither when
+    the batch they join runs at 0 steps on patch 03's plain path (``plain_zero_steps``) and the
+    arrival path is the patched one (``ArrivalCosts.at_zero_steps`` False)."""
     t = cal.target
     moe = max(t.experts_read_s * experts_touched(t, new_tokens), t.prefill_token_s * new_tokens)
     fixed = t.fixed_s if t.prefill_fixed_s is None else t.prefill_fixed_s
     seconds = fixed + moe + t.prefill_pair_s * attention_pairs
-    if speculative:
+    if speculative and not (plain_zero_steps and not cal.spec.arrival.at_zero_steps):
         seconds += cal.prefill_draft_factor * draft_pass_s(cal, new_tokens)
+        seconds += cal.spec.arrival.request_s * arrivals
     return seconds
 
 

@@ -200,7 +200,13 @@ class Engine:
                 self.kv_used += grow
             completes.append(prefix + take >= req.prefill_target)
         new_tokens = sum(chunks)
-        duration = costmodel.prefill_step_s(self.cal, new_tokens, pairs, cfg.speculative)
+        arrivals = sum(completes)
+        plain_zero = self._plain_zero_steps_at(len(self.running) + arrivals)
+        duration = costmodel.prefill_step_s(
+            self.cal, new_tokens, pairs, cfg.speculative, arrivals, plain_zero
+        )
+        if plain_zero and not self.cal.spec.arrival.at_zero_steps:
+            self.zero_step.plain_prefill({req.rid: take for req, take in zip(batch, chunks, strict=True)})
         plan = StepPlan("prefill", duration, batch, tokens=chunks, completes_prefill=completes)
         # The request that does not finish its prefill continues in the next prefill pass.
         self.chunked = next((r for r, done in zip(batch, completes, strict=True) if not done), None)
@@ -231,6 +237,11 @@ class Engine:
             steps = self.controller.steps_for_batch(batch_size)
             return steps, 1, steps + 1
         return cfg.steps, cfg.topk, cfg.draft_tokens
+
+    def _plain_zero_steps_at(self, batch_size: int) -> bool:
+        """Whether a batch of this size runs at 0 steps on patch 03's plain path (the live threshold)."""
+        ctl = self.controller
+        return ctl is not None and self.zero_step.plain and 0 < ctl.threshold <= batch_size
 
     def _decode_need(self, req: SimRequest, batch_size: int) -> int:
         page = self.config.profile.server.page_size
@@ -371,6 +382,7 @@ class Engine:
     def _free(self, req: SimRequest) -> None:
         self.kv_used -= req.kv_allocated
         req.kv_allocated = 0
+        self.zero_step.forget(req.rid)
 
     def flush(self) -> bool:
         """``/flush_cache``: only when idle; restarts the decode-log counts and accept-length totals."""

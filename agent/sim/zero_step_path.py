@@ -48,6 +48,9 @@ class ZeroStepBook:
             "last_reserve": None,
         }
         self._missed: set[str] = set()  # requests decoded at 0 steps on the plain path, not caught up
+        self._deferred: dict[str, int] = {}
+        """Prompt tokens of requests prefilled at 0 steps on the patched arrival path, whose draft
+        extend waits for the catch-up (``calibration.ArrivalCosts.at_zero_steps``)."""
         self.timing_remaining = 0
         self._kinds: dict[str, _Kind] = {}
 
@@ -76,12 +79,27 @@ class ZeroStepBook:
                 self._missed.update(rids)
         elif self._missed and not self._missed.isdisjoint(rids):
             self._missed.difference_update(rids)
+            deferred = sum(self._deferred.pop(rid, 0) for rid in rids)
             self.counters["catchups"] += 1
-            self.counters["catchup_tokens"] += size * draft_tokens
-            extra = costmodel.draft_pass_s(self.cal, size * draft_tokens)
+            self.counters["catchup_tokens"] += size * draft_tokens + deferred
+            extra = costmodel.draft_pass_s(self.cal, size * draft_tokens + deferred)
             stages["catch_up"] = extra
         self.time(kind, size, stages)
         return extra
+
+    def plain_prefill(self, prompts: dict[str, int]) -> None:
+        """A prefill pass that joins a batch decoding at 0 steps on the patched arrival path (patch 03's
+        ``plain_prefills``): each request's draft extend over its ``prompts[rid]`` tokens runs with the
+        catch-up when speculation resumes."""
+        self.counters["plain_prefills"] += 1
+        for rid, tokens in prompts.items():
+            self._deferred[rid] = self._deferred.get(rid, 0) + tokens
+            self._missed.add(rid)
+
+    def forget(self, rid: str) -> None:
+        """The request left the batch (finished, aborted, retracted): nothing of it is caught up."""
+        self._missed.discard(rid)
+        self._deferred.pop(rid, None)
 
     def time(self, kind: str, size: int, stages: dict[str, float]) -> None:
         """One round for the timer's table, when it is on: ``stages`` are modelled seconds."""

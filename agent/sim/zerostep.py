@@ -21,7 +21,7 @@ from typing import Any
 
 from agent.profile.schema import Profile
 from agent.sglang.live_control import NO_THRESHOLD
-from agent.sim.calibration import CALIBRATION, Calibration, ZeroStepCosts, ZeroStepRecord
+from agent.sim.calibration import CALIBRATION, ArrivalCosts, Calibration, ZeroStepCosts, ZeroStepRecord
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine
 from agent.sim.loadmodel import run_closed_loop
@@ -50,6 +50,11 @@ def with_zero_step(calibration: Calibration, costs: ZeroStepCosts, path: str = "
     else:
         spec = dataclasses.replace(calibration.spec, zero_step=costs)
     return dataclasses.replace(calibration, spec=spec)
+
+
+def with_arrival(calibration: Calibration, arrival: ArrivalCosts) -> Calibration:
+    """The calibration with ``arrival`` as what an arriving request costs the speculative server."""
+    return dataclasses.replace(calibration, spec=dataclasses.replace(calibration.spec, arrival=arrival))
 
 
 def on_path(profile: Profile, path: str) -> Profile:
@@ -169,6 +174,8 @@ def record_model(
         )
     levels = [c for c, _ in record.off_over_baseline]
     cal = with_zero_step(calibration, record.zero_step, record.zero_step_path)
+    if record.arrival is not None:
+        cal = with_arrival(cal, record.arrival)
     spec_profile = on_path(spec_profile, record.zero_step_path)
     return off_over_baseline(spec_profile, baseline_profile, levels, record.input_len, record.output_len, cal)
 
@@ -197,6 +204,8 @@ def fit_zero_step(
 
     def ratios(costs: ZeroStepCosts) -> dict[int, float]:
         cal = with_zero_step(calibration, costs, record.zero_step_path)
+        if record.arrival is not None:
+            cal = with_arrival(cal, record.arrival)
         return {c: off_throughput(spec_profile, c, *lens, cal) / base[c] for c in levels}
 
     def mean(round_s: float, request_s: float) -> float:
