@@ -50,9 +50,32 @@ class ArmResult:
 
 
 @dataclass(frozen=True)
+class LevelStop:
+    """What ended a level's windows under a stopping rule (``agent.bench.stopping``)."""
+
+    outcome: str
+    windows: int | None
+    words: str
+
+    @property
+    def cell(self) -> str:
+        """``within, 6`` / ``budget, 7`` / ``cap, 12``: why it stopped and after how many windows."""
+        match self.outcome:  # the outcome in the table's few letters (the words are in ``words``)
+            case "bound":
+                short = "within"
+            case "max_windows":
+                short = "cap"
+            case other:
+                short = other
+        return short if self.windows is None else f"{short}, {self.windows}"
+
+
+@dataclass(frozen=True)
 class BenchLevel:
     asked: int
     arms: dict[str, ArmResult]
+    stopped: LevelStop | None = None
+    """None: the run had no stopping rule (a fixed number of windows), or is older than the rule."""
 
     @property
     def reached(self) -> float | None:
@@ -81,6 +104,13 @@ class BenchResult:
     """The arms present in any level, in a fixed order."""
     where: tuple[tuple[str, str], ...] = field(default=())
     """Where it ran (``agent.wire.bench_env.describe``): GPUs, server, stack, profile."""
+    rule: str | None = None
+    """The stopping rule in words, when the run had one."""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether any level says what stopped it (a stopping rule ran)."""
+        return any(level.stopped is not None for level in self.levels)
 
     @property
     def has_intervals(self) -> bool:
@@ -106,7 +136,11 @@ def _arm(arm: wire.BenchArm) -> ArmResult:
 
 
 def _level(level: wire.BenchLevel) -> BenchLevel:
-    return BenchLevel(level.asked, {name: _arm(arm) for name, arm in level.arms().items()})
+    arms = {name: _arm(arm) for name, arm in level.arms().items()}
+    stop = level.stopping
+    if stop is None or stop.outcome == "fixed":
+        return BenchLevel(level.asked, arms)
+    return BenchLevel(level.asked, arms, LevelStop(stop.outcome, stop.windows, stop.words or stop.outcome))
 
 
 def parse_result(result: wire.BenchResult) -> BenchResult:
@@ -124,6 +158,7 @@ def parse_result(result: wire.BenchResult) -> BenchResult:
         error=result.error or None,
         arms=present,
         where=_where(result),
+        rule=result.stopping.rule.words if result.stopping is not None and result.stopping.rule else None,
     )
 
 

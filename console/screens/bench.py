@@ -11,6 +11,7 @@ figure is shown with its 95 % interval: ± in the table, a bar through the point
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, ClassVar
 
 from rich.table import Table
@@ -84,24 +85,37 @@ def result_table(result: BenchResult) -> Table:
     table.add_column("ran", justify="right")
     for arm in result.arms:
         table.add_column(arm, justify="right", style=ARM_STYLE.get(arm, ("", ""))[0])
+    if result.stopped:
+        table.add_column("stopped", justify="left")
     for level in result.levels:
         reached = Text(num(level.reached, ".0f"), style="$warn" if level.short else "")
-        table.add_row(
-            str(level.asked),
-            reached,
-            *(figure_cell(level.arms[a]) if a in level.arms else "" for a in result.arms),
-        )
+        cells: list[Text | str] = [figure_cell(level.arms[a]) if a in level.arms else "" for a in result.arms]
+        if result.stopped:
+            stop = level.stopped
+            cells.append(Text(stop.cell, style="" if stop.outcome == "bound" else "$warn") if stop else "")
+        table.add_row(str(level.asked), reached, *cells)
     if result.has_intervals:
         repeats = result.repeats
-        table.caption = (
-            f"mean of {repeats} steady-state windows ± half its 95 % interval; " if repeats else ""
-        ) + "ran: running requests held in the window"
+        if result.stopped:
+            table.caption = "mean of the level's steady-state windows ± half its 95 % interval; "
+        else:
+            table.caption = (
+                f"mean of {repeats} steady-state windows ± half its 95 % interval; " if repeats else ""
+            )
+        table.caption += "ran: running requests held in the window"
     else:
         table.caption = "ran: the engine's mean running requests"
     if any(level.short for level in result.levels):
         table.caption += "; yellow: fewer than asked"
     if any(arm.counts_differ for level in result.levels for arm in level.arms.values()):
         table.caption += "; !: the engine counted 2 % more or less than we received"
+    if result.stopped:
+        table.caption += f"\nwindows were added at a level {result.rule or 'under a stopping rule'}"
+        table.caption += "".join(
+            f"\n  c={level.asked}: {level.stopped.words}"
+            for level in result.levels
+            if level.stopped is not None
+        )
     table.caption += "".join(f"\n{label}: {words}" for label, words in result.where)
     return table
 
@@ -201,6 +215,14 @@ def duration_text(plan: BenchPlan | str) -> Text:
     if isinstance(plan, str):
         return Text(plan, style="$warn")
     text = Text.assemble((f"about {duration(plan.expected_s)}", "bold"), f" ({plan.basis})")
+    if plan.at_most_s is not None:
+        text = Text.assemble(
+            (
+                f"about {duration(plan.expected_s)} for the first windows, {duration(plan.at_most_s)} at most",
+                "bold",
+            ),
+            f" ({plan.basis})",
+        )
     if plan.drain_wait_s and plan.busy_now:
         text.append(
             f"; first it waits up to {duration(plan.drain_wait_s)} for the {plan.busy_now} requests "
@@ -208,6 +230,21 @@ def duration_text(plan: BenchPlan | str) -> Text:
             style="$warn",
         )
     return text
+
+
+def rule_words(body: dict[str, Any]) -> str:
+    """The stopping rule of a start's body, in the confirm's words."""
+    parts = []
+    if "until" in body:
+        parts.append(f"until every arm's 95 % interval is within ±{body['until'] * 100:g} %")
+    if "budget_s" in body:
+        budget = f"the run's {duration(body['budget_s'])} are spent"
+        parts.append(f"or {budget}" if parts else f"until {budget}")
+    return (
+        "the first windows of every arm at every level (the duration below says how many), then more at a level "
+        + " ".join(parts)
+        + ", up to the most a level may take"
+    )
 
 
 def confirm_body(
@@ -226,8 +263,13 @@ def confirm_body(
          else "windows of two requests per stream (at least 8)")
         + ", at least 1 s, at the asked concurrency (the ramp is not measured)",
     )  # fmt: skip
-    repeats = body.get("repeats", REPEATS)
-    table.add_row("repeats", f"{repeats} windows per arm and level, for each figure's interval")
+    if "until" in body or "budget_s" in body:
+        table.add_row("windows", rule_words(body))
+    else:
+        repeats = body.get("repeats", REPEATS)
+        table.add_row("repeats", f"{repeats} windows per arm and level, for each figure's interval")
+    if body.get("arms"):
+        table.add_row("arms", ", ".join(body["arms"]) + " only")
     table.add_row(
         "tokens", f"{body.get('input_len', 1024)} in, {body.get('output_len', 256)} out per request"
     )
@@ -235,6 +277,30 @@ def confirm_body(
     if plan is not None:
         table.add_row("duration", duration_text(plan))
     return table
+
+
+_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
+_UNIT_S = {None: 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def stop_fields(until: str, budget: str) -> dict[str, float] | str | None:
+    """The stopping rule's body fields from what the operator typed (``4%`` or ``0.04``; ``1200``,
+    ``20m`` or ``1h``), None when both are empty, or what is wrong in words. The agent checks the
+    ranges and names a field it refuses."""
+    fields: dict[str, float] = {}
+    text = until.strip()
+    if text:
+        try:
+            fields["until"] = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            return f"until: {text} is not a share; type a percentage such as 4%"
+    text = budget.strip()
+    if text:
+        match = _BUDGET.match(text)
+        if match is None:
+            return f"budget: {text} is not a duration; type seconds (1200) or minutes (20m) or hours (1h)"
+        fields["budget_s"] = float(match.group(1)) * _UNIT_S[match.group(2)]
+    return fields or None
 
 
 def ended_words(run: BenchRun) -> Text:
@@ -279,6 +345,13 @@ class BenchScreen(LiveScreen):
             yield Input("256", id="bench-output", type="integer", compact=True)
             yield Label("input tokens")
             yield Input("1024", id="bench-input", type="integer", compact=True)
+        with Horizontal(classes="form-row", id="bench-form-3"):
+            yield Label("until ±")
+            yield Input("", id="bench-until", placeholder="4%", compact=True)
+            yield Label("budget")
+            yield Input("", id="bench-budget", placeholder="20m", compact=True)
+            yield Label("arms")
+            yield Input("", id="bench-arms", placeholder="all", compact=True)
         with Horizontal(id="bench-progress-row"):
             yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
             yield Button("Cancel run…", id="bench-cancel", classes="apply", compact=True, disabled=True)
@@ -415,16 +488,23 @@ class BenchScreen(LiveScreen):
             return "concurrency must be whole numbers separated by commas, e.g. 1,2,4,8"
         if not levels:
             return "concurrency needs at least one level, e.g. 1,2,4,8"
-        body: dict[str, Any] = {
-            "concurrency": levels,
-            "mode": self.query_one("#bench-mode", Select).value,
-            "repeats": REPEATS,
-        }
+        body: dict[str, Any] = {"concurrency": levels, "mode": self.query_one("#bench-mode", Select).value}
         for key, selector in (("min_requests", "#bench-requests"), ("output_len", "#bench-output"),
                               ("input_len", "#bench-input")):  # fmt: skip
             text = self.query_one(selector, Input).value.strip()
             if text:
                 body[key] = int(text)
+        rule = stop_fields(
+            self.query_one("#bench-until", Input).value, self.query_one("#bench-budget", Input).value
+        )
+        if isinstance(rule, str):
+            return rule
+        body |= rule or {"repeats": REPEATS}
+        arms = [a.strip() for a in self.query_one("#bench-arms", Input).value.split(",") if a.strip()]
+        if arms:
+            if body["mode"] != "compare":
+                return "arms are a compare's (on, off, adaptive): choose compare, or leave arms empty"
+            body["arms"] = arms
         return body
 
     @work(exclusive=True, group="bench-start")
