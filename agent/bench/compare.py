@@ -248,7 +248,7 @@ async def run_compare(
     result |= recommendation_from_levels(levels, max(tracker.repeats, 1))
     if options.arms is not None and not {"on", "off"} <= set(options.arms):
         result["recommendation"]["reason"] = (
-            f"no recommended threshold: the run measured only {', '.join(names)} (--arms); a threshold "
+            f"the run measured only {', '.join(names)} (--arms); a threshold "
             "needs the on and the off arm at the same levels"
         )
     return result

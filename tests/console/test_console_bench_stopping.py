@@ -41,7 +41,7 @@ def _store(agent: RunningAgent) -> str:
         "stopping": {"rule": {"until": 0.04, "budget_s": 1200.0, "min_windows": 4, "max_windows": 12, "words": RULE},
                      "levels": []},
         "recommended_threshold": None,
-        "recommendation": {"reason": "no recommended threshold: the run measured only off, baseline (--arms)"},
+        "recommendation": {"reason": "the run measured only off, baseline (--arms)"},
     }  # fmt: skip
     BenchStore(agent.state_dir).save(BenchResult.model_validate(record))
     return bench_id
