@@ -514,14 +514,13 @@ async def test_bench_sweep_runs_against_the_engine_and_reports_on_the_stream(sha
     assert stored["state"] == "finished" and stored["bench_id"] == bench_id
     assert any(r["bench_id"] == bench_id for r in runs)
     assert missing.status_code == 404
-    # where it ran: what the agent knows (its profile, its telemetry's GPUs: none with --gpus none)
+    # where it ran: what the agent knows (its profile; the GPUs the simulated engine says it models,
+    # marked as such, since the agent's own telemetry has none with --gpus none)
     env = stored["environment"]
     assert env["profile"]["name"] == "sim-shared" and len(env["profile"]["sha256"]) == 64
     assert env["profile"]["path"] == str(shared_agent.profile)
-    assert (
-        env["gpus"] is None
-        and env["gpus_unknown"] == "the agent's telemetry found none (GPU sampling is off)"
-    )
+    assert env["gpus"]["count"] == 8 and env["gpus"]["driver"] is None
+    assert env["gpus"]["detail"].startswith("simulated: 8 × NVIDIA RTX PRO 6000")
     assert env["server"]["sglang_version"] == "0.5.23" and env["server"]["attention_decode"] == "triton"
     assert env["stack"] is None and env["stack_unknown"] == "the simulated engine runs no SGLang stack"
 
