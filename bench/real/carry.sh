@@ -4,7 +4,8 @@
 # OUT/w.NN        the SGLang 0.5.23 wheel set (torch 2.14.1, sglang-kernel, flashinfer, ...) as one tar
 #                 stream cut into 54 MiB pieces, made by ../shared/tools/real-sglang/make-carry.sh
 #                 (skipped when the pieces are already there)
-# OUT/agent-deps  the agent's own dependency closure for Python 3.12 on x86_64 (no uv: pip is used)
+# OUT/agent-deps  the agent's own dependency closure for Python 3.12 on x86_64, as pyproject.toml lists it
+#                 (bench/real/agent_deps.py; gpu.sh setup checks the set before anything runs)
 # The agent itself travels as source with the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,11 +16,11 @@ if ! ls "$out"/w.00 >/dev/null 2>&1; then
     PY312="$py312" bash ../shared/tools/real-sglang/make-carry.sh "$out" .
 fi
 rm -rf "$out/agent-deps"
+mapfile -t deps < <("$py312" bench/real/agent_deps.py --list)
 "$py312" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 --platform any -d "$out/agent-deps" \
-    "textual>=8.2,<9" "textual-plotext>=1.0" "asyncssh>=2.24" "httpx>=0.27" "h11>=0.14" "pydantic>=2.7,<3" \
-    "fastapi>=0.110" "uvicorn>=0.30" "httptools>=0.6" "prometheus-client>=0.20" "nvidia-ml-py>=12.0" \
-    "tomli-w>=1.0" "psutil>=5.9" pip
+    "${deps[@]}"
+"$py312" bench/real/agent_deps.py --check "$out/agent-deps"
 ls "$out" | grep -c '^w\.' | xargs echo "wheel pieces:"
 du -sh "$out/agent-deps"

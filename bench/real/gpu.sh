@@ -101,6 +101,9 @@ clocks_off() { kill "$(cat "$R/clocks.pid" 2>/dev/null)" 2>/dev/null; }
 
 setup() {
     say "agent environment"
+    # the carried wheels must hold every dependency pyproject.toml lists, or no agent starts (2026-12-06:
+    # a dependency added after the download cost a whole set-up waiting for engines)
+    python3 bench/real/agent_deps.py --check .carry/agent-deps || return 1
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/agent-site .carry/agent-deps/*.whl
     rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
     cp -r agent console bench pyproject.toml /tmp/agent-src/
@@ -115,7 +118,10 @@ setup() {
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 -m agent.cli.main "$@"\n' > $A
     printf '#!/bin/sh\nexport PYTHONPATH=/tmp/agent-src:/tmp/agent-site\nexec python3 "$@"\n' > $AP
     chmod +x $A $AP
-    $A --help > /dev/null && say "agent runs: $(python3 --version), $(command -v python3)"
+    if ! $A --help > /dev/null; then
+        say "the agent does not run here (above): nothing else can"; return 1
+    fi
+    say "agent runs: $(python3 --version), $(command -v python3)"
     nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version,clocks.max.sm --format=csv,noheader
 
     say "wheels"
@@ -393,7 +399,12 @@ collect() {
 # and the command returns what it measured before the call's own limit (the agents are setsid: they live on).
 if [ "${1:-}" = __stages ]; then
     shift
-    for stage in "$@"; do [ "$stage" = collect ] || "$stage"; done
+    for stage in "$@"; do
+        [ "$stage" = collect ] && continue
+        if ! "$stage" && [ "$stage" = setup ]; then
+            say "setup failed: the later stages are skipped"; exit 1
+        fi
+    done
     exit 0
 fi
 STAGE_S=$((STAGE_S - 15)) timeout -s TERM -k 5 $((STAGE_S - 10)) bash "$0" __stages "$@"
