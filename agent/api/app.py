@@ -19,7 +19,18 @@ import agent
 from agent.api.auth import token_guard
 from agent.api.errors import validation_error
 from agent.api.limits import BodyLimit
-from agent.api.routes import actions, audit, engine, kv, logs, profiles, status, stream, telemetry
+from agent.api.routes import (
+    actions,
+    audit,
+    engine,
+    kv,
+    logs,
+    profiles,
+    sglang_router,
+    status,
+    stream,
+    telemetry,
+)
 from agent.serve.daemon import Daemon
 
 ROUTERS = (
@@ -32,6 +43,7 @@ ROUTERS = (
     logs.router,
     telemetry.router,
     engine.router,
+    sglang_router.router,
 )
 """The token-guarded routers, in the order their routes are matched and listed in the schema."""
 

@@ -75,8 +75,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="passed to `agent sim --draft-acceptance`: the simulated drafter (oracle: every draft kept, "
         "random: none)",
     )
+    p.add_argument(
+        "--router-url",
+        metavar="URL",
+        help="SGLang's router (smg) in front of this host and others, e.g. http://10.0.0.2:30000: "
+        "GET /v1/router answers its view of its workers (the console's Fleet screen shows it)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(handler=run)
+
+
+def _is_http_url(url: str) -> bool:
+    scheme, sep, rest = url.partition("://")
+    return bool(sep) and scheme in ("http", "https") and bool(rest) and len(url) <= 2048 and url.isprintable()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.metrics_listen_any and not args.metrics_listen:
         print("agent serve: --metrics-listen-any needs --metrics-listen HOST:PORT", file=sys.stderr)
+        return 2
+    if args.router_url is not None and not _is_http_url(args.router_url):
+        print(
+            f"agent serve: --router-url {args.router_url!r} is not an http:// or https:// URL",
+            file=sys.stderr,
+        )
         return 2
     paths = StatePaths((args.state_dir or default_state_dir()).expanduser().absolute())
     lock = InstanceLock(paths.lock)
@@ -162,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         gpu_fixture=args.gpu_fixture,
         sim_speedup=args.sim_speedup,
         sim_draft_acceptance=args.sim_draft_acceptance,
+        router_url=args.router_url,
     )
     try:
         return asyncio.run(serve(config, token, sock, socket_path, metrics.exporter if metrics else None))

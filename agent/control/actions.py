@@ -79,6 +79,7 @@ def event_data(plan: Plan, status: ActionStatus) -> dict[str, Any]:
         "status": status,
         "terminal": status in TERMINAL,
         "rejected_field": plan.rejected_field,
+        "change_id": plan.request.change_id,
     }
 
 
@@ -249,13 +250,16 @@ class ActionBook:
             return self._start_restart(entry)
 
     def _audit_action(self, plan: Plan) -> dict[str, Any]:
-        return {
+        action: dict[str, Any] = {
             "action_id": plan.action_id,
             "request_id": plan.request.request_id,
             "kind": plan.request.kind,
             "value": plan.request.value,
             "mode": plan.mode,
         }
+        if plan.request.change_id is not None:  # a fleet change: the id every host's line shares
+            action["change_id"] = plan.request.change_id
+        return action
 
     def _write_intent(self, entry: _Entry) -> ActionResult | None:
         """The intent, durable before anything is applied; the refusal when it cannot be written."""

@@ -82,6 +82,8 @@ class ServeConfig:
     gpu_fixture: Path | None = None
     sim_speedup: float | None = None
     sim_draft_acceptance: str | None = None
+    router_url: str | None = None
+    """SGLang's router in front of this host and others (``--router-url``): ``GET /v1/router`` reads it."""
 
 
 def stack_manifest_hash(profile: Profile) -> str | None:
@@ -419,6 +421,7 @@ class Daemon:
             "started_at": self.started_at,
             "tick_interval_s": self.tick_interval_s,
             "state_dir": str(self.paths.root),
+            "router_url": self.config.router_url,
             **self._status_of_latest(),
         }
 

@@ -33,6 +33,9 @@ GENERATE: Final = "/generate"
 """The native generation route (streams cumulative ``meta_info``)."""
 CHAT_COMPLETIONS: Final = "/v1/chat/completions"
 COMPLETIONS: Final = "/v1/completions"
+LOADS: Final = "/v1/loads"
+"""Per-DP-rank load (``sglang.srt.entrypoints.v1_loads``): what SGLang's router (smg) polls from each
+worker for its load-aware policies and shows in its own ``/workers`` and ``/get_loads``."""
 
 READY_PATHS: Final = (HEALTH, MODEL_INFO)
 """What a readiness probe asks, in order: up (``HEALTH``), and the model loaded (``MODEL_INFO``)."""
@@ -54,6 +57,7 @@ ALL: Final = frozenset(
         GENERATE,
         CHAT_COMPLETIONS,
         COMPLETIONS,
+        LOADS,
     }
 )
 """Every path above (the layout test looks for each of them outside ``agent/sglang``)."""

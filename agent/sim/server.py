@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import uvicorn
@@ -31,12 +32,12 @@ import uvicorn
 from agent.profile.schema import Profile
 from agent.sglang import live_control, paths
 from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
-from agent.sim import metrics, responses, text
+from agent.sim import loads, metrics, responses, text
 from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
 from agent.sim.engine import Engine
 from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, http_impl, sse
-from agent.sim.info import ServerInfo
+from agent.sim.info import SGLANG_VERSION, ServerInfo
 from agent.sim.protocol import BadRequest, GenerationRequest, parse_chat, parse_completion, parse_generate
 from agent.sim.request import SimRequest
 from agent.sim.runner import EngineRunner
@@ -79,6 +80,7 @@ class SimServer:
             paths.SERVER_INFO: Route(self.answer_json(self.info.server_info), get, Auth.NORMAL),
             paths.GET_SERVER_INFO: Route(self.answer_json(self.info.server_info), get, Auth.NORMAL),
             paths.MODELS: Route(self.answer_json(self.info.models), get, Auth.NORMAL),
+            paths.LOADS: Route(partial(loads.respond, self.engine, SGLANG_VERSION), get, Auth.NORMAL),
             paths.SET_INTERNAL_STATE: Route(self.set_internal_state, post_put, Auth.ADMIN_OPTIONAL),
             paths.FLUSH_CACHE: Route(self.flush_cache, get_post, Auth.ADMIN_OPTIONAL),
             paths.GENERATE: Route(self.generate, post_put, Auth.NORMAL),
@@ -410,14 +412,9 @@ async def run_sim(
     sock.listen(2048)
     sock.setblocking(False)
     actual_port = int(sock.getsockname()[1])
+    keys = {"api_key": api_key, "admin_api_key": admin_api_key}
     server = SimServer(
-        profile,
-        port=actual_port,
-        speedup=speedup,
-        seed=seed,
-        api_key=api_key,
-        admin_api_key=admin_api_key,
-        draft_acceptance=draft_acceptance,
+        profile, port=actual_port, speedup=speedup, seed=seed, draft_acceptance=draft_acceptance, **keys
     )
     config = uvicorn.Config(
         server,

@@ -72,6 +72,9 @@ class AgentStatus(_Wire):
     )  # fmt: skip
     findings: list[dict[str, Any]] = Field(default_factory=list, description="code, severity, title, since")
     bench: dict[str, Any] | None = Field(None, description="The running benchmark, else the newest one")
+    router_url: str | None = Field(
+        None, description="SGLang's router this agent reads (`--router-url`); GET /v1/router answers its view"
+    )
 
 
 class ProfileEntry(_Wire):

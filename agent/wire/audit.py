@@ -41,6 +41,12 @@ class AuditRecord(BaseModel):
         return str(key) if key else None
 
     @property
+    def change_id(self) -> str | None:
+        """The fleet change this line belongs to: one id on every host's line of that change."""
+        change = self.action.get("change_id")
+        return str(change) if change else None
+
+    @property
     def status(self) -> str:
         if self.phase == "intent":
             return "intent"

@@ -125,6 +125,14 @@ class ActionRequest(_Wire):
     operator: str | None = Field(
         None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
     )
+    change_id: str | None = Field(
+        None,
+        min_length=8,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="One change asked of several hosts at once (the console's fleet change): every "
+        "host's audit records it, so the hosts' lines of one change can be found together",
+    )
 
 
 class Change(_Wire):

@@ -155,3 +155,34 @@ async def test_an_agent_stopping_during_a_restart_ends_the_action_as_failed(make
     (line,) = _audit(agent, plan["action_id"])  # written before the agent exited
     assert line["result"]["status"] == "failed"
     assert "the agent stopped before the restart finished" in line["result"]["message"]
+
+
+async def test_a_fleet_change_id_is_in_the_intent_and_the_outcome_and_a_bad_one_is_refused(
+    shared_agent: Agent,
+) -> None:
+    """The console's fleet change sends one ``change_id`` to every host: each host's audit keeps it on
+    both lines of the change, so `agent audit` on any host finds its part of the change."""
+    wanted = _live_threshold(shared_agent) + 3
+    change = f"chg-{time.time_ns()}"
+    body = {
+        "request_id": f"fleet-{time.time_ns()}",
+        "kind": "threshold",
+        "value": wanted,
+        "change_id": change,
+    }
+    async with shared_agent.client() as c:
+        bad = await c.post(
+            "/v1/actions", json={**body, "request_id": f"bad-{time.time_ns()}", "change_id": "x y"}
+        )
+        plan = (await c.post("/v1/actions", json=body)).json()
+        result = ActionResult.model_validate(
+            (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
+        )
+    assert bad.status_code == 422 and "change_id" in bad.text
+    assert result.status == "applied" and result.plan.request.change_id == change
+    path = shared_agent.state_dir / "audit.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    mine = [a for a in lines if a["action"].get("action_id") == plan["action_id"]]
+    assert [a["phase"] for a in mine] == ["intent", "outcome"]
+    assert {a["action"]["change_id"] for a in mine} == {change}
+    assert _live_threshold(shared_agent) == wanted
