@@ -13,7 +13,6 @@ never sees this App. The App only follows the stream, paints, and owns the dialo
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import time
 from collections import deque
@@ -27,8 +26,9 @@ from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 from textual.widgets import Input, Select, TextArea
 
-from agent.wire import WIRE_VERSION, Event, Plan
+from agent.wire import Event, Plan, Snapshot
 from agent.wire.api import AgentStatus
+from console.follow import Follower, checked_status, follow
 from console.link import Link, LinkError
 from console.link.backoff import Backoff
 from console.messages import ModelUpdated
@@ -111,8 +111,7 @@ class ConsoleApp(App[None]):
         self.client = self.session.client
         self._restyle()
         self.backoff = backoff or Backoff()
-        for mode, screen in SCREENS.items():
-            self.add_mode(mode, partial(screen, self.session))
+        self._add_screens(self.session)
         self.agent_status: AgentStatus | None = None
         # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
@@ -121,6 +120,11 @@ class ConsoleApp(App[None]):
         self._arrival: float | None = None
         self._last_paint = 0.0
         self._paint_pending = False
+
+    def _add_screens(self, session: Session, suffix: str = "") -> None:
+        """The screens of one agent's session, as modes (a fleet adds one set per host)."""
+        for mode, screen in SCREENS.items():
+            self.add_mode(mode + suffix, partial(screen, session))
 
     # -- theme --------------------------------------------------------------------------------
     def get_css_variables(self) -> dict[str, str]:
@@ -172,43 +176,32 @@ class ConsoleApp(App[None]):
     # -- ingest -------------------------------------------------------------------------------
     @work(exclusive=True, group="stream", exit_on_error=False)
     async def follow_stream(self) -> None:
-        """Connect, catch up from the ring buffer, follow; on a drop, back off and do it again. Never exits
-        on a drop; only a failure that retrying cannot fix (a refused host key) stops it."""
-        attempt = 0
-        while True:
-            try:
-                await self.link.connect()
-                if self.link.writable:
-                    await self._check_agent()
-                self.model.set_link(LinkStatus("connected"))
-                attempt = 0
-                # since=0 on the first connect: the agent's ring buffer (an hour) becomes the charts' history.
-                since = self.model.last_seq if self.model.last_seq is not None else 0
-                async for item in self.client.stream(since):
-                    if self.model.ingest(item):
-                        self._arrival = time.perf_counter()
-                        self.post_message(ModelUpdated(self.model.version))
-                        if isinstance(item, Event) and item.kind == "action":
-                            self._learn_action(item)
-            except Exception as exc:
-                # Anything unexpected is reported and retried like a drop: the stream must never die
-                # silently and leave the operator looking at a frozen screen.
-                if not isinstance(exc, LinkError):
-                    exc = LinkError(f"unexpected error while following the agent: {exc!r}")
-                giving_up = exc.retryable and self.backoff.gives_up(attempt + 1, slow=exc.slow)
-                if not exc.retryable or giving_up:
-                    ended = not self.link.writable
-                    message = f"gave up after {attempt + 1} attempts: {exc}" if giving_up else str(exc)
-                    self.model.set_link(LinkStatus("ended" if ended else "failed", message, attempt))
-                    if not ended:
-                        self.notify(message, title="Cannot connect", severity="error", timeout=30)
-                    self.call_later(self.paint_now)
-                    return
-                attempt += 1
-                delay = self.backoff.delay(attempt, slow=exc.slow)
-                self.model.set_link(LinkStatus("reconnecting", str(exc), attempt, retry_in_s=delay))
-                self.call_later(self.paint_now)  # in the app's loop: a paint error never ends the stream
-                await asyncio.sleep(delay)
+        """Connect, catch up from the ring buffer, follow; on a drop, back off and do it again
+        (``console.follow``). Never exits on a drop; only a failure that retrying cannot fix (a refused
+        host key) stops it."""
+        await follow(
+            Follower(
+                self.link,
+                self.client,
+                self.model,
+                self.backoff,
+                check=self._check_agent,
+                arrived=self._arrived,
+                changed=self._link_changed,
+                failed=lambda message: self.notify(
+                    message, title="Cannot connect", severity="error", timeout=30
+                ),
+            )
+        )
+
+    def _link_changed(self) -> None:
+        self.call_later(self.paint_now)  # in the app's loop: a paint error never ends the stream
+
+    def _arrived(self, item: Snapshot | Event) -> None:
+        self._arrival = time.perf_counter()
+        self.post_message(ModelUpdated(self.model.version))
+        if isinstance(item, Event) and item.kind == "action":
+            self._learn_action(item)
 
     def _learn_action(self, event: Event) -> None:
         action_id = self.model.actions.needs_label(event)
@@ -229,14 +222,7 @@ class ConsoleApp(App[None]):
         self.post_message(ModelUpdated(self.model.version))
 
     async def _check_agent(self) -> None:
-        version = await self.client.version()
-        if version.wire_version != WIRE_VERSION:
-            raise LinkError(
-                f"the agent speaks wire version {version.wire_version}, this console "
-                f"{WIRE_VERSION}: install the same k25console version on both sides",
-                retryable=False,
-            )
-        self.agent_status = await self.client.status()
+        self.agent_status = await checked_status(self.client)
 
     def on_model_updated(self, message: ModelUpdated) -> None:
         """Coalesced: only the newest of a backlog arrives here. Paint now, or once the interval is up."""

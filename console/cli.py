@@ -18,7 +18,9 @@ from console.link.replay import ReplayLink
 from console.link.ssh import SshLink, SshTarget
 
 if TYPE_CHECKING:
+    from console.demo.fleet import FleetDemo
     from console.demo.stack import DemoStack
+    from console.fleet.hosts import HostTarget
 
 THEME_CHOICES = ("dark", "light", "high-contrast")
 """console.theme.THEMES' names, spelled here so that --help and argument errors need no Textual."""
@@ -31,9 +33,27 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Examples: k25console --demo | k25console gpu-box | k25console ops@10.0.0.5 -p 2222 -J bastion",
     )
     parser.add_argument("target", nargs="?", help="SSH destination: user@host or a Host from ~/.ssh/config")
+    parser.add_argument(
+        "--host",
+        action="append",
+        metavar="[NAME=]DEST",
+        help="a host of a fleet, given once per host: user@host, ssh://user@host:port/path/to/agent.sock or "
+        "a local agent's socket path; two or more open the Fleet screen (-i, -J, --known-hosts apply to each)",
+    )
+    parser.add_argument(
+        "--hosts-file",
+        type=Path,
+        help="the fleet's hosts (TOML, [[host]] tables; default $XDG_CONFIG_HOME/k25console/hosts.toml, "
+        "read when no target is given)",
+    )
     parser.add_argument("--profile", help="a profile name or .toml path; its [host] section gives the target")
     parser.add_argument(
         "--demo", action="store_true", help="run a local agent on the simulated engine, with traffic"
+    )
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="with --demo: three simulated hosts behind SGLang's real router (smg), traffic through it",
     )
     parser.add_argument(
         "--socket", type=Path, help="the local agent's UNIX socket (default: the agent's own)"
@@ -79,6 +99,31 @@ def _ssh_target(args: argparse.Namespace) -> SshTarget | None:
     )
 
 
+def fleet_targets(args: argparse.Namespace) -> list[HostTarget]:
+    """The hosts given by --host, by --hosts-file, or by the default hosts file when nothing else
+    names a target; empty: the single-host console as before."""
+    from console.fleet.hosts import default_hosts_file, load_hosts_file, target_of_spec, unique
+
+    if args.host:
+        if args.target or args.socket or args.replay or args.hosts_file:
+            raise ValueError(
+                "--host names the hosts itself: give no target, --socket, --replay or --hosts-file"
+            )
+        common: dict[str, object] = {
+            "port": args.port,
+            "identity_file": args.identity,
+            "jump_host": args.jump,
+            "known_hosts": args.known_hosts,
+        }
+        return unique([target_of_spec(spec, common) for spec in args.host], "--host")
+    if args.hosts_file:
+        return load_hosts_file(args.hosts_file, args.known_hosts)
+    quiet = not (args.target or args.socket or args.replay or args.profile or args.demo)
+    if quiet and default_hosts_file().is_file():
+        return load_hosts_file(default_hosts_file(), args.known_hosts)
+    return []
+
+
 def make_link(args: argparse.Namespace) -> Link:
     if args.replay:
         return ReplayLink(args.replay, speed=args.replay_speed)
@@ -95,20 +140,63 @@ def _hung_up(demo: DemoStack) -> None:
     os._exit(129)
 
 
+def _fleet_hung_up(demo: FleetDemo) -> None:
+    demo.stop()
+    os._exit(129)
+
+
+def run_fleet_demo(args: argparse.Namespace) -> int:
+    """Three simulated hosts behind SGLang's router, each with its own agent, and the Fleet screen."""
+    from console.demo.fleet import FleetDemo
+    from console.fleet.app import FleetApp
+    from console.fleet.hosts import HostTarget
+
+    demo = FleetDemo()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGHUP, lambda *_: _fleet_hung_up(demo))
+    try:
+        demo.start()
+        targets = [HostTarget(name, None, sock, url) for name, sock, url in demo.hosts()]
+        FleetApp(targets, readonly=args.readonly, theme=args.theme).run()
+    finally:
+        demo.stop()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from console.app import ConsoleApp  # after argument errors, which need no Textual
     from console.demo.stack import DemoError, DemoStack
 
     demo: DemoStack | None = None
+    if args.fleet and not args.demo:
+        print(
+            "k25console: --fleet goes with --demo (a fleet of your own: --host or a hosts file)",
+            file=sys.stderr,
+        )
+        return 2
     try:
+        if args.demo and args.fleet:
+            return run_fleet_demo(args)
+        targets = fleet_targets(args)
+        if len(targets) > 1:
+            from console.fleet.app import FleetApp
+
+            FleetApp(targets, readonly=args.readonly, theme=args.theme).run()
+            return 0
+        if targets:
+            link: Link = targets[0].link()
+            if args.record:
+                link = RecordingLink(link, args.record)
+            ConsoleApp(link, readonly=args.readonly, theme=args.theme).run()
+            return 0
         if args.demo:
             demo = DemoStack()
             # A kill or a closed terminal must still stop the demo's processes (the guard covers SIGKILL).
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
             signal.signal(signal.SIGHUP, lambda *_: _hung_up(demo))
             demo.start()
-            link: Link = LocalLink(demo.socket_path, demo.token_path)
+            link = LocalLink(demo.socket_path, demo.token_path)
         else:
             link = make_link(args)
         if args.record:

@@ -93,6 +93,8 @@ class Session:
         """Whether the last tick's raw tok/s (``Throughput.output_tok_s_raw``) is shown beside the
         smoothed rate (r)."""
         self.paused = False
+        self.host_name: str | None = None
+        """The fleet's name for this host (the status line leads with it); None for a single host."""
         self.in_view: View | None = None
         """The live screen the operator sees, not covered by a dialog; None while one covers it."""
         self._paused_at_version = 0

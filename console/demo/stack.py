@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -43,6 +44,8 @@ class DemoStack:
         peak: int = 250,
         period_s: float = 120.0,
         gpu_fixture: Path | None = None,
+        agent_args: list[str] | None = None,
+        edit_profile: Callable[[str], str] | None = None,
     ) -> None:
         # Without a capture to replay, the GPU screen shows the simulated 8-GPU host (labelled so).
         self.gpus = (
@@ -61,6 +64,9 @@ class DemoStack:
         for shipped in self.profile_path.parent.glob("*.toml"):
             shutil.copy(shipped, self.profiles_dir / shipped.name)
         self.profile_path = self.profiles_dir / self.profile_path.name
+        if edit_profile is not None:  # the fleet demo's hosts: each its own port and settings
+            self.profile_path.write_text(edit_profile(self.profile_path.read_text()))
+        self.agent_args = agent_args or []
 
     @property
     def socket_path(self) -> Path:
@@ -101,6 +107,7 @@ class DemoStack:
                 "--drain-timeout",
                 "2",
                 *self.gpus,
+                *self.agent_args,
             ],
             self.agent_log,
         )
@@ -130,6 +137,16 @@ class DemoStack:
                 ],
                 self.state_dir / "traffic.log",
             )
+
+    def wait_engine_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until the agent says its engine is ready (the fleet demo's router wants healthy workers)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError, httpx.HTTPError, ValueError):
+                if AgentStatus.model_validate(self._agent_call("GET", "/v1/status")).engine_state == "ready":
+                    return
+            time.sleep(0.1)
+        raise DemoError(f"the demo engine was not ready in {timeout_s:.0f} s: {self._log_tail()}")
 
     def _log_tail(self) -> str:
         with contextlib.suppress(OSError):

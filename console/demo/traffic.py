@@ -182,11 +182,26 @@ async def _unless_benchmark(address: EngineAddress, request: Coroutine[Any, Any,
         raise failure
 
 
-async def run(socket_path: str, token_path: str, peak: int, period_s: float, parent: int) -> None:
-    with open(token_path, encoding="utf-8") as handle:
-        token = handle.read().strip()
+async def run(
+    socket_path: str | None,
+    token_path: str | None,
+    peak: int,
+    period_s: float,
+    parent: int,
+    url: str | None = None,
+) -> None:
+    """The ramp against the engine the agent names (following it through restarts), or, with ``url``,
+    against that address as it is (the fleet demo's router)."""
     address = EngineAddress()
-    follower = asyncio.create_task(follow_agent(socket_path, token, address))
+    follower: asyncio.Task[Any]
+    if url is not None:
+        address.set_url(url)
+        follower = asyncio.create_task(asyncio.Event().wait())  # nothing to follow
+    else:
+        assert socket_path is not None and token_path is not None
+        with open(token_path, encoding="utf-8") as handle:
+            token = handle.read().strip()
+        follower = asyncio.create_task(follow_agent(socket_path, token, address))
     rng = random.Random(7)
     prompts = [make_prompt(rng) for _ in range(16)]
     limits = httpx.Limits(max_connections=peak + 8, max_keepalive_connections=peak + 8)
@@ -218,14 +233,17 @@ async def run(socket_path: str, token_path: str, peak: int, period_s: float, par
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="k25console demo traffic (started by k25console --demo)")
-    parser.add_argument("--socket", required=True)
-    parser.add_argument("--token-file", required=True)
+    parser.add_argument("--socket", help="the agent to follow for the engine's address")
+    parser.add_argument("--token-file")
+    parser.add_argument("--url", help="send to this address as it is (the fleet demo's router) instead")
     parser.add_argument("--peak", type=int, default=250)
     parser.add_argument("--period", type=float, default=120.0, help="seconds for one 1 → peak → 1 ramp")
     parser.add_argument("--parent", type=int, default=os.getppid())
     args = parser.parse_args(argv)
+    if args.url is None and not (args.socket and args.token_file):
+        parser.error("give --socket and --token-file, or --url")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(args.socket, args.token_file, args.peak, args.period, args.parent))
+        asyncio.run(run(args.socket, args.token_file, args.peak, args.period, args.parent, args.url))
     return 0
 
 

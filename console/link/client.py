@@ -30,6 +30,7 @@ from agent.wire.api import (
 )
 from agent.wire.audit import AuditPage
 from agent.wire.bench_result import BenchResult
+from agent.wire.router import RouterView
 from console.link.base import Link, LinkError, StreamItem
 
 M = TypeVar("M", bound=BaseModel)
@@ -129,6 +130,10 @@ class AgentClient:
             params["search"] = search
         data = await self.link.request("GET", "/v1/logs", params=params)
         return _parse(LogLines, data, "log tail").lines
+
+    async def router(self) -> RouterView:
+        """SGLang's router as this agent reads it (``agent serve --router-url``)."""
+        return _parse(RouterView, await self.link.request("GET", "/v1/router"), "router view")
 
     async def audit(self, limit: int = 500) -> AuditPage:
         """The newest ``limit`` audit records (and the damaged lines the agent skipped)."""

@@ -84,7 +84,12 @@ class LiveScreen(Screen[None]):
         if status is None:
             return  # not composed yet (a paint can come before the first frame)
         status.show(
-            model, session.link.describe(), paused=frozen, readonly=session.readonly, unseen=session.unseen
+            model,
+            session.link.describe(),
+            paused=frozen,
+            readonly=session.readonly,
+            unseen=session.unseen,
+            host=session.host_name,
         )
         banner = self.query_one_optional(LinkBanner)
         if banner is not None:

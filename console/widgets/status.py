@@ -55,10 +55,14 @@ def link_chip(model: ConsoleModel) -> Text:
     return Text("✖ not connected", style="$bad-bold")
 
 
-def status_left(model: ConsoleModel, where: str) -> Text:
-    """Where: production or not, the profile, the host, the snapshot's time."""
+def status_left(model: ConsoleModel, where: str, host: str | None = None) -> Text:
+    """Where: the fleet's host name (first, so it is never cut), production or not, the profile,
+    the snapshot's time, the link."""
     latest = model.latest
     left = Text(no_wrap=True, overflow="ellipsis")
+    if host is not None:
+        left.append(f" {host} ", style="reverse bold")
+        left.append(" ")
     if latest is not None and latest.production:
         left.append(" PRODUCTION ", style="$badge-bad")
         left.append(" ")
@@ -90,12 +94,14 @@ def status_right(model: ConsoleModel, *, paused: bool, readonly: bool, unseen: i
     return right
 
 
-def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int) -> Table:
+def status_text(
+    model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int, host: str | None = None
+) -> Table:
     grid = Table.grid(expand=True, padding=(0, 1))  # a space between where and what, even when cut
     grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     grid.add_column(no_wrap=True, justify="right")
     grid.add_row(
-        status_left(model, where), status_right(model, paused=paused, readonly=readonly, unseen=unseen)
+        status_left(model, where, host), status_right(model, paused=paused, readonly=readonly, unseen=unseen)
     )
     return grid
 
@@ -103,8 +109,17 @@ def status_text(model: ConsoleModel, where: str, *, paused: bool, readonly: bool
 class StatusLine(Static):
     """Re-rendered on the paint cadence; carries the ``-production`` class for the accent colour."""
 
-    def show(self, model: ConsoleModel, where: str, *, paused: bool, readonly: bool, unseen: int) -> None:
+    def show(
+        self,
+        model: ConsoleModel,
+        where: str,
+        *,
+        paused: bool,
+        readonly: bool,
+        unseen: int,
+        host: str | None = None,
+    ) -> None:
         latest = model.latest
         self.set_class(bool(latest and latest.production), "-production")
         self.set_class(model.stale, "-stale")
-        self.update(status_text(model, where, paused=paused, readonly=readonly, unseen=unseen))
+        self.update(status_text(model, where, paused=paused, readonly=readonly, unseen=unseen, host=host))

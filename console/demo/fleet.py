@@ -1,0 +1,106 @@
+"""``k25console --demo --fleet``: three simulated hosts behind SGLang's real router, traffic through it.
+
+Each host is a demo stack of its own (``console.demo.stack``: an agent on its own socket supervising
+its own simulated engine on its own port), with its own speculation threshold: ``gpu-a`` keeps the
+profile's crossover (143), ``gpu-b`` stops drafting from 24 running requests, ``gpu-c`` drafts at
+every size (0). The router (``smg``, cache-aware: the demo's prompts land on the worker that holds
+their prefix, so the hosts' loads differ) sits in front of the three engines; one ramp of traffic
+(1 → 300 → 1 every two minutes) goes through it, and ``gpu-a``'s agent reads the router's view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from console.demo.router import Router, RouterError
+from console.demo.stack import DemoError, DemoStack
+
+
+@dataclass(frozen=True)
+class DemoHost:
+    name: str
+    threshold: int
+
+
+HOSTS = (DemoHost("gpu-a", 143), DemoHost("gpu-b", 24), DemoHost("gpu-c", 0))
+PEAK = 300
+PERIOD_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def with_port_and_threshold(port: int, threshold: int) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        text = re.sub(r"(?m)^port = \d+$", f"port = {port}", text, count=1)
+        return re.sub(r"(?m)^threshold = \d+$", f"threshold = {threshold}", text, count=1)
+
+    return edit
+
+
+class FleetDemo:
+    """Start with :meth:`start`, always :meth:`stop` (also after a failed start)."""
+
+    def __init__(self) -> None:
+        self.ports = [free_port() for _ in HOSTS]
+        self.router_port, self.metrics_port = free_port(), free_port()
+        router_url = f"http://127.0.0.1:{self.router_port}"
+        self.stacks = [
+            DemoStack(
+                traffic=False,
+                edit_profile=with_port_and_threshold(port, host.threshold),
+                agent_args=["--router-url", router_url] if i == 0 else [],
+            )
+            for i, (host, port) in enumerate(zip(HOSTS, self.ports, strict=True))
+        ]
+        self.router: Router | None = None
+        self.traffic: subprocess.Popen[bytes] | None = None
+
+    def hosts(self) -> list[tuple[str, Path, str]]:
+        """Each host's name, its agent's socket and its engine's URL (as the router names it)."""
+        return [
+            (host.name, stack.socket_path, f"http://127.0.0.1:{port}")
+            for host, stack, port in zip(HOSTS, self.stacks, self.ports, strict=True)
+        ]
+
+    def start(self) -> None:
+        for stack in self.stacks:
+            stack.start()
+        for stack in self.stacks:
+            stack.wait_engine_ready()
+        workers = [f"http://127.0.0.1:{port}" for port in self.ports]
+        log = self.stacks[0].state_dir / "router.log"
+        try:
+            self.router = Router(workers, self.router_port, self.metrics_port, log, policy="cache_aware")
+            self.router.start()
+        except RouterError as exc:
+            raise DemoError(str(exc)) from None
+        with (self.stacks[0].state_dir / "traffic.log").open("ab") as out:
+            self.traffic = subprocess.Popen(
+                [sys.executable, "-m", "console.demo.traffic", "--url", self.router.url,
+                 "--peak", str(PEAK), "--period", str(PERIOD_S), "--parent", str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        if self.traffic is not None and self.traffic.poll() is None:
+            self.traffic.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.traffic.wait(timeout=5)
+            if self.traffic.poll() is None:
+                self.traffic.kill()
+        if self.router is not None:
+            self.router.stop()
+        for stack in self.stacks:
+            stack.stop()

@@ -1,0 +1,163 @@
+"""The Fleet screen: one row per host, the fleet's total, the router's view of its workers, and the
+last change asked of several hosts. It draws ``FleetState`` and posts what the operator asked for;
+the App opens hosts and runs changes."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container, VerticalScroll
+from textual.events import Resize
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from console.fleet import words
+from console.fleet.model import SORT_WORDS, FleetRow
+from console.fleet.state import FleetState
+from console.widgets.footer import ConsoleFooter
+
+WIDE_FROM = 100
+"""From this many columns the link and the engine state have columns of their own, and the accept
+length too; below, one state column says both and the accept length gives way (80 columns fit)."""
+
+
+class OpenHost(Message):
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+
+
+class ChangeAsked(Message):
+    def __init__(self, hosts: list[str]) -> None:
+        super().__init__()
+        self.hosts = hosts
+
+
+class FleetScreen(Screen[None]):
+    AUTO_FOCUS = "#fleet-table"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open host", show=True),
+        Binding("space", "pick", "Pick"),
+        Binding("a", "pick_all", "Pick all"),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse", "Reverse", show=False),
+        Binding("c", "change", "Change…"),
+    ]
+    DEFAULT_CSS = """
+    #fleet-title { height: 1; background: $panel; padding: 0 1; }
+    #fleet-table { height: auto; max-height: 1fr; }
+    #fleet-total { height: 1; margin-bottom: 1; }
+    #fleet-router-box { height: auto; max-height: 10; }
+    #fleet-change { height: auto; margin-top: 1; }
+    """
+
+    def __init__(self, state: FleetState, *, readonly: bool) -> None:
+        super().__init__()
+        self.state = state
+        self.readonly = readonly
+        self.painted_version = -1
+        self._order: list[str] = []
+        self._wide: bool | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="fleet-title")
+        with Container(id="body"):
+            yield DataTable(id="fleet-table", cursor_type="row", zebra_stripes=True)
+            yield Static(id="fleet-total")
+            with VerticalScroll(id="fleet-router-box"):
+                yield Static(id="fleet-router")
+            yield Static(id="fleet-change")
+        yield ConsoleFooter(compact=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "change" and self.readonly:
+            return None  # greyed, does nothing
+        return True
+
+    @property
+    def cursor_host(self) -> str | None:
+        table = self.query_one("#fleet-table", DataTable)
+        if not self._order or table.cursor_row < 0 or table.cursor_row >= len(self._order):
+            return None
+        return self._order[table.cursor_row]
+
+    # -- painting -----------------------------------------------------------------------------
+    def on_resize(self, event: Resize) -> None:
+        if self._wide is not None and (event.size.width >= WIDE_FROM) != self._wide:
+            self.painted_version = -1
+            self.paint(self.state)
+
+    def paint(self, state: FleetState) -> None:
+        """Draw what changed since the last paint (the title's ages move every time)."""
+        title = self.query_one_optional("#fleet-title", Static)
+        if title is None:
+            return
+        rows = state.rows()
+        title.update(words.title(state, rows, readonly=self.readonly))
+        version = state.data_version()
+        if version == self.painted_version:
+            return
+        self._paint_table(rows, state)
+        self.query_one("#fleet-total", Static).update(words.total_line(state.total(rows)))
+        self.query_one("#fleet-router", Static).update(words.router_table(state))
+        self.query_one("#fleet-change", Static).update(words.change_lines(state))
+        self.painted_version = version
+
+    def _paint_table(self, rows: list[FleetRow], state: FleetState) -> None:
+        table: DataTable[Text] = self.query_one("#fleet-table", DataTable)
+        wide = self.size.width >= WIDE_FROM
+        columns = words.columns(wide)
+        cursor = self.cursor_host
+        order = [r.name for r in rows]
+        if wide != self._wide or order != self._order or len(table.columns) != len(columns):
+            table.clear(columns=True)
+            for key, label in columns:
+                table.add_column(label, key=key)
+            for row in rows:
+                table.add_row(*words.cells(row, state, wide), key=row.name)
+            self._order, self._wide = order, wide
+            if cursor in order:
+                table.move_cursor(row=order.index(cursor), animate=False)
+            return
+        for row in rows:
+            for (key, _), cell in zip(columns, words.cells(row, state, wide), strict=True):
+                if table.get_cell(row.name, key) != cell:
+                    table.update_cell(row.name, key, cell)
+
+    # -- what the operator asks ---------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(OpenHost(str(event.row_key.value)))
+
+    def action_open(self) -> None:
+        host = self.cursor_host
+        if host is not None:
+            self.post_message(OpenHost(host))
+
+    def action_pick(self) -> None:
+        host = self.cursor_host
+        if host is not None:
+            self.state.toggle_pick(host)
+            self.paint(self.state)
+
+    def action_pick_all(self) -> None:
+        self.state.pick_all()
+        self.paint(self.state)
+
+    def action_sort(self) -> None:
+        self.state.cycle_sort()
+        self.paint(self.state)
+        self.notify(f"Sorted by {SORT_WORDS[self.state.sort]}", title="Fleet", timeout=2)
+
+    def action_reverse(self) -> None:
+        self.state.reverse()
+        self.paint(self.state)
+
+    def action_change(self) -> None:
+        hosts = self.state.targets(self.cursor_host)
+        if hosts:
+            self.post_message(ChangeAsked(hosts))
