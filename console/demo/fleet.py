@@ -1,9 +1,9 @@
 """``k25console --demo --fleet``: three simulated hosts behind SGLang's real router, traffic through it.
 
 Each host is a demo stack of its own (``console.demo.stack``: an agent on its own socket supervising
-its own simulated engine on its own port), with its own speculation threshold: ``gpu-a`` keeps the
+its own simulated engine), with its own speculation threshold: ``gpu-a`` keeps the
 profile's crossover (143), ``gpu-b`` stops drafting from 24 running requests, ``gpu-c`` drafts at
-every size (0). The router (``smg``, cache-aware: the demo's prompts land on the worker that holds
+every size the server runs (256). The router (``smg``, cache-aware: the demo's prompts land on the worker that holds
 their prefix, so the hosts' loads differ) sits in front of the three engines; one ramp of traffic
 (1 → 300 → 1 every two minutes) goes through it, and ``gpu-a``'s agent reads the router's view.
 """
@@ -30,7 +30,7 @@ class DemoHost:
     threshold: int
 
 
-HOSTS = (DemoHost("gpu-a", 143), DemoHost("gpu-b", 24), DemoHost("gpu-c", 0))
+HOSTS = (DemoHost("gpu-a", 143), DemoHost("gpu-b", 24), DemoHost("gpu-c", 256))
 PEAK = 300
 PERIOD_S = 120.0
 
@@ -41,9 +41,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def with_port_and_threshold(port: int, threshold: int) -> Callable[[str], str]:
+def with_threshold(threshold: int) -> Callable[[str], str]:
     def edit(text: str) -> str:
-        text = re.sub(r"(?m)^port = \d+$", f"port = {port}", text, count=1)
         return re.sub(r"(?m)^threshold = \d+$", f"threshold = {threshold}", text, count=1)
 
     return edit
@@ -53,16 +52,16 @@ class FleetDemo:
     """Start with :meth:`start`, always :meth:`stop` (also after a failed start)."""
 
     def __init__(self) -> None:
-        self.ports = [free_port() for _ in HOSTS]
+        self.engine_urls: list[str] = []
         self.router_port, self.metrics_port = free_port(), free_port()
         router_url = f"http://127.0.0.1:{self.router_port}"
         self.stacks = [
             DemoStack(
                 traffic=False,
-                edit_profile=with_port_and_threshold(port, host.threshold),
+                edit_profile=with_threshold(host.threshold),
                 agent_args=["--router-url", router_url] if i == 0 else [],
             )
-            for i, (host, port) in enumerate(zip(HOSTS, self.ports, strict=True))
+            for i, host in enumerate(HOSTS)
         ]
         self.router: Router | None = None
         self.traffic: subprocess.Popen[bytes] | None = None
@@ -70,16 +69,16 @@ class FleetDemo:
     def hosts(self) -> list[tuple[str, Path, str]]:
         """Each host's name, its agent's socket and its engine's URL (as the router names it)."""
         return [
-            (host.name, stack.socket_path, f"http://127.0.0.1:{port}")
-            for host, stack, port in zip(HOSTS, self.stacks, self.ports, strict=True)
+            (host.name, stack.socket_path, url)
+            for host, stack, url in zip(HOSTS, self.stacks, self.engine_urls, strict=True)
         ]
 
     def start(self) -> None:
         for stack in self.stacks:
             stack.start()
-        for stack in self.stacks:
-            stack.wait_engine_ready()
-        workers = [f"http://127.0.0.1:{port}" for port in self.ports]
+        # Each agent picks its engine's port; the router is told the addresses the agents report.
+        self.engine_urls = [str(stack.wait_engine_ready().engine_url) for stack in self.stacks]
+        workers = self.engine_urls
         log = self.stacks[0].state_dir / "router.log"
         try:
             self.router = Router(workers, self.router_port, self.metrics_port, log, policy="cache_aware")

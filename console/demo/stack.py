@@ -138,13 +138,14 @@ class DemoStack:
                 self.state_dir / "traffic.log",
             )
 
-    def wait_engine_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Until the agent says its engine is ready (the fleet demo's router wants healthy workers)."""
+    def wait_engine_ready(self, timeout_s: float = READY_TIMEOUT_S) -> AgentStatus:
+        """The agent's status once its engine is ready (the fleet demo's router wants its address)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError, httpx.HTTPError, ValueError):
-                if AgentStatus.model_validate(self._agent_call("GET", "/v1/status")).engine_state == "ready":
-                    return
+                status = AgentStatus.model_validate(self._agent_call("GET", "/v1/status"))
+                if status.engine_state == "ready" and status.engine_url:
+                    return status
             time.sleep(0.1)
         raise DemoError(f"the demo engine was not ready in {timeout_s:.0f} s: {self._log_tail()}")
 

@@ -153,9 +153,9 @@ def make_prompt(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(PROMPT_WORDS))
 
 
-async def _one_request(client: httpx.AsyncClient, url: str, prompt: str) -> None:
+async def _one_request(client: httpx.AsyncClient, url: str, prompt: str, model: str = "default") -> None:
     body = {
-        "model": "default",
+        "model": model,
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": MAX_TOKENS,
         "stream": True,
@@ -163,6 +163,14 @@ async def _one_request(client: httpx.AsyncClient, url: str, prompt: str) -> None
     async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
         async for _ in response.aiter_lines():
             pass
+
+
+async def served_model(client: httpx.AsyncClient, url: str) -> str:
+    """The first model ``url`` lists at ``/v1/models`` (the router lists its workers' names)."""
+    while True:
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+            return str((await client.get(url + "/v1/models")).json()["data"][0]["id"])
+        await asyncio.sleep(1.0)
 
 
 async def _unless_benchmark(address: EngineAddress, request: Coroutine[Any, Any, None]) -> None:
@@ -208,6 +216,8 @@ async def run(
     loop = asyncio.get_running_loop()
     start = loop.time()
     async with httpx.AsyncClient(limits=limits, timeout=300.0) as client:
+        # A router routes by model: ask it for the name its workers serve (an engine takes any).
+        model = await served_model(client, url) if url is not None else "default"
 
         async def worker(index: int) -> None:
             while True:
@@ -216,7 +226,9 @@ async def run(
                     await address.wait_change(0.25)  # the ramp's resolution, or the address changed
                     continue
                 try:
-                    await _unless_benchmark(address, _one_request(client, url, prompts[index % len(prompts)]))
+                    await _unless_benchmark(
+                        address, _one_request(client, url, prompts[index % len(prompts)], model)
+                    )
                 except httpx.HTTPError:
                     # The engine went away (a restart): the agent's next engine.ready moves us on.
                     await address.wait_change(1.0)

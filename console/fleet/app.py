@@ -18,6 +18,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import ScreenStackError
 from textual.binding import Binding, BindingType
+from textual.events import Mount, Unmount
 from textual.widget import AwaitMount
 
 from agent.wire import Event, Snapshot
@@ -99,7 +100,8 @@ class FleetApp(ConsoleApp):
         """Per host: arrival here minus the agent's tick time, seconds (bench/fleet_console.py)."""
 
     # -- life cycle ---------------------------------------------------------------------------
-    def on_mount(self) -> None:
+    def on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Textual passes the event
+        event.prevent_default()  # Textual would run the single-host App's on_mount too (one stream, overview)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
         self.switch_mode("fleet")
         self.set_interval(STATUS_INTERVAL_S, self.paint_now)
@@ -109,7 +111,8 @@ class FleetApp(ConsoleApp):
                 self._follow(host), group=f"stream-{host.name}", exclusive=True, exit_on_error=False
             )
 
-    async def on_unmount(self) -> None:
+    async def on_unmount(self, event: Unmount) -> None:  # type: ignore[override]
+        event.prevent_default()
         for host in self.hosts.values():
             await host.link.close()
 
