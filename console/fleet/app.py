@@ -160,6 +160,11 @@ class FleetApp(ConsoleApp):
     def _host_failed(self, host: Host, message: str) -> None:
         self.notify(message, title=f"Cannot connect to {host.name}", severity="error", timeout=30)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "fleet" and self.in_host is None:
+            return False  # on the Fleet screen already: not in its footer
+        return super().check_action(action, parameters)
+
     def action_reconnect(self) -> None:
         """Every host whose link gave up is tried again (the ones following keep following)."""
         for host in self.hosts.values():

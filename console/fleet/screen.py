@@ -25,6 +25,10 @@ WIDE_FROM = 100
 length too; below, one state column says both and the accept length gives way (80 columns fit)."""
 
 
+ROOM = 4
+"""Columns the table cannot use: the body's padding and the table's scrollbar."""
+
+
 class OpenHost(Message):
     def __init__(self, host: str) -> None:
         super().__init__()
@@ -42,7 +46,7 @@ class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open host", show=True),
         Binding("space", "pick", "Pick"),
-        Binding("a", "pick_all", "Pick all"),
+        Binding("a", "pick_all", "Pick all", show=False),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse", show=False),
         Binding("c", "change", "Change…"),
@@ -113,18 +117,20 @@ class FleetScreen(Screen[None]):
         columns = words.columns(wide)
         cursor = self.cursor_host
         order = [r.name for r in rows]
+        cells = [words.cells(row, state, wide) for row in rows]
+        words.fit(cells, [label for _, label in columns], self.size.width - ROOM)
         if wide != self._wide or order != self._order or len(table.columns) != len(columns):
             table.clear(columns=True)
             for key, label in columns:
                 table.add_column(label, key=key)
-            for row in rows:
-                table.add_row(*words.cells(row, state, wide), key=row.name)
+            for row, row_cells in zip(rows, cells, strict=True):
+                table.add_row(*row_cells, key=row.name)
             self._order, self._wide = order, wide
             if cursor in order:
                 table.move_cursor(row=order.index(cursor), animate=False)
             return
-        for row in rows:
-            for (key, _), cell in zip(columns, words.cells(row, state, wide), strict=True):
+        for row, row_cells in zip(rows, cells, strict=True):
+            for (key, _), cell in zip(columns, row_cells, strict=True):
                 if table.get_cell(row.name, key) != cell:
                     table.update_cell(row.name, key, cell)
 

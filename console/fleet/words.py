@@ -112,6 +112,19 @@ def cells(row: FleetRow, state: FleetState, wide: bool) -> list[Text]:
     ]
 
 
+def fit(table: list[list[Text]], labels: list[str], width: int) -> None:
+    """Cut the last column's cells (the worst finding, free text) with an ellipsis so that the row
+    fits ``width``: DataTable sizes a column to its widest cell and would scroll the row instead."""
+    if not table:
+        return
+    gap = 2  # a DataTable column's padding
+    used = sum(max(len(label), *(c.cell_len for c in (row[i] for row in table))) + gap
+               for i, label in enumerate(labels[:-1]))  # fmt: skip
+    room = max(len(labels[-1]), width - used - gap)
+    for row in table:
+        row[-1].truncate(room, overflow="ellipsis")
+
+
 def title(state: FleetState, rows: list[FleetRow], *, readonly: bool) -> Text:
     live = sum(1 for r in rows if r.link == "connected")
     text = Text(no_wrap=True, overflow="ellipsis")
@@ -135,7 +148,7 @@ def total_line(total: FleetTotal) -> Text:
     text.append(f"{num(total.output_tok_s)} tok/s, {num(total.running)} running, {num(total.queued)} queued")
     text.append(f"; {total.speculating} of {total.reporting} speculating")
     if total.reporting < total.hosts:
-        text.append(f"  (over {total.reporting} of {total.hosts} hosts)", style="$warn")
+        text.append(f"  ({total.reporting} of {total.hosts} hosts)", style="$warn")
     return text
 
 
@@ -170,7 +183,9 @@ def change_lines(state: FleetState) -> Text:
     change = state.change
     if change is None:
         return Text(
-            "c: change threshold, steps or profile on the picked hosts (space picks, a all)", style="dim"
+            "enter opens a host, F comes back; c changes threshold, steps or profile on the picked "
+            "hosts (space picks one, a all)",
+            style="dim",
         )
     text = Text()
     value = "release" if change.kind == "steps" and change.value == -1 else str(change.value)
