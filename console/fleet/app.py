@@ -8,6 +8,7 @@ back to the fleet; the status line of every host screen leads with the host's na
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -38,6 +39,11 @@ from console.session import Session
 from console.theme import DEFAULT_THEME
 from console.widgets.action_words import action_label
 
+FLEET_HISTORY = 16
+"""Whole snapshots each host's model holds (the single-host console holds 1200): the GPU screen's
+history needs 12, the charts read the point ring. A held snapshot of an 8-GPU host is ~40 objects the
+garbage collector walks on each full pass: 16 hosts x 1200 would be ~800,000, and the passes held the
+loop (and every host's ticks) for hundreds of milliseconds (bench/fleet_console.py)."""
 ROUTER_POLL_S = 2.0
 """How often the router's view is read while the Fleet screen is in view."""
 LATENESS_KEPT = 10_000
@@ -72,12 +78,13 @@ class FleetApp(ConsoleApp):
             theme=theme,
         )
         self.first = targets[0].name
+        self.model.snapshots = deque(maxlen=FLEET_HISTORY)  # nothing arrived yet: the App just made it
         self.session.host_name = self.first
         self.hosts: dict[str, Host] = {
             self.first: Host(targets[0], self.link, self.model, self.session, self.backoff)
         }
         for target, link in zip(targets[1:], links[1:], strict=True):
-            model = ConsoleModel(clock=clock)
+            model = ConsoleModel(clock=clock, history=FLEET_HISTORY)
             session = Session(
                 link,
                 model,
@@ -104,6 +111,10 @@ class FleetApp(ConsoleApp):
         event.prevent_default()  # Textual would run the single-host App's on_mount too (one stream, overview)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
         self.switch_mode("fleet")
+        # What exists now (the modules, Textual's and pydantic's machinery, the screens) lives as
+        # long as the console: out of the collector's full passes, which otherwise walk all of it
+        # every few seconds while 16 hosts' snapshots arrive, holding the loop for hundreds of ms.
+        gc.freeze()
         self.set_interval(STATUS_INTERVAL_S, self.paint_now)
         self.set_interval(ROUTER_POLL_S, self.poll_router)
         for host in self.hosts.values():
@@ -210,6 +221,12 @@ class FleetApp(ConsoleApp):
         self.open_host(message.host)
 
     # -- painting -----------------------------------------------------------------------------
+    def on_model_updated(self, message: ModelUpdated) -> None:
+        """On the Fleet screen a host's tick is not painted by itself: the screen is drawn once a
+        second (STATUS_INTERVAL_S), all hosts at once, and at once on what the operator does."""
+        if self.in_host is None:
+            message.prevent_default()  # not the single-host App's paint-per-update either
+
     def paint_now(self) -> None:
         if self.in_host is not None:
             super().paint_now()

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from console.fleet import words
 from console.fleet.model import SORT_WORDS, FleetRow
 from console.fleet.state import FleetState
+from console.fleet.table import FleetTable
 from console.widgets.footer import ConsoleFooter
 
 WIDE_FROM = 100
@@ -25,8 +25,8 @@ WIDE_FROM = 100
 length too; below, one state column says both and the accept length gives way (80 columns fit)."""
 
 
-ROOM = 4
-"""Columns the table cannot use: the body's padding and the table's scrollbar."""
+ROOM = 3
+"""Columns the table cannot use: the body's padding and a spare one."""
 
 
 class OpenHost(Message):
@@ -54,6 +54,7 @@ class FleetScreen(Screen[None]):
     DEFAULT_CSS = """
     #fleet-title { height: 1; background: $panel; padding: 0 1; }
     #fleet-table { height: auto; max-height: 1fr; }
+    #fleet-table:focus { background-tint: $foreground 4%; }
     #fleet-total { height: 1; margin-bottom: 1; }
     #fleet-router-box { height: auto; max-height: 10; }
     #fleet-change { height: auto; margin-top: 1; }
@@ -64,13 +65,12 @@ class FleetScreen(Screen[None]):
         self.state = state
         self.readonly = readonly
         self.painted_version = -1
-        self._order: list[str] = []
         self._wide: bool | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-title")
         with Container(id="body"):
-            yield DataTable(id="fleet-table", cursor_type="row", zebra_stripes=True)
+            yield FleetTable(id="fleet-table")
             yield Static(id="fleet-total")
             with VerticalScroll(id="fleet-router-box"):
                 yield Static(id="fleet-router")
@@ -84,10 +84,8 @@ class FleetScreen(Screen[None]):
 
     @property
     def cursor_host(self) -> str | None:
-        table = self.query_one("#fleet-table", DataTable)
-        if not self._order or table.cursor_row < 0 or table.cursor_row >= len(self._order):
-            return None
-        return self._order[table.cursor_row]
+        table = self.query_one_optional("#fleet-table", FleetTable)
+        return table.cursor_host if table is not None else None
 
     # -- painting -----------------------------------------------------------------------------
     def on_resize(self, event: Resize) -> None:
@@ -112,32 +110,18 @@ class FleetScreen(Screen[None]):
         self.painted_version = version
 
     def _paint_table(self, rows: list[FleetRow], state: FleetState) -> None:
-        table: DataTable[Text] = self.query_one("#fleet-table", DataTable)
         wide = self.size.width >= WIDE_FROM
         columns = words.columns(wide)
-        cursor = self.cursor_host
-        order = [r.name for r in rows]
         cells = [words.cells(row, state, wide) for row in rows]
-        words.fit(cells, [label for _, label in columns], self.size.width - ROOM)
-        if wide != self._wide or order != self._order or len(table.columns) != len(columns):
-            table.clear(columns=True)
-            for key, label in columns:
-                table.add_column(label, key=key)
-            for row, row_cells in zip(rows, cells, strict=True):
-                table.add_row(*row_cells, key=row.name)
-            self._order, self._wide = order, wide
-            if cursor in order:
-                table.move_cursor(row=order.index(cursor), animate=False)
-            return
-        for row, row_cells in zip(rows, cells, strict=True):
-            for (key, _), cell in zip(columns, row_cells, strict=True):
-                if table.get_cell(row.name, key) != cell:
-                    table.update_cell(row.name, key, cell)
+        labels = [label for _, label in columns]
+        words.fit(cells, labels, self.size.width - ROOM)
+        right = [key in words.RIGHT for key, _ in columns]
+        self.query_one("#fleet-table", FleetTable).show(labels, right, [r.name for r in rows], cells)
+        self._wide = wide
 
     # -- what the operator asks ---------------------------------------------------------------
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.post_message(OpenHost(str(event.row_key.value)))
+    def on_fleet_table_selected(self, event: FleetTable.Selected) -> None:
+        self.post_message(OpenHost(event.host))
 
     def action_open(self) -> None:
         host = self.cursor_host

@@ -42,6 +42,10 @@ OUTCOME_WORDS = {
 }
 
 
+RIGHT = frozenset({"tok_s", "running", "queued", "threshold", "kv"})
+"""Columns of numbers, right-aligned."""
+
+
 def columns(wide: bool) -> list[tuple[str, str]]:
     state = [("link", "link"), ("engine", "engine")] if wide else [("state", "state")]
     accept = [("accept", "accept")] if wide else []
@@ -114,10 +118,10 @@ def cells(row: FleetRow, state: FleetState, wide: bool) -> list[Text]:
 
 def fit(table: list[list[Text]], labels: list[str], width: int) -> None:
     """Cut the last column's cells (the worst finding, free text) with an ellipsis so that the row
-    fits ``width``: DataTable sizes a column to its widest cell and would scroll the row instead."""
+    fits ``width``: a table sizes a column to its widest cell and would cut the row instead."""
     if not table:
         return
-    gap = 2  # a DataTable column's padding
+    gap = 2  # a column's padding
     used = sum(max(len(label), *(c.cell_len for c in (row[i] for row in table))) + gap
                for i, label in enumerate(labels[:-1]))  # fmt: skip
     room = max(len(labels[-1]), width - used - gap)

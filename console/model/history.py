@@ -39,9 +39,10 @@ class LinkStatus:
 class ConsoleModel:
     """Everything received, bounded; ``version`` grows on every change so views can skip idle repaints."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, history: int = HISTORY_LEN) -> None:
         self._clock = clock
-        self.snapshots: deque[Snapshot] = deque(maxlen=HISTORY_LEN)
+        self.snapshots: deque[Snapshot] = deque(maxlen=history)
+        """Whole snapshots held (``HISTORY_LEN``; a fleet holds fewer per host: see console.fleet.app)."""
         self.points = PointRing()
         self.events: deque[Event] = deque(maxlen=EVENTS_LEN)
         """Every event but bench progress (see ``bench``): what the event log shows."""

@@ -20,8 +20,6 @@ from typing import Any
 import httpx
 import pytest
 from agent_harness import AgentProc, prepare_profiles, short_root
-from rich.text import Text
-from textual.widgets import DataTable
 
 from agent.control.faults import FAULT_ENV
 from agent.sglang import live_control
@@ -30,6 +28,7 @@ from console.fleet.app import FleetApp
 from console.fleet.dialogs import AskChange, ConfirmFleetPlans
 from console.fleet.hosts import HostTarget
 from console.fleet.screen import FleetScreen
+from console.fleet.table import FleetTable
 
 from .console_kit import FAST_RECONNECT, engine_live_state, ssh_target, text_of
 from .sshd import Sshd, free_port
@@ -67,14 +66,8 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[lis
 
 
 def fleet_rows(app: FleetApp) -> dict[str, dict[str, str]]:
-    """The Fleet table as the operator reads it: host → column → the cell's text."""
-    table: DataTable[Text] = app.fleet_screen.query_one("#fleet-table", DataTable)
-    keys = [str(c.value) for c in table.columns]
-    out = {}
-    for row_key in table.rows:
-        cells = [c.plain if isinstance(c, Text) else str(c) for c in table.get_row(row_key)]
-        out[str(row_key.value)] = dict(zip(keys, cells, strict=True))
-    return out
+    """The Fleet table as the operator reads it: host → column → the cell's words."""
+    return app.fleet_screen.query_one("#fleet-table", FleetTable).as_text()
 
 
 async def live_threshold(engine_url: str) -> dict[str, Any]:
@@ -116,7 +109,7 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         await until(lambda: "127.0.0.1:" in text_of(app, "#fleet-router"), what="the router panel")
         panel = text_of(app, "#fleet-router")
         assert router.url.removeprefix("http://") in panel and panel.count("healthy") == 3
-        assert {row["threshold"] for row in fleet_rows(app).values()} == {"143"}
+        assert {row["thr"] for row in fleet_rows(app).values()} == {"143"}
 
         # One change for the three hosts: pick all, ask, see the three plans, confirm once.
         await pilot.press("a", "c")
@@ -148,19 +141,19 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         row = fleet_rows(app)["gpu-c"]
         assert row["engine"] == "was ready"
         # The engine took the change before the kill: that is what it runs, and what comes back.
-        assert (await live_threshold(engine_url))["threshold"] == NEW_THRESHOLD
+        assert (await live_threshold(engine_url))["thr"] == NEW_THRESHOLD
         agents[2].start()
         await until(
             lambda: (
                 fleet_rows(app)["gpu-c"]["link"] == "● live"
-                and fleet_rows(app)["gpu-c"]["threshold"] == str(NEW_THRESHOLD)
+                and fleet_rows(app)["gpu-c"]["thr"] == str(NEW_THRESHOLD)
             ),
             what="gpu-c back, showing the threshold its engine runs",
             timeout_s=40,
         )
-        assert {row["threshold"] for row in fleet_rows(app).values()} == {str(NEW_THRESHOLD)}
+        assert {row["thr"] for row in fleet_rows(app).values()} == {str(NEW_THRESHOLD)}
         for agent in agents:
-            assert (await engine_live_state(agent))["threshold"] == NEW_THRESHOLD
+            assert (await engine_live_state(agent))["thr"] == NEW_THRESHOLD
         # Nothing was retried: one confirm per host, and the restarted agent settled the killed
         # one's intent from what its engine shows.
         settled = audit_of(agents[2], change.change_id)
@@ -169,8 +162,7 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         for agent in agents[:2]:
             assert len(audit_of(agent, change.change_id)) == 2
         # Enter opens a host's own console, F comes back; the title names the host in view.
-        app.fleet_screen.query_one("#fleet-table", DataTable).move_cursor(row=1)
-        await pilot.press("enter")
+        await pilot.press("down", "enter")
         await until(
             lambda: app.in_host == "gpu-b" and "gpu-b" in text_of(app, "#status"), what="gpu-b's console"
         )
