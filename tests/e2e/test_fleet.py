@@ -141,7 +141,7 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         row = fleet_rows(app)["gpu-c"]
         assert row["engine"] == "was ready"
         # The engine took the change before the kill: that is what it runs, and what comes back.
-        assert (await live_threshold(engine_url))["thr"] == NEW_THRESHOLD
+        assert (await live_threshold(engine_url))["threshold"] == NEW_THRESHOLD
         agents[2].start()
         await until(
             lambda: (
@@ -153,7 +153,7 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         )
         assert {row["thr"] for row in fleet_rows(app).values()} == {str(NEW_THRESHOLD)}
         for agent in agents:
-            assert (await engine_live_state(agent))["thr"] == NEW_THRESHOLD
+            assert (await engine_live_state(agent))["threshold"] == NEW_THRESHOLD
         # Nothing was retried: one confirm per host, and the restarted agent settled the killed
         # one's intent from what its engine shows.
         settled = audit_of(agents[2], change.change_id)
