@@ -281,7 +281,17 @@ class FleetApp(ConsoleApp):
         self._note("waiting for your confirm")
         words = f"{KIND_WORDS[kind]} → {'release' if kind == 'steps' and value == -1 else value}"
         title = f"Fleet change {change.change_id}: {words} on {len(hosts)} host(s)"
-        if not await self.push_screen_wait(ConfirmFleetPlans(title, plans)):
+        production = sorted(
+            {
+                latest.profile_name or host
+                for hp in plans
+                if hp.plan is not None and hp.plan.mode == "restart"
+                for host, latest in [(hp.host, self.hosts[hp.host].model.latest)]
+                if latest is not None and latest.production
+            }
+        )
+        challenge = " ".join(production) if production else None
+        if not await self.push_screen_wait(ConfirmFleetPlans(title, plans, challenge=challenge)):
             await change.cancel({n: self.hosts[n].writable_client() for n in hosts})
             self._note("")
             return

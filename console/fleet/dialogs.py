@@ -108,10 +108,13 @@ class ConfirmFleetPlans(ModalScreen[bool]):
     #plans-buttons { height: auto; margin-top: 1; }
     """
 
-    def __init__(self, title: str, plans: list[HostPlan]) -> None:
+    def __init__(self, title: str, plans: list[HostPlan], *, challenge: str | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.plans = plans
+        self.challenge = challenge
+        """A restart on a production host wants its profile's name typed first (k9s' text challenge),
+        as the single-host confirm does; several production profiles: their names, space-separated."""
 
     def compose(self) -> ComposeResult:
         applying = [hp.host for hp in self.plans if hp.will_apply]
@@ -125,14 +128,41 @@ class ConfirmFleetPlans(ModalScreen[bool]):
             if skipped:
                 note += f"; not to {', '.join(skipped)} (see why above)"
             yield Static(Text(note + ". Nothing is retried.", style="$warn"))
+            if self.challenge is not None:
+                yield Static(Text.assemble(("PRODUCTION restart. ", "$bad-bold"), "Type ",
+                                           (self.challenge, "bold"), " to confirm:"))  # fmt: skip
+                yield Input(id="plans-challenge", placeholder=self.challenge, compact=True)
             with Horizontal(id="plans-buttons"):
-                yield Button("Apply (y)", id="plans-yes", variant="warning", disabled=not applying)
+                yield Button(
+                    "Apply" if self.challenge else "Apply (y)",
+                    id="plans-yes",
+                    variant="warning",
+                    disabled=not applying or self.challenge is not None,
+                )
                 yield Button("Cancel (esc)", id="plans-no")
 
+    def on_mount(self) -> None:
+        if self.challenge is not None:
+            self.query_one("#plans-challenge", Input).focus()
+
+    def _met(self) -> bool:
+        if self.challenge is None:
+            return True
+        return self.query_one("#plans-challenge", Input).value.strip() == self.challenge
+
+    @on(Input.Changed, "#plans-challenge")
+    def _typed(self) -> None:
+        self.query_one("#plans-yes", Button).disabled = not self._met()
+
+    @on(Input.Submitted, "#plans-challenge")
+    def _submitted(self) -> None:
+        if self._met():
+            self.dismiss(True)
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "plans-yes")
+        self.dismiss(event.button.id == "plans-yes" and self._met())
 
     def action_answer(self, yes: bool) -> None:
-        if yes and not any(hp.will_apply for hp in self.plans):
+        if yes and (not any(hp.will_apply for hp in self.plans) or not self._met()):
             return
         self.dismiss(yes)

@@ -166,3 +166,32 @@ def test_values_as_typed(kind: Any, text: str, value: object) -> None:
 def test_a_wrong_value_says_what_the_kind_takes(kind: Any, text: str) -> None:
     with pytest.raises(ValueError):
         parse_value(kind, text)
+
+
+async def test_a_restart_on_a_production_host_wants_its_profile_typed_before_the_fleet_applies() -> None:
+    from fleet_kit import scripted_fleet
+
+    from console.fleet.app import FleetApp
+    from console.fleet.change import HostPlan
+    from console.fleet.dialogs import ConfirmFleetPlans
+
+    request = ActionRequest(
+        request_id="r" * 8, kind="apply_profile", value="kimi-next", change_id="chg-12345678"
+    )
+    plans = [
+        HostPlan("gpu-a", Plan(action_id="act-1", request=request, mode="restart", reason="topk changes"))
+    ]
+    answers: list[bool] = []
+
+    targets, links = scripted_fleet()
+    app = FleetApp(targets, links=links, operator="t")
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.push_screen(ConfirmFleetPlans("t", plans, challenge="kimi-prod"), answers.append)
+        await pilot.pause()
+        await pilot.press("y")  # typed into the field, not a confirm
+        await pilot.pause()
+        assert answers == [] and isinstance(app.screen, ConfirmFleetPlans)
+        await pilot.press("backspace", *"kimi-prod", "enter")
+        await pilot.pause()
+    assert answers == [True]
