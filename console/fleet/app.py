@@ -190,25 +190,28 @@ class FleetApp(ConsoleApp):
         return mode if host == self.first else f"{mode}@{host}"
 
     def switch_mode(self, mode: str) -> AwaitMount:
-        """A screen's plain name (a key, the palette) means that screen of the host in view."""
-        if mode in SCREENS and self.in_host is not None:
+        """A screen's plain name (a key, the palette) means that screen of the host in view; from the
+        Fleet screen, of the host under the cursor."""
+        if mode in SCREENS:
+            if self.in_host is None:
+                self._enter(self.fleet_screen.cursor_host or self.first)
+            assert self.in_host is not None
             mode = self._mode_of(mode, self.in_host)
         return super().switch_mode(mode)
 
-    def open_host(self, name: str, mode: str = "overview") -> None:
+    def _enter(self, name: str) -> None:
+        """The host whose screens, Session and model the App's own paths (paint, keys) now use."""
         host = self.hosts[name]
         self.link, self.model, self.session = host.link, host.model, host.session
         self.client, self.backoff, self.agent_status = host.client, host.backoff, host.agent_status
         self.in_host = name
         self.sub_title = name
+
+    def open_host(self, name: str, mode: str = "overview") -> None:
+        self._enter(name)
         self.switch_mode(mode)
 
     def action_show(self, mode: str) -> None:
-        if self.in_host is None:
-            host = self.fleet_screen.cursor_host
-            if host is not None:
-                self.open_host(host, mode)
-            return
         self.switch_mode(mode)
 
     def action_fleet(self) -> None:

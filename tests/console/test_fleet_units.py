@@ -195,3 +195,23 @@ async def test_a_restart_on_a_production_host_wants_its_profile_typed_before_the
         await pilot.press("backspace", *"kimi-prod", "enter")
         await pilot.pause()
     assert answers == [True]
+
+
+async def test_a_screen_key_on_the_fleet_opens_that_screen_of_the_host_under_the_cursor() -> None:
+    from fleet_kit import scripted_fleet
+
+    from console.fleet.app import FleetApp
+    from console.fleet.screen import FleetScreen
+    from console.screens.gpus import GpusScreen
+
+    targets, links = scripted_fleet()
+    app = FleetApp(targets, links=links, operator="t")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "g")
+        await pilot.pause()
+        assert app.in_host == "gpu-b" and isinstance(app.screen, GpusScreen)
+        assert app.screen.session is app.hosts["gpu-b"].session and app.model is app.hosts["gpu-b"].model
+        await pilot.press("F")
+        await pilot.pause()
+        assert app.in_host is None and isinstance(app.screen, FleetScreen)
