@@ -215,3 +215,21 @@ async def test_a_screen_key_on_the_fleet_opens_that_screen_of_the_host_under_the
         await pilot.press("F")
         await pilot.pause()
         assert app.in_host is None and isinstance(app.screen, FleetScreen)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--host", "a=ops@x", "--host", "a=ops@y"], "two hosts are named 'a'"),
+        (["--host", "ops@x", "gpu-box"], "--host names the hosts itself"),
+        (["--fleet"], "--fleet goes with --demo"),
+        (["--hosts-file", "/nonexistent/hosts.toml"], "cannot read the hosts file /nonexistent/hosts.toml"),
+    ],
+)
+def test_the_command_line_refuses_a_fleet_it_cannot_use_and_says_why(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from console.cli import main
+
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
