@@ -124,6 +124,7 @@ class FleetApp(ConsoleApp):
 
     async def on_unmount(self, event: Unmount) -> None:  # type: ignore[override]
         event.prevent_default()
+        gc.unfreeze()  # collectable again: an App run in a longer process (the tests) leaves nothing pinned
         for host in self.hosts.values():
             await host.link.close()
 
