@@ -48,13 +48,15 @@ OPERATIONS = {
     ("POST", "/v1/bench/plan"),
     ("POST", "/v1/bench/external"),
     ("POST", "/v1/bench/{bench_id}/cancel"),
+    ("GET", "/v1/router"),
 }
 """What the agent's API offers (its schema; GET /openapi.json itself stays out of it)."""
 
 CLIENTS = [REPO / "console" / "link", REPO / "console" / "demo", REPO / "agent" / "cli"]
 """Where the console, the demo and the `agent` command name the agent's routes."""
 
-ENGINE_PATHS = {"/v1/chat/completions"}  # the demo's traffic talks to the engine, not the agent
+ENGINE_PATHS = {"/v1/chat/completions", "/v1/models"}
+"""The demo's traffic talks to the engine (or the fleet demo's router), not the agent."""
 
 
 def _app(tmp_path: Path, profile: str = "local-sim", token: str = "t" * 43) -> FastAPI:
