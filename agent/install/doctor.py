@@ -4,7 +4,7 @@ The GPU facts come from ``agent.telemetry.facts`` (NVML first, ``nvidia-smi`` as
 capture); everything else (disk, paths, Python) is read here. The checks are pure functions of those
 facts and the profile, so they are tested with captures from real hosts.
 
-SGLang 0.5.23 facts behind the SM120 checks (``../shared/reference/sglang-0.5.23.md`` §8): FlashInfer
+SGLang 0.5.23 facts behind the SM120 checks (``docs/reference/sglang-0.5.23.md`` §8): FlashInfer
 all-reduce fusion requires SM90 or SM10X and fails at start-up on SM120; custom all-reduce is off on
 more than two PCIe-only GPUs, where FlashInfer's PCIe IPC all-reduce (opt-in by environment) replaces
 slow NCCL; ``fa3`` asserts SM8x/SM90 and ``cutedsl_mla`` SM100.

@@ -2,7 +2,7 @@
 
 The deployment: Kimi K2.5 INT4 (a ~1T-parameter MoE, 384 routed experts, 8 active per token,
 61 layers, MLA attention) at TP 8 on 8 RTX PRO 6000 Blackwell GPUs over PCIe, SGLang 0.5.23,
-EAGLE-3 tree drafting topk 4 / steps 2 / 16 draft tokens. Measured there (``../shared/DESIGN.md``),
+EAGLE-3 tree drafting topk 4 / steps 2 / 16 draft tokens. Measured there (``docs/design.md``),
 with 1024 input / 256 output tokens per request and a closed loop of ``c`` clients:
 
 ==========  ==================  ==================

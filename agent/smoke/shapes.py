@@ -53,7 +53,7 @@ PRESETS: dict[str, ModelShape] = {
     "tiny": ModelShape(),
     "heavy": ModelShape(hidden=2048, layers=24, heads=16, kv_heads=4, head_dim=128, intermediate=5632),
     # Llama-3-8B's shape with a 32k vocabulary (bf16, ~15 GB): a round is GPU-bound, as a deployment's
-    # is, and its figures repeat within about 5 % (../shared/fixtures/sglang-0.5.23-real-8b).
+    # is, and its figures repeat within about 5 % (bench/results/real-h200-2026-12-03-8b-verify).
     "big": ModelShape(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336),
 }
 

@@ -376,7 +376,7 @@ class StaticNvmlFacts:
 
 
 class FixtureSampler(NvmlSampler):
-    """Replays a capture made by ``../shared/tools/gpu_capture.py`` through the NVML code path.
+    """Replays a capture made by ``tools/gpu_capture.py`` through the NVML code path.
 
     ``scale_to`` repeats the captured GPUs (with their own indexes and UUID suffixes) to model a
     bigger host, e.g. the 8-GPU target from a 2-GPU capture.

@@ -3,7 +3,7 @@
 Why a real one: the console reaches the GPU host through whatever sshd the operator runs, so the
 end-to-end tests go through the same daemon, with its own host key, config checks and stream-local
 forwarding rules, rather than through asyncssh's in-process server. The recipe follows
-../shared/reference/remote-agent.md §2.5: absolute sshd path (sshd re-execs itself), ``-t`` first,
+docs/reference/remote-agent.md §2.5: absolute sshd path (sshd re-execs itself), ``-t`` first,
 ``StrictModes no`` (temp dirs), ``UsePAM no``, a free port picked beforehand (sshd cannot bind port
 0), readiness by TCP connect. Run as root it needs /run/sshd; run as any other user it can only log
 that same user in, which is all the tests need.
