@@ -1,11 +1,11 @@
 """CPU of the whole ``agent serve`` process per telemetry tick, as it runs: the daemon, not one part.
 
-bench/agent_tick.py measures the Collector's tick alone; this runs the real daemon (uvicorn, the
+bench/costs/agent_tick.py measures the Collector's tick alone; this runs the real daemon (uvicorn, the
 engine supervisor's liveness polling, the telemetry loop, the ring buffer, one SSE listener) on the
 simulated engine at 4 Hz, reads the agent's user+system time from /proc/<pid>/stat over a window,
 and divides by the snapshots it made. GPUs come from the loaded 2-GPU H200 NVML capture.
 
-    .venv/bin/python bench/agent_serve_cpu.py [--seconds 30] [--runs 1]
+    .venv/bin/python -m bench.costs.agent_serve_cpu [--seconds 30] [--runs 1]
 
 With several runs (a fresh agent each) it prints each one and the median: the machine is shared.
 """
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+from bench import REPO
+
 
 
 def cpu_seconds(pid: int) -> float:

@@ -1,6 +1,6 @@
 """Agent CPU per telemetry tick: 8 GPUs of data and a full SGLang 0.5.23 /metrics page.
 
-Usage: python bench/agent_tick.py [--ticks N] [--runs R] [--json]
+Usage: python -m bench.costs.agent_tick [--ticks N] [--runs R] [--json]
 
 What it runs: the real ``Collector`` (and the Snapshot the daemon stamps from its observation) scraping ``/metrics`` (the full TP-8 page generated from the
 pinned wheel, tests/fixtures/metrics) and ``/server_info`` over HTTP from a server in *another
@@ -15,7 +15,7 @@ Then the parts on their own: parsing the page, sampling 8 GPUs, serialising the 
 (what the stream sends per tick per console), and the memory an hour of busy snapshots takes in the
 agent's stream buffer (``agent.serve.stream.StreamHub``, tracemalloc) at 1 Hz and 4 Hz, next to
 what the same snapshots took as pydantic objects. The GPU replay skips the driver: on real hardware
-each NVML reading costs a few µs more of system time (``bench/gpu_probe.py`` measures that on the
+each NVML reading costs a few µs more of system time (``bench/real/gpu_probe.py`` measures that on the
 device).
 """
 
@@ -40,16 +40,15 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from agent.profile.store import load_profile
+from agent.serve.stream import StreamHub
+from agent.sglang.live_control import READBACK_FIELD
+from agent.sglang.reading import MetricsParser, read_page
+from agent.telemetry.collector import Collector, Identity
+from agent.telemetry.nvml import FixtureSampler
+from agent.wire import Snapshot
+from bench import REPO
 
-from agent.profile.store import load_profile  # noqa: E402
-from agent.serve.stream import StreamHub  # noqa: E402
-from agent.sglang.live_control import READBACK_FIELD  # noqa: E402
-from agent.sglang.reading import MetricsParser, read_page  # noqa: E402
-from agent.telemetry.collector import Collector, Identity  # noqa: E402
-from agent.telemetry.nvml import FixtureSampler  # noqa: E402
-from agent.wire import Snapshot  # noqa: E402
 
 PAGE = REPO / "tests/fixtures/metrics/sglang-0.5.23-tp8-loaded.txt"
 CAPTURE = REPO / "tests/fixtures/gpu/h200x2-loaded/nvml-loaded.json"

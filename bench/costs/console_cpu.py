@@ -8,7 +8,7 @@ sets the agent's telemetry tick to 0.25 s (4 snapshots/s), then:
 2. Latency: runs the app in-process (headless) for --seconds and reports, per snapshot painted, the
    time from its arrival at the console to the screen update, and from the agent's tick to it.
 
-Usage: .venv/bin/python bench/console_cpu.py [--seconds 30]
+Usage: .venv/bin/python -m bench.costs.console_cpu [--seconds 30]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What ``--metrics-listen`` costs the agent: per published snapshot, and per scrape.
 
-Usage: python bench/exporter_cost.py [--snapshots N] [--scrapes N] [--runs R]
+Usage: python -m bench.costs.exporter_cost [--snapshots N] [--scrapes N] [--runs R]
 
 What it runs: a real ``Daemon`` (not started: no engine) with the exporter attached, its stream fed
 snapshots shaped like a busy TP-8 host (8 GPUs, three findings, speculation flipping every tenth
@@ -19,16 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from prometheus_client import CollectorRegistry, generate_latest
 
-from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+from agent.profile import load_profile
+from agent.serve.daemon import Daemon, ServeConfig
+from agent.serve.exporter import AgentExporter
+from agent.serve.paths import StatePaths
+from agent.wire import Finding, Gpu, Gpus, Snapshot, Speculation
+from bench import REPO
 
-from agent.profile import load_profile  # noqa: E402
-from agent.serve.daemon import Daemon, ServeConfig  # noqa: E402
-from agent.serve.exporter import AgentExporter  # noqa: E402
-from agent.serve.paths import StatePaths  # noqa: E402
-from agent.wire import Finding, Gpu, Gpus, Snapshot, Speculation  # noqa: E402
 
 PROFILE = REPO / "profiles" / "kimi-k25-eagle3.toml"
 

@@ -16,7 +16,7 @@ Three processes, so that the console's own cost is what is measured:
 A tick is on time when it arrives within one tick interval of being sent; a host's ticks are on time
 when none is missing (no seq gap) and its 99th percentile lateness is under one interval.
 
-Usage: .venv/bin/python bench/fleet_console.py [--hosts 16] [--seconds 30] [--tick 0.25]
+Usage: .venv/bin/python -m bench.costs.fleet_console [--hosts 16] [--seconds 30] [--tick 0.25]
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ from typing import Any
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-RECORDING = ROOT / "tests" / "console" / "data" / "local-sim.jsonl"
+from bench import REPO
+
+RECORDING = REPO / "tests" / "console" / "data" / "local-sim.jsonl"
+ME = [sys.executable, "-m", "bench.costs.fleet_console"]
+"""This script again, as a child (the replayed agents, the console), run from the repository root."""
 GOAL_CPU_PCT = 15.0
 
 
@@ -167,7 +170,9 @@ def _pty_child(argv: list[str], cols: int, rows: int) -> tuple[subprocess.Popen[
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True
+    )
     os.close(slave)
     done = threading.Event()
 
@@ -209,9 +214,10 @@ def main() -> int:
         return 0
 
     root = Path(tempfile.mkdtemp(prefix="k25fleet-"))
-    me = [sys.executable, str(Path(__file__).resolve())]
+    me = ME
     server = subprocess.Popen([*me, "--serve", str(root), "--hosts", str(args.hosts), "--tick", str(args.tick)],
-                              start_new_session=True)  # fmt: skip
+                              cwd=REPO, start_new_session=True)  # fmt: skip
+
     out = root / "arrivals.json"
     try:
         sockets = [root / f"h{i:02d}" / "run" / "agent.sock" for i in range(args.hosts)]

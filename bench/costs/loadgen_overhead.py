@@ -6,7 +6,7 @@ Starts a bare SSE server in a child process that answers every POST with ``--tok
 httpx.AsyncClient, and prints client CPU µs per chunk and chunks/s. The server runs in its own
 process so the client's CPU is measured alone.
 
-    .venv/bin/python bench/loadgen_overhead.py --concurrency 250 --tokens 256
+    .venv/bin/python -m bench.costs.loadgen_overhead --concurrency 250 --tokens 256
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 The simulator runs in its own process on core 0; the load generator is a lean HTTP/1.1 client
 (raw asyncio streams, chunked SSE) on the other core, so that the client is not what is measured.
 
-    .venv/bin/python bench/sim_speed.py [--profile profiles/local-sim.toml] [--part a|b|c|both]
+    .venv/bin/python -m bench.costs.sim_speed [--profile profiles/local-sim.toml] [--part a|b|c|both]
 """
 
 from __future__ import annotations

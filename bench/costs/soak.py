@@ -1,7 +1,8 @@
 """Soak: the console and the agent run together for N minutes under the demo traffic; memory and errors.
 
-Usage: python bench/soak.py [--minutes 10] [--speedup 10] [--peak 250] [--period 240]
-                            [--sample-every 5] [--switch-every 10] [--json FILE]
+Usage: python -m bench.costs.soak [--minutes 10] [--speedup 10] [--peak 250] [--period 240]
+                                  [--sample-every 5] [--switch-every 10] [--json FILE]
+
 
 What it runs, all as separate processes so each one's memory is its own:
 - ``agent serve --engine sim --sim-speedup X`` on a private socket (the simulated engine is a child
@@ -10,7 +11,7 @@ What it runs, all as separate processes so each one's memory is its own:
   ramps 1 -> peak -> 1 every period;
 - the console: the real Textual app, headless (``App.run_test``) on a local link to that socket,
   mounting every screen once, then moving to the next one every ``--switch-every`` seconds so each
-  one paints from a full model (``--console-child``, this same file).
+  one paints from a full model (``--console-child``, this same module).
 
 Every ``--sample-every`` seconds it reads each process's RSS (psutil). At the end it prints, per
 process, RSS at start (after a warm-up of 20% of the run, at least 10 s), at the end and at peak,
@@ -43,7 +44,8 @@ from typing import Any
 import httpx
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
+from bench import REPO
+
 MIB = 1024 * 1024
 ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL)\b|Traceback \(most recent call last\)")
 SCREENS = ("overview", "kv", "gpus", "controls", "bench", "profiles", "logs")
@@ -262,7 +264,8 @@ def soak(
             )  # fmt: skip
             console = _spawn(
                 [
-                    sys.executable, str(Path(__file__).resolve()), "--console-child",
+                    sys.executable, "-m", "bench.costs.soak", "--console-child",
+
                     "--socket", str(socket_path), "--seconds", str(seconds), "--report", str(report),
                     "--switch-every", str(switch_every_s),
                 ],
