@@ -28,7 +28,6 @@ import httpx
 from bench import REPO
 
 
-
 def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat", "rb") as fh:
         fields = fh.read().rsplit(b")", 1)[1].split()

@@ -49,7 +49,6 @@ from agent.telemetry.nvml import FixtureSampler
 from agent.wire import Snapshot
 from bench import REPO
 
-
 PAGE = REPO / "tests/fixtures/metrics/sglang-0.5.23-tp8-loaded.txt"
 CAPTURE = REPO / "tests/fixtures/gpu/h200x2-loaded/nvml-loaded.json"
 PROFILE = REPO / "profiles/kimi-k25-eagle3.toml"

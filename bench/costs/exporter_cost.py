@@ -28,7 +28,6 @@ from agent.serve.paths import StatePaths
 from agent.wire import Finding, Gpu, Gpus, Snapshot, Speculation
 from bench import REPO
 
-
 PROFILE = REPO / "profiles" / "kimi-k25-eagle3.toml"
 
 

@@ -1,9 +1,10 @@
 """The agent's API over its UNIX socket, as the bench scripts use it: the operator's path for an action.
 
-``bench/autopilot_live.py`` (the autopilot on, then off) and ``bench/real/act.py`` (a live threshold or
+``bench/studies/autopilot_live.py`` (the autopilot on, then off) and ``bench/real/act.py`` (a live threshold or
 step count on the GPU host) both plan an action and confirm it only when the plan is live, as the
 console does, so that the agent's audit and events show the move as an operator's. The socket and
-the token are where ``agent serve --state-dir DIR`` puts them. ``bench/autopilot_ramp.py`` switches
+the token are where ``agent serve --state-dir DIR`` puts them. ``bench/studies/autopilot_ramp.py`` switches
+
 its arms the same way and follows the agent's stream (``stream_items``) for the autopilot's events.
 """
 

@@ -1,6 +1,6 @@
 """``agent sim`` in a subprocess on a free port, for the bench scripts that measure against it.
 
-``bench/bench_repeat.py`` and ``bench/independent_load.py`` start the simulated engine the same way:
+``bench/studies/bench_repeat.py`` and ``bench/studies/independent_load.py`` start the simulated engine the same way:
 on a free local port, its output into a log file (they count its fell-behind warnings afterwards),
 ``/health`` polled until it answers (or the process exits first), and terminated on the way out
 whatever happened in between.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import REPO
+
 AGENT = [sys.executable, "-m", "agent.cli.main"]
 
 
@@ -50,7 +51,7 @@ def running_sim(profile: str, speedup: float, log_path: Path) -> Iterator[str]:
     with log_path.open("wb") as log:
         sim = subprocess.Popen(
             [*AGENT, "sim", "--profile", profile, "--speedup", str(speedup), "--port", str(port)],
-            cwd=ROOT,
+            cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -19,7 +19,7 @@ of delivered tokens (the issue wants R1 >= 0.98, R2 >= 1.05), N the changes the 
 engine's live setting in the shifting run (counted at the engine, probes included) and M what its
 ``max_moves_per_minute`` allows over the run. Exit 1 when a check fails.
 
-    .venv/bin/python bench/autopilot.py [--profile profiles/kimi-k25-eagle3.toml] [--workload shifting]
+    .venv/bin/python -m bench.studies.autopilot [--profile profiles/kimi-k25-eagle3.toml] [--workload shifting]
         [--grid 1,2,4,8,16,24,32,48,64,96,125,0] [--seed 0] [--json OUT]
 """
 
@@ -35,8 +35,8 @@ from typing import Any
 from agent.profile.store import load_profile
 from agent.sim.workload import Phase, Workload, load_workload
 from agent.whatif.autopilot import run_autopilot, run_fixed
+from bench import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 RANDOM_LIMIT_S = 120.0
 RAMP = dict(input_len=512, output_len=1024, concurrency=[1, 128, 128, 128, 1])
 """The random and oracle checks: a ramp of clients up to what the KV pool holds, and back."""
@@ -150,7 +150,7 @@ def always_pays(profile_path: Path, seed: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", type=Path, default=ROOT / "profiles" / "kimi-k25-eagle3.toml")
+    parser.add_argument("--profile", type=Path, default=REPO / "profiles" / "kimi-k25-eagle3.toml")
     parser.add_argument("--workload", default="shifting", help="a shipped workload's name or a TOML file")
     parser.add_argument(
         "--grid", default="1,2,4,8,16,24,32,48,64,96,125,0", help="fixed thresholds (0 = none)"

@@ -1,6 +1,6 @@
 """The speculation autopilot on a running agent, real engine or simulated: on, loaded, moves, off.
 
-Usage: python bench/autopilot_live.py --state-dir DIR [--streams 16] [--seconds 240] [--max-new-tokens 4096]
+Usage: python -m bench.studies.autopilot_live --state-dir DIR [--streams 16] [--seconds 240] [--max-new-tokens 4096]
                                       [--expect never-pays|always-pays]
 
 For the GPU host, with ``agent smoke``'s tiny models: ``agent smoke --profile P --draft random
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_api import agent_client, plan_and_confirm, stream_items
+
+from bench.kit.agent_api import agent_client, plan_and_confirm, stream_items
 
 TIMEOUT_S = 60.0
 

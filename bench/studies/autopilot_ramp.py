@@ -1,13 +1,13 @@
 """The autopilot on a load ramp against the best fixed threshold and the profile's, interleaved (issue 24).
 
-Usage: python bench/autopilot_ramp.py --state-dir DIR (--compare FILE | --best-threshold N)
+Usage: python -m bench.studies.autopilot_ramp --state-dir DIR (--compare FILE | --best-threshold N)
            [--profile-threshold N] [--levels 1,2,4,8,16,32,64,128,64,32,16,8,4,2,1] [--hold-s 14]
            [--level-settle-s 1] [--switch-settle-s 1] [--autopilot-settle-s 3] [--slices 3]
            [--input-len L] [--output-len L] [--autopilot-entry resume|profile]
            [--api-key-file F] [--seed S] [--json OUT]
 
-It talks to a running ``agent serve --state-dir DIR`` (its socket and token, ``bench/agent_api.py``)
-and sends the load itself, with one load client (``bench/ramp_load.py``, the bench's own request
+It talks to a running ``agent serve --state-dir DIR`` (its socket and token, ``bench/kit/agent_api.py``)
+and sends the load itself, with one load client (``bench/studies/ramp_load.py``, the bench's own request
 and connection code), to the engine's URL from the agent's status. The concurrency follows
 ``--levels``; each level is held ``--hold-s``: first ``--level-settle-s`` with the load at the new
 level (not counted), then the three arms back to back, in an order rotated by one at every level
@@ -28,7 +28,7 @@ reads of the engine's ``/metrics`` (and of its live threshold). Counted per wind
 tokens delivered between the two reads over the time between them ("client"), the engine's
 generation counter over the same span corrected for the requests in flight ("engine",
 ``agent.bench.counters``), the engine's running requests, and the window cut into ``--slices``
-equal slices for its spread. ``bench/ramp_figures.py`` says how the totals, ratios and their
+equal slices for its spread. ``bench/studies/ramp_figures.py`` says how the totals, ratios and their
 intervals are made from them.
 
 Every wait is bounded. SIGINT or SIGTERM stops the ramp, puts the operator's threshold and autopilot
@@ -50,29 +50,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_api import agent_client, plan_only
-from ramp_agent import (
-    RESTORE_TIMEOUT_S,
-    RampFailed,
-    Session,
-    none_equivalent,
-    operator_setting,
-    restore,
-    resume_threshold,
-    steps_to_reset,
-)
-from ramp_load import RampLoad, timed_window, window_figures
-from ramp_plan import (
-    DEFAULT_LEVELS,
-    BadInput,
-    Plan,
-    make_plan,
-    order_at,
-    read_compare,
-    read_key,
-    threshold_words,
-)
-from ramp_report import print_report, summarize
 
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.provenance import RunContext, agent_context, environment, gpu_facts, simulated_gpus
@@ -82,6 +59,29 @@ from agent.sglang.info_view import ServerInfo
 from agent.sglang.live_control import NO_THRESHOLD
 from agent.wire import Gpus
 from agent.wire.bench_env import BenchEnvironment, describe
+from bench.kit.agent_api import agent_client, plan_only
+from bench.studies.ramp_agent import (
+    RESTORE_TIMEOUT_S,
+    RampFailed,
+    Session,
+    none_equivalent,
+    operator_setting,
+    restore,
+    resume_threshold,
+    steps_to_reset,
+)
+from bench.studies.ramp_load import RampLoad, timed_window, window_figures
+from bench.studies.ramp_plan import (
+    DEFAULT_LEVELS,
+    BadInput,
+    Plan,
+    make_plan,
+    order_at,
+    read_compare,
+    read_key,
+    threshold_words,
+)
+from bench.studies.ramp_report import print_report, summarize
 
 CLOCKS_QUERY = ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv"]
 CLOCKS_TIMEOUT_S = 10.0

@@ -17,8 +17,8 @@ default options (plus any ``--bench-args``) ``--runs`` times back to back, and p
   for two runs' means to agree within the bound at 95 % (2 (1.96 spread / bound)^2, windows taken
   as independent), with the measured seconds that makes per run.
 
-    .venv/bin/python bench/bench_repeat.py [--runs 2] [--speedup 20] [--keep DIR] [--bench-args "--repeats 3"]
-    .venv/bin/python bench/bench_repeat.py --from A.json B.json [--max-diff 0.05]
+    .venv/bin/python -m bench.studies.bench_repeat [--runs 2] [--speedup 20] [--keep DIR] [--bench-args "--repeats 3"]
+    .venv/bin/python -m bench.studies.bench_repeat --from A.json B.json [--max-diff 0.05]
 
 With ``--from`` it runs nothing and reports on results already made (the real engine's runs, say):
 "adaptive should equal on" is then judged where the result says adaptive speculates like on (its
@@ -41,10 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sim_process import AGENT, ROOT, running_sim
-
 from agent.bench.interval import METHOD, Estimate, run_estimates
 from agent.bench.verdict import resolution, resolution_words
+from bench import REPO
+from bench.kit.sim_process import AGENT, running_sim
 
 ARMS = ("on", "off", "adaptive")
 MEASURED_ARMS = (*ARMS, "baseline")
@@ -243,7 +243,7 @@ def print_noise(results: list[dict[str, Any]], bound: float) -> None:
 def run_compare(url: str, out: Path, extra: list[str]) -> float:
     started = time.monotonic()
     done = subprocess.run(
-        [*AGENT, "bench", "compare", "--url", url, "--json", str(out), *extra], cwd=ROOT, check=False
+        [*AGENT, "bench", "compare", "--url", url, "--json", str(out), *extra], cwd=REPO, check=False
     )
     if done.returncode != 0:
         raise SystemExit(f"agent bench compare exited with {done.returncode}")
@@ -261,7 +261,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--profile", default=str(ROOT / "profiles" / "kimi-k25-eagle3.toml"))
+    parser.add_argument("--profile", default=str(REPO / "profiles" / "kimi-k25-eagle3.toml"))
     parser.add_argument("--speedup", type=float, default=20.0)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--keep", type=Path, default=None, help="keep the result JSONs in this directory")

@@ -12,7 +12,7 @@ two end points do), and prints the plain count over time beside it.
 Around it, ``agent bench sweep --concurrency C`` (default options) runs before and after against
 the same simulator; the bench's figure must agree with the independent one within ``--bound``.
 
-    .venv/bin/python bench/independent_load.py [--concurrency 64] [--seconds 45] [--speedup 20]
+    .venv/bin/python -m bench.studies.independent_load [--concurrency 64] [--seconds 45] [--speedup 20]
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ import os
 import random
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from sim_process import AGENT, running_sim  # noqa: E402
+from bench import REPO
+from bench.kit.sim_process import AGENT, running_sim
 
 FIRST_SEED = 1_001_000_000
 """The bench's first prompt seed at its first level with seed 1: the same prompts, in order."""
@@ -134,7 +131,7 @@ def steady_figures(
 def bench_sweep(url: str, concurrency: int, out: Path, input_len: int, output_len: int) -> dict[str, object]:
     cmd = [*AGENT, "bench", "sweep", "--url", url, "--concurrency", str(concurrency), "--json", str(out)]
     cmd += ["--input-len", str(input_len), "--output-len", str(output_len)]
-    done = subprocess.run(cmd, cwd=ROOT, check=False, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=REPO, check=False, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"agent bench sweep failed: {done.stderr}")
     level: dict[str, object] = json.loads(out.read_text())["levels"][0]
@@ -145,7 +142,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--profile", default=str(ROOT / "profiles" / "kimi-k25-eagle3.toml"))
+    parser.add_argument("--profile", default=str(REPO / "profiles" / "kimi-k25-eagle3.toml"))
     parser.add_argument("--speedup", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=45.0)

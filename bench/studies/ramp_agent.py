@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from agent_api import plan_and_confirm, stream_items
 
 from agent.bench.engine import EngineProbe
 from agent.sglang.info_view import ServerInfo
 from agent.sglang.live_control import NO_THRESHOLD
 from agent.sglang.rules import MAX_THRESHOLD
+from bench.kit.agent_api import plan_and_confirm, stream_items
 
 RESTORE_TIMEOUT_S = 90.0
 

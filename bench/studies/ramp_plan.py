@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ramp_figures import ARMS
-
 from agent.sglang.live_control import NO_THRESHOLD
+from bench.studies.ramp_figures import ARMS
 
 DEFAULT_LEVELS = "1,2,4,8,16,32,64,128,64,32,16,8,4,2,1"
 MIN_WINDOW_S = 0.5

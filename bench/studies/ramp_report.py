@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ramp_figures import ARMS, ramp_total, ratio, verdict, window_noise
+from bench.studies.ramp_figures import ARMS, ramp_total, ratio, verdict, window_noise
 
 GOALS = {("autopilot", "best"): 0.98, ("autopilot", "profile"): 1.05}
 """Issue 24's done-when: the autopilot at least 0.98 of the best fixed threshold, 1.05 of the profile's."""

@@ -1,6 +1,6 @@
 """Record a running agent's snapshot stream, headless, in the console's ``--record`` format.
 
-Usage: python bench/record_stream.py --socket S [--token-file T] --out FILE --seconds N
+Usage: python -m bench.studies.record_stream --socket S [--token-file T] --out FILE --seconds N
                                      [--thresholds 2,0,8,32 --every 15] [--traffic C]
                                      [--engine-key-file F]
 

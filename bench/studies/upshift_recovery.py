@@ -26,7 +26,7 @@ second half of their rounds), the fresh requests' mean, and the first round from
 mean reaches 90 % of the fresh mean. Run it against a server launched with the skip on and one with
 it off; the difference is the skip's cost.
 
-    .venv/bin/python bench/upshift_recovery.py --url http://127.0.0.1:30000 [--concurrency 8]
+    .venv/bin/python -m bench.studies.upshift_recovery --url http://127.0.0.1:30000 [--concurrency 8]
         [--zero-s 20] [--output-len 2048] [--input-len 1024] [--arrivals 8 --unique-prompts]
         [--admin-key-file F] [--json OUT]
 """

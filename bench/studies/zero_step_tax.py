@@ -23,8 +23,8 @@ costs with the deployment's calibration and prints the ``ZeroStepRecord`` to pas
 ``tests/sim/test_zero_step.py`` checks the model against it. ``--levels`` keeps some levels only
 (say, where both arms ran the asked concurrency).
 
-    .venv/bin/python bench/zero_step_tax.py [--deployment kimi|h200-heavy|h200-big] [--fit] [--fit-arrival]
-    .venv/bin/python bench/zero_step_tax.py --deployment h200-heavy --from RESULT.json --skip \\
+    .venv/bin/python -m bench.studies.zero_step_tax [--deployment kimi|h200-heavy|h200-big] [--fit] [--fit-arrival]
+    .venv/bin/python -m bench.studies.zero_step_tax --deployment h200-heavy --from RESULT.json --skip \\
         --spec-profile bench/real/profiles/heavy-skip.toml --baseline-profile bench/real/profiles/heavy-base.toml
 """
 
@@ -70,8 +70,8 @@ from agent.sim.zerostep import (
     with_arrival,
     with_zero_step,
 )
+from bench import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 KIMI_LEVELS = (1, 2, 4, 8, 16, 32, 64, 128)
 DEPLOYMENTS: dict[str, tuple[Calibration, dict[str, ZeroStepRecord]]] = {
     "kimi": (CALIBRATION, {"estimate": ZERO_STEP_RECORD}),
@@ -95,7 +95,7 @@ def measured_ratios(results: list[dict[str, Any]]) -> list[tuple[int, float]]:
 def _repo_path(path: Path) -> str:
     """The path as the repository names it, where it lies inside the repository."""
     resolved = path.resolve()
-    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(path)
 
 
 def record_literal(record: ZeroStepRecord) -> str:
@@ -126,7 +126,7 @@ def show(
     grid: tuple[float, ...],
     fit_arrivals: bool = False,
 ) -> None:
-    spec, base = load_profile(ROOT / record.spec_profile), load_profile(ROOT / record.baseline_profile)
+    spec, base = load_profile(REPO / record.spec_profile), load_profile(REPO / record.baseline_profile)
     costs = record.zero_step
     print(f"{name}: {'measured' if record.measured else 'not measured'}; {record.source}")
     tail = " (draft-extend skipped)" if record.skip_zero_step_draft_extend else " + the draft-extend pass"
@@ -164,7 +164,7 @@ def show_arrivals(
     """The record's levels: the pooled real figure with its 95 % interval, the model with the fitted
     arrival cost, without it, and with the patched arrival path (``ArrivalCosts.at_zero_steps``)."""
     assert record.arrival is not None
-    pooled = pooled_off_over_baseline([json.loads((ROOT / path).read_text()) for path in record.results])
+    pooled = pooled_off_over_baseline([json.loads((REPO / path).read_text()) for path in record.results])
     bare = record_model(dataclasses.replace(record, arrival=NO_ARRIVAL_COST), spec, base, calibration)
     patched = record_model(
         dataclasses.replace(record, arrival=dataclasses.replace(record.arrival, at_zero_steps=False)),
@@ -223,8 +223,8 @@ def carried_over(spec: Profile, base: Profile) -> None:
 def fit_big_target() -> None:
     """The GPU-bound H200's target costs fitted again to its records' baseline arms (``fit_target``)."""
     paths = (*H200_BIG_VERIFY_RECORD.results, *H200_BIG_PLAIN_RECORD.results)
-    measured = measured_baseline([json.loads((ROOT / path).read_text()) for path in paths])
-    base = load_profile(ROOT / H200_BIG_PLAIN_RECORD.baseline_profile)
+    measured = measured_baseline([json.loads((REPO / path).read_text()) for path in paths])
+    base = load_profile(REPO / H200_BIG_PLAIN_RECORD.baseline_profile)
     print(
         f"baseline arms (mean of {', '.join(paths)}): "
         + ", ".join(f"c={c} {t:.0f}" for c, t in measured.items())
@@ -282,9 +282,9 @@ def main() -> None:
             grid = GRIDS.get(args.deployment, REQUEST_GRID_S)
             show(name, record, calibration, args.fit, grid, args.fit_arrival)
         if args.deployment == "kimi":
-            loaded = load_profile(ROOT / ZERO_STEP_RECORD.spec_profile)
+            loaded = load_profile(REPO / ZERO_STEP_RECORD.spec_profile)
             spec = on_path(loaded, ZERO_STEP_RECORD.zero_step_path)
-            base = load_profile(ROOT / ZERO_STEP_RECORD.baseline_profile)
+            base = load_profile(REPO / ZERO_STEP_RECORD.baseline_profile)
             model = off_over_baseline(spec, base, KIMI_LEVELS, calibration=calibration)
             print(
                 f"  model at every level ({ZERO_STEP_RECORD.zero_step_path} path): "
@@ -326,7 +326,7 @@ def main() -> None:
         output_len=int(options.get("output_len") or 256),
         results=tuple(_repo_path(path) for path in args.sources),
     )
-    spec, base = load_profile(ROOT / draft.spec_profile), load_profile(ROOT / draft.baseline_profile)
+    spec, base = load_profile(REPO / draft.spec_profile), load_profile(REPO / draft.baseline_profile)
     grid = GRIDS.get(args.deployment, REQUEST_GRID_S)
     record = dataclasses.replace(
         draft, zero_step=fit_zero_step(draft, spec, base, calibration, request_grid_s=grid)
