@@ -1,4 +1,4 @@
-"""Ask a running agent for one live action and confirm it: ``act.py --state-dir DIR threshold 0``.
+"""Ask a running agent for one live action and confirm it: ``python -m bench.real.act --state-dir DIR threshold 0``.
 
 gpu.sh uses it to put the oracle engine's live threshold at 0 (speculate at every batch size) before
 its comparisons, so that their adaptive arm must read as "on" (issue 13's check on the real engine).
@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agent_api import agent_client, plan_and_confirm
+from bench.kit.agent_api import agent_client, plan_and_confirm
 
 
 async def act(state_dir: Path, kind: str, value: int) -> int:

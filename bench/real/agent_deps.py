@@ -6,8 +6,8 @@ dependency added after the wheels were downloaded (tomlkit) left the agent unabl
 host, and the set-up waited 536 s for engines no agent could launch. A list written by hand drifts;
 this reads the one the package itself declares.
 
-    python bench/real/agent_deps.py --list
-    python bench/real/agent_deps.py --check .carry/agent-deps      # exit 1 naming what is missing
+    python -m bench.real.agent_deps --list
+    python -m bench.real.agent_deps --check .carry/agent-deps      # exit 1 naming what is missing
 
 Only the standard library is used (the GPU image's python runs it before anything is installed).
 """
@@ -20,7 +20,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+from bench import REPO
+
+PYPROJECT = REPO / "pyproject.toml"
 EXTRA = ("pip",)
 """Carried beside the dependencies: the stack's venv may have no ensurepip (docs/gpu-host.md)."""
 

@@ -5,7 +5,7 @@ GPU name and count, driver and CUDA (``nvidia-smi``; the stack's torch), the SGL
 attention backend in force (the engine's ``/server_info``), the model's shape (its ``config.json``),
 and the profile's name and SHA-256.
 
-    python bench/real/engine_meta.py --url URL --profile P.toml [--stack-python /tmp/stack/bin/python]
+    python -m bench.real.engine_meta --url URL --profile P.toml [--stack-python /tmp/stack/bin/python]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Print what the agent's NVML sampler reads on this host, and the static GPU facts, as JSON.
 
-Usage (on a GPU host, from the repository root):  python bench/gpu_probe.py [--samples N]
+Usage (on a GPU host, from the repository root):  python -m bench.real.gpu_probe [--samples N]
 
 Needs only nvidia-ml-py (``pip install nvidia-ml-py``). When the agent's own packages import (pydantic
 and psutil present), it runs the real ``NvmlSampler`` and ``gpu_host_facts``; otherwise it makes the
@@ -15,10 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _timed(fn: Any, samples: int) -> dict[str, float]:

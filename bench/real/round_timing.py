@@ -12,7 +12,7 @@ milliseconds (CUDA events on the forward stream). Settings, on a speculative eng
 and ``decode`` on a server without a drafter (``--baseline``). The original threshold and path
 are put back at the end.
 
-    python bench/real/round_timing.py --url http://127.0.0.1:30021 [--baseline] \\
+    python -m bench.real.round_timing --url http://127.0.0.1:30021 [--baseline] \\
         [--concurrency 64] [--rounds 200] [--json OUT]
 """
 
@@ -31,14 +31,11 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from upshift_recovery import _body, stream_one
-
 from agent.bench.stream import generate_body, make_prompt
 from agent.sglang.client import EngineClient
 from agent.sglang.info_view import LiveSpec
 from agent.sglang.live_control import NO_THRESHOLD, ZERO_STEP_PLAIN, ZERO_STEP_VERIFY
+from bench.studies.upshift_recovery import _body, stream_one
 
 NEVER_SPECULATE = 1
 SETTLE_S = 2.0

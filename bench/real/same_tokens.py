@@ -5,7 +5,7 @@ speculative server at live threshold 1 on patch 03's plain path, at threshold 1 
 path, and at threshold 0 (drafting); prints whether every answer is the same token sequence, and
 puts the speculative server's threshold and path back.
 
-    python bench/real/same_tokens.py --url SPEC_URL --baseline-url BASE_URL [--prompts 4]
+    python -m bench.real.same_tokens --url SPEC_URL --baseline-url BASE_URL [--prompts 4]
 """
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.bench.stream import make_prompt
 from agent.sglang.client import EngineClient

@@ -21,7 +21,7 @@ scheduler's loop iterations and reports, per iteration kind:
 Per arrival and per finish it gives the iterations, the GPU time and the host time of each part,
 so that a plain server's trace and a speculative engine's at 0 steps can be read side by side:
 
-    python bench/real/trace_arrivals.py BASE.trace.json.gz SPEC.trace.json.gz [--json OUT]
+    python -m bench.real.trace_arrivals BASE.trace.json.gz SPEC.trace.json.gz [--json OUT]
 
 Only the standard library (and ``trace_gaps.py`` beside it) is used: it runs on the GPU host too.
 """
@@ -29,6 +29,7 @@ Only the standard library (and ``trace_gaps.py`` beside it) is used: it runs on 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -37,11 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import itertools
-
-from trace_gaps import GPU_CATS, WAITS, clip, load_events, union
+from bench.real.trace_gaps import GPU_CATS, WAITS, clip, load_events, union
 
 LOOP_START = "scheduler.recv_requests"
 STEP = re.compile(r"step\[(?P<mode>[A-Z_]+) bs=(?P<bs>\d+)(?: toks=(?P<toks>\d+))?\]")

@@ -6,7 +6,7 @@ compare frame by frame. For the iterations of one kind (``--mode DECODE``: a ``s
 inside) this sums each frame's inclusive time inside ``--op`` (default ``scheduler.run_batch``), per
 iteration, and prints the frames above ``--min-us``, the first trace's beside the second's:
 
-    python bench/real/trace_frames.py BASE-stack.trace.json.gz SPEC-stack.trace.json.gz [--depth 8]
+    python -m bench.real.trace_frames BASE-stack.trace.json.gz SPEC-stack.trace.json.gz [--depth 8]
 
 Frames are named ``file.py(line): function`` without their folder (one SGLang version: unique).
 Only the standard library (and ``trace_gaps.py`` beside it) is used.
@@ -20,9 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from trace_gaps import load_events
+from bench.real.trace_gaps import load_events
 
 FRAME_CATS = {"python_function", "user_annotation"}
 

@@ -17,7 +17,7 @@ server without a drafter and on patch 03's plain 0-step rounds):
 * the forward steps SGLang annotated (``step[DECODE bs=N]``, ``step[EXTEND ...]``) by mode, so
   that prefill rounds inside the window are seen.
 
-    python bench/real/trace_gaps.py TRACE.json.gz [--json OUT] [--min-gap-us 20] [--top 15]
+    python -m bench.real.trace_gaps TRACE.json.gz [--json OUT] [--min-gap-us 20] [--top 15]
 
 The trace is Chrome's trace-event format as ``torch.profiler`` writes it; only the standard library
 is used, so this runs here as well as on the GPU host.

@@ -8,7 +8,7 @@ without a drafter as it is (``--baseline``), lets the batch settle, and asks SGL
 so that the host is slowed as little as the profiler allows) for ``--steps`` forward steps. The trace lands in ``--out`` as
 ``<name>-<id>-TP-0.trace.json.gz``; the original threshold and path are put back.
 
-    python bench/real/trace_rounds.py --url http://127.0.0.1:30021 --name plain --out DIR \\
+    python -m bench.real.trace_rounds --url http://127.0.0.1:30021 --name plain --out DIR \\
         [--baseline] [--concurrency 64] [--steps 40] [--unique-prompts --input-len 256 --output-len 128]
 
 ``--out`` must be writable by the engine's process (it writes the file itself).
@@ -24,13 +24,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from round_timing import NEVER_SPECULATE, LoadShape, under_load
-
 from agent.sglang.client import EngineError
 from agent.sglang.live_control import ZERO_STEP_PLAIN
+from bench.real.round_timing import NEVER_SPECULATE, LoadShape, under_load
 
 
 def newest_trace(out: Path, name: str, since: float) -> Path | None:

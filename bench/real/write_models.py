@@ -1,6 +1,6 @@
 """Write the local models for the real-engine runs (bench/real/README.md).
 
-    PYTHONPATH=... python3 bench/real/write_models.py --python /tmp/stack/bin/python \
+    PYTHONPATH=... python3 -m bench.real.write_models --python /tmp/stack/bin/python \
         --root /tmp/smoke/models --links /tmp/models tiny heavy
     ... --chain tuned big      # the big target walking a cycle, heads q100 and q080 (LINKS/big-chain)
 
