@@ -8,7 +8,7 @@ through the runtime's plain round, ring, streak book, reserve planner, catch-up 
 are the same tests pytest runs (``tests/overlay/conftest.py``); this runner needs torch only, which is
 what the GPU host's stack has:
 
-    python bench/real/zero_step_preflight.py SITE_PACKAGES [--device cuda]
+    python -m bench.real.zero_step_preflight SITE_PACKAGES [--device cuda]     (from the repository root)
 
 One line per check (``PASS``/``FAIL`` and the check's words), then ``N/M checks passed``; exit 0 when
 every check passed. ``bench/real/gpu.sh`` runs it on the GPU host with the stack's python before any
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
@@ -28,17 +29,41 @@ from typing import Any
 
 import torch
 
-TESTS = Path(__file__).resolve().parents[2] / "tests" / "overlay"
-sys.path.insert(0, str(TESTS))
+from bench import REPO
 
-from overlay_stand_ins import Overlay, load  # noqa: E402  (from TESTS, just put on the path)
+TESTS = REPO / "tests" / "overlay"
+PACKAGE = "k25_overlay_tests"
+"""The name ``tests/overlay`` is imported under here (its modules import each other relatively)."""
 
 FIXTURES = ("zero", "cpu_lens")
 """The fixtures of ``tests/overlay/conftest.py`` this runner provides (a test asking another is an error)."""
 
 
+def overlay_tests() -> str:
+    """Import the package ``tests/overlay`` from its folder, under ``PACKAGE``; return that name.
+
+    Not ``import tests.overlay``: ``tests`` is no package (pytest puts its folders on the path
+    itself), so it would be a namespace folder found through the working directory, and a regular
+    ``tests`` package that some wheel left in the stack's site-packages wins over a namespace folder
+    wherever it sits on ``sys.path``. Imported from its own path under a name nothing else uses, the
+    package is this repository's, and its modules' relative imports (``from .overlay_stand_ins
+    import ...``) resolve inside it. ``sys.path`` is left as it was.
+    """
+    if PACKAGE not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            PACKAGE, TESTS / "__init__.py", submodule_search_locations=[str(TESTS)]
+        )
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"{TESTS}: not the overlay's tests (no __init__.py)")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = package  # before it runs: its submodules find their parent there
+        spec.loader.exec_module(package)
+    return PACKAGE
+
+
 def test_modules() -> list[ModuleType]:
-    return [importlib.import_module(p.stem) for p in sorted(TESTS.glob("test_overlay_*.py"))]
+    package = overlay_tests()
+    return [importlib.import_module(f"{package}.{p.stem}") for p in sorted(TESTS.glob("test_overlay_*.py"))]
 
 
 def test_functions(module: ModuleType) -> list[Callable[..., None]]:
@@ -69,7 +94,8 @@ def run_one(fn: Callable[..., None], kwargs: dict[str, Any], name: str) -> bool:
 
 
 def run(tree: Path, device: str) -> int:
-    zero: Overlay = load(tree, device)
+    stand_ins = importlib.import_module(f"{overlay_tests()}.overlay_stand_ins")
+    zero = stand_ins.load(tree, device)  # an overlay_stand_ins.Overlay
     results: list[bool] = []
     for module in test_modules():
         print(f"-- {(module.__doc__ or module.__name__).strip().splitlines()[0]}")

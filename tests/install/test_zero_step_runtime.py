@@ -1,6 +1,7 @@
 """Patch 03's torch side on the installed tree: the overlay's torch tests (``tests/overlay``), under
-pytest and through ``bench/real/zero_step_preflight.py``, run by a Python with torch (the CPU venv the
-model-writer tests make) against the files ``agent install`` leaves in site-packages.
+pytest and through the preflight (``python -m bench.real.zero_step_preflight``), run by a Python with
+torch (the CPU venv the model-writer tests make) against the files ``agent install`` leaves in
+site-packages.
 
 The tests play prefills, 0-step plain rounds and resumes through the runtime's plain round, ring,
 streak book, reserve planner, catch-up and round timer, with stand-ins only for the SGLang names the
@@ -36,10 +37,11 @@ def test_the_preflight_passes_on_the_patched_files(
     apply_patch_set(site_packages, load_patch_set())
     assert (site_packages / "sglang/srt/speculative/k25_zero_step_runtime.py").is_file()
     done = subprocess.run(
-        [str(torch_python), str(REPO / "bench/real/zero_step_preflight.py"), str(site_packages)],
+        [str(torch_python), "-m", "bench.real.zero_step_preflight", str(site_packages)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
@@ -67,10 +69,11 @@ def test_the_preflight_fails_when_the_catch_up_reads_the_wrong_positions(
         )
     )
     done = subprocess.run(
-        [str(torch_python), str(REPO / "bench/real/zero_step_preflight.py"), str(broken)],
+        [str(torch_python), "-m", "bench.real.zero_step_preflight", str(broken)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 1
     assert "FAIL  tokens and hiddens are those of the missed positions" in done.stdout

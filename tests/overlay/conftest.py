@@ -8,7 +8,7 @@ tests make (``~/.cache/k25console/torch-venv``). Run them yourself, in seconds:
 
 ``K25_OVERLAY_TREE`` loads the modules from another tree (a site-packages ``agent install`` wrote)
 instead of the repository's overlay; ``K25_TORCH_DEVICE`` picks the device (``cpu`` unless set).
-``bench/real/zero_step_preflight.py`` runs the same tests on the GPU host, without pytest: so the
+``python -m bench.real.zero_step_preflight`` runs the same tests on the GPU host, without pytest: so the
 test modules import neither pytest nor anything but torch and the two helpers here.
 """
 
@@ -23,7 +23,7 @@ import pytest
 if importlib.util.find_spec("torch") is None:
     collect_ignore_glob = ["test_*.py"]
 else:
-    from overlay_stand_ins import OVERLAY, Overlay, load
+    from .overlay_stand_ins import OVERLAY, Overlay, load
 
     @pytest.fixture(scope="session")
     def zero() -> Overlay:

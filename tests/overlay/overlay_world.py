@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from overlay_stand_ins import CaptureHiddenMode, EagleDraftInput, ForwardMode, Overlay
+
+from .overlay_stand_ins import CaptureHiddenMode, EagleDraftInput, ForwardMode, Overlay
 
 
 class Live:

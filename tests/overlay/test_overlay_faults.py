@@ -7,8 +7,9 @@ import types
 from typing import Any
 
 import torch
-from overlay_stand_ins import ForwardMode, Overlay
-from overlay_world import World
+
+from .overlay_stand_ins import ForwardMode, Overlay
+from .overlay_world import World
 
 
 def _failed_extend(zero: Overlay) -> tuple[World, BaseException | None]:

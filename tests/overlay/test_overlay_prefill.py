@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 
 import torch
-from overlay_stand_ins import CaptureHiddenMode, ForwardMode, Overlay
-from overlay_world import World, plain_prefill_resume, plain_rounds
+
+from .overlay_stand_ins import CaptureHiddenMode, ForwardMode, Overlay
+from .overlay_world import World, plain_prefill_resume, plain_rounds
 
 
 def test_a_prefill_joining_a_zero_step_batch_is_plain(zero: Overlay, cpu_lens: bool) -> None:

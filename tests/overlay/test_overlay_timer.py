@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from overlay_stand_ins import Overlay
+
+from .overlay_stand_ins import Overlay
 
 
 def _drained(zero: Overlay) -> None:
