@@ -34,7 +34,9 @@ set -u
 REPO=$(pwd)
 R=/tmp/real
 A=${K25_AGENT:-/tmp/agent}                 # the agent: python3 + its wheels and source, image untouched
-AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts
+AP=${K25_AGENT_PYTHON:-/tmp/agent-python}  # the same interpreter for the bench scripts: `$AP -m bench.real.X`,
+                                           # run from the repository root (first on their path)
+
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n 1)
 # Four 8B-shape engines take about 100 GiB: a card under that (an H100, 80 GB) serves the triton pair,
 # and `fa3swap` replaces it by the fa3 pair (then give STATES="big-chain-fa3 big-base-fa3" to later calls).
@@ -103,7 +105,7 @@ setup() {
     say "agent environment"
     # the carried wheels must hold every dependency pyproject.toml lists, or no agent starts (2026-12-06:
     # a dependency added after the download cost a whole set-up waiting for engines)
-    python3 bench/real/agent_deps.py --check .carry/agent-deps || return 1
+    python3 -m bench.real.agent_deps --check .carry/agent-deps || return 1
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/agent-site .carry/agent-deps/*.whl
     rm -rf /tmp/agent-src && mkdir -p /tmp/agent-src "$R/profiles"
     cp -r agent console bench pyproject.toml /tmp/agent-src/
@@ -130,7 +132,7 @@ setup() {
 
     # The image's torch writes the models while the stack is built: they do not depend on it.
     say "models (the big chain set: a cycling target, heads q100 and q080) in the background"
-    $AP bench/real/write_models.py --python "$(command -v python3)" --root /tmp/smoke/models \
+    $AP -m bench.real.write_models --python "$(command -v python3)" --root /tmp/smoke/models \
         --links /tmp/models --chain tuned big > "$R/out/models.log" 2>&1 &
     local models=$!
 
@@ -142,12 +144,12 @@ setup() {
     local site
     site=$(/tmp/stack/bin/python -c 'import sglang, pathlib; print(pathlib.Path(sglang.__file__).parents[1])' 2>/dev/null)
     say "patch 03 preflight on the GPU with the stack's python ($site)"
-    /tmp/stack/bin/python bench/real/zero_step_preflight.py "$site" --device cuda 2>&1 | tee "$R/out/preflight.txt" | tail -n 4
+    /tmp/stack/bin/python -m bench.real.zero_step_preflight "$site" --device cuda 2>&1 | tee "$R/out/preflight.txt" | tail -n 4
 
     say "waiting for the models"
     if ! wait "$models"; then
         say "the image's python could not write them; the stack's python does"
-        $AP bench/real/write_models.py --python /tmp/stack/bin/python --root /tmp/smoke/models \
+        $AP -m bench.real.write_models --python /tmp/stack/bin/python --root /tmp/smoke/models \
             --links /tmp/models --chain tuned big >> "$R/out/models.log" 2>&1
     fi
     cat "$R/out/models.log"
@@ -158,7 +160,7 @@ setup() {
     say "setup stage done"
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
     for n in $STATES; do
-        $AP bench/real/engine_meta.py --url "$(url_of "$n")" --profile "$R/profiles/$n.toml" \
+        $AP -m bench.real.engine_meta --url "$(url_of "$n")" --profile "$R/profiles/$n.toml" \
             > "$R/out/meta-$n.json" 2> "$R/out/meta-$n.err"
     done
     head -c 600 "$R/out/meta-big-chain-triton.json"; echo
@@ -190,7 +192,7 @@ fa3swap() {  # a card too small for four engines: stop the triton pair, serve th
 timing() {
     wait_ready 60 $STATES || return 1
     say "same greedy tokens: baseline, plain 0-step, verify 0-step, drafting (triton)"
-    $AP bench/real/same_tokens.py --url "$(url_of big-chain-triton)" --baseline-url "$(url_of big-base-triton)" \
+    $AP -m bench.real.same_tokens --url "$(url_of big-chain-triton)" --baseline-url "$(url_of big-base-triton)" \
         2>&1 | tee "$R/out/same-tokens-triton.txt" | tail -n 8
     clocks_on timing
     local n
@@ -198,7 +200,7 @@ timing() {
         case $n in big-chain-*) ;; *) continue ;; esac
         enough 60 "round timing on $n" || continue
         say "round timing on $n (c=64, $TIMING_ROUNDS rounds per setting)"
-        $AP bench/real/round_timing.py --url "$(url_of "$n")" --concurrency 64 --rounds "$TIMING_ROUNDS" \
+        $AP -m bench.real.round_timing --url "$(url_of "$n")" --concurrency 64 --rounds "$TIMING_ROUNDS" \
             --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 16
     done
     for n in $STATES; do
@@ -206,7 +208,7 @@ timing() {
         enough 30 "round timing on $n" || continue
         say "round timing on $n (decode, c=64)"
         # the load needs longer to fill a server without a drafter (6 running after 4 s last time)
-        $AP bench/real/round_timing.py --baseline --warmup-s 10 --url "$(url_of "$n")" --concurrency 64 \
+        $AP -m bench.real.round_timing --baseline --warmup-s 10 --url "$(url_of "$n")" --concurrency 64 \
             --rounds "$TIMING_ROUNDS" --json "$R/out/timing-$n.json" 2>&1 | tee "$R/out/timing-$n.txt" | tail -n 8
     done
     clocks_off
@@ -222,19 +224,19 @@ trace() {
         base=""; case $n in big-base-*) base=--baseline ;; esac
         say "trace of $n (c=$TRACE_C, $TRACE_OUT_LEN out, $TRACE_STEPS steps, $( [ -n "$base" ] && echo "as it is" || echo "plain 0-step path"))"
         # shellcheck disable=SC2086
-        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "$n-c$TRACE_C-o$TRACE_OUT_LEN" \
+        timeout -s INT 120 $AP -m bench.real.trace_rounds --url "$(url_of "$n")" --name "$n-c$TRACE_C-o$TRACE_OUT_LEN" \
             $base --out "$R/traces" --concurrency "$TRACE_C" --steps "$TRACE_STEPS" --output-len "$TRACE_OUT_LEN" \
             2>&1 | tail -n 3
     done
     if [ -n "$TRACE_STACK" ] && enough 45 "the trace of $TRACE_STACK with Python frames"; then
         say "trace of $TRACE_STACK with Python frames (names the host's functions; its times are slowed)"
-        timeout -s INT 120 $AP bench/real/trace_rounds.py --url "$(url_of "$TRACE_STACK")" --with-stack \
+        timeout -s INT 120 $AP -m bench.real.trace_rounds --url "$(url_of "$TRACE_STACK")" --with-stack \
             --name "stack-$TRACE_STACK-c$TRACE_C-o$TRACE_OUT_LEN" --out "$R/traces" --concurrency "$TRACE_C" \
             --steps 12 --output-len "$TRACE_OUT_LEN" 2>&1 | tail -n 3
     fi
     clocks_off
     ls -la "$R/traces"
-    $AP bench/real/trace_gaps.py "$R"/traces/big-*-c"$TRACE_C"-o"$TRACE_OUT_LEN"-*.trace.json.gz \
+    $AP -m bench.real.trace_gaps "$R"/traces/big-*-c"$TRACE_C"-o"$TRACE_OUT_LEN"-*.trace.json.gz \
         --json "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.json" 2>&1 | tee "$R/out/trace-gaps-c$TRACE_C-o$TRACE_OUT_LEN.txt"
 }
 
@@ -252,14 +254,14 @@ arrivals() {
             base=""; case $n in big-base-*) base=--baseline ;; esac
             say "arrival trace of $n (c=$c, 256 unique in, 128 out, $steps steps, $( [ -n "$base" ] && echo "as it is" || echo "plain 0-step path"))"
             # shellcheck disable=SC2086
-            timeout -s INT 150 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --name "arr-$n-c$c" $base \
+            timeout -s INT 150 $AP -m bench.real.trace_rounds --url "$(url_of "$n")" --name "arr-$n-c$c" $base \
                 --out "$R/traces" --concurrency "$c" --steps "$steps" --unique-prompts --input-len 256 \
                 --output-len 128 --warmup-s 8 --limit-s 120 2>&1 | tail -n 3
             names="$names arr-$n-c$c"
         done
-        $AP bench/real/trace_arrivals.py "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
+        $AP -m bench.real.trace_arrivals "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
             --json "$R/out/arrivals-c$c.json" 2>&1 | tee "$R/out/arrivals-c$c.txt"
-        $AP bench/real/trace_gaps.py "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
+        $AP -m bench.real.trace_gaps "$R"/traces/arr-big-*-c"$c"-*.trace.json.gz \
             --json "$R/out/arrivals-gaps-c$c.json" > "$R/out/arrivals-gaps-c$c.txt" 2>&1
     done
     for n in $pair; do
@@ -267,7 +269,7 @@ arrivals() {
         base=""; case $n in big-base-*) base=--baseline ;; esac
         say "trace of $n with Python frames (c=64, unique prompts; names the host's functions, its times are slowed)"
         # shellcheck disable=SC2086
-        timeout -s INT 150 $AP bench/real/trace_rounds.py --url "$(url_of "$n")" --with-stack $base \
+        timeout -s INT 150 $AP -m bench.real.trace_rounds --url "$(url_of "$n")" --with-stack $base \
             --name "arrstack-$n-c64" --out "$R/traces" --concurrency 64 --steps "$ARRIVAL_STACK_STEPS" \
             --unique-prompts --input-len 256 --output-len 128 --warmup-s 8 --limit-s 120 2>&1 | tail -n 3
     done
@@ -282,7 +284,7 @@ upshift() {
     zero_step_of big-chain-triton > "$R/out/upshift-zero-step-before.json"
     # requests arrive halfway through the 0-step stretch (issue 36: no draft work on their prefill at
     # 0 steps; the catch-up makes their draft state on the resume), every prompt prefilled whole
-    $AP bench/upshift_recovery.py --url "$(url_of big-chain-triton)" --concurrency 8 --zero-s 6 \
+    $AP -m bench.studies.upshift_recovery --url "$(url_of big-chain-triton)" --concurrency 8 --zero-s 6 \
         --arrivals "${UPSHIFT_ARRIVALS:-8}" --unique-prompts \
         --input-len 256 --output-len 2400 --json "$R/out/upshift-plain.json" 2>&1 | tail -n 40
     zero_step_of big-chain-triton | tee "$R/out/upshift-zero-step-after.json"
@@ -323,10 +325,10 @@ repeat_report() {  # this session's runs against each other, then with the earli
     for f in "$R"/out/compare-chain-[123].json; do [ -f "$f" ] && runs+=("$f"); done
     [ ${#runs[@]} -ge 2 ] || { say "SKIPPED: fewer than two comparisons to hold against each other"; return 0; }
     say "the runs against each other (within 5 % per level and arm; interval coverage): ${runs[*]}"
-    $AP bench/bench_repeat.py --from "${runs[@]}" --max-diff 0.05 2>&1 | tee "$R/out/chain-repeat.txt" | tail -n 40
+    $AP -m bench.studies.bench_repeat --from "${runs[@]}" --max-diff 0.05 2>&1 | tee "$R/out/chain-repeat.txt" | tail -n 40
     if [ -f "$earlier" ] && [ ! -f "$R/out/compare-chain-1.json" ]; then
         say "with the earlier session's run ($earlier)"
-        $AP bench/bench_repeat.py --from "$earlier" "${runs[@]}" --max-diff 0.05 2>&1 |
+        $AP -m bench.studies.bench_repeat --from "$earlier" "${runs[@]}" --max-diff 0.05 2>&1 |
             tee "$R/out/chain-repeat-with-earlier.txt" | tail -n 40
     fi
 }
@@ -346,13 +348,13 @@ ruled() {  # off vs no drafter, windows until the intervals are tight or the sta
 
 ramp() {
     wait_ready 60 big-chain-triton || return 1
-    [ -f bench/autopilot_ramp.py ] || { say "SKIPPED: bench/autopilot_ramp.py is not in this tree"; return 0; }
+    [ -f bench/studies/autopilot_ramp.py ] || { say "SKIPPED: bench/studies/autopilot_ramp.py is not in this tree"; return 0; }
     local from=""; [ -f "$R/out/compare-chain-1.json" ] && from="--compare $R/out/compare-chain-1.json"
     enough 120 "the autopilot ramp" || return 0
     clocks_on ramp
     say "the autopilot on the 1 -> 128 -> 1 ramp (triton, head q080)"
     # shellcheck disable=SC2086
-    timeout -s INT $(($(left) - 15)) $AP bench/autopilot_ramp.py --state-dir /tmp/st-big-chain-triton $from \
+    timeout -s INT $(($(left) - 15)) $AP -m bench.studies.autopilot_ramp --state-dir /tmp/st-big-chain-triton $from \
         ${RAMP_OPTS:-} --json "$R/out/autopilot-ramp.json" > "$R/out/autopilot-ramp.txt" 2>&1
     echo "  exit $?"; tail -n 30 "$R/out/autopilot-ramp.txt"; clocks_off
 }
