@@ -1,4 +1,4 @@
-"""bench/record_stream.py against a real ``agent serve --engine sim``: it records the stream in the
+"""bench/studies/record_stream.py against a real ``agent serve --engine sim``: it records the stream in the
 console's --record format while it moves the threshold through the agent API, and the console's own
 replay reader loads the file."""
 
@@ -16,16 +16,19 @@ from daemon_harness import REPO, Agent
 from agent.wire import Snapshot
 from console.link.replay import load_recording
 
+RECORDER = [sys.executable, "-m", "bench.studies.record_stream"]
+"""The recorder as an operator runs it, from the repository root (``cwd=REPO``)."""
+
 
 def test_the_recorder_records_snapshots_while_the_threshold_moves(make_agent: Any, tmp_path: Path) -> None:
     agent: Agent = make_agent("sim-record", extra=["--sim-speedup", "5"]).start()
     agent.wait_state("ready")
     out = tmp_path / "stream.jsonl"
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "record_stream.py"), "--socket", str(agent.socket),
+        [*RECORDER, "--socket", str(agent.socket),
          "--out", str(out), "--seconds", "5", "--thresholds", "2,0", "--every", "1.5", "--traffic", "2",
          "--engine-key-file", str(agent.root / "engine.key")],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "threshold 2: applied" in done.stdout and "threshold 0: applied" in done.stdout
@@ -47,9 +50,8 @@ def test_sigterm_ends_the_recording_early_and_whole(make_agent: Any, tmp_path: P
     agent.wait_state("ready")
     out = tmp_path / "stream.jsonl"
     child = subprocess.Popen(
-        [sys.executable, str(REPO / "bench" / "record_stream.py"), "--socket", str(agent.socket),
-         "--out", str(out), "--seconds", "300"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [*RECORDER, "--socket", str(agent.socket), "--out", str(out), "--seconds", "300"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
     )  # fmt: skip
     assert child.stdout is not None
     for line in child.stdout:  # the recorder says when it is recording; then the first snapshots land

@@ -10,11 +10,17 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "bench" / "real" / "agent_deps.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+    """The script as ``gpu.sh setup`` and ``carry.sh`` run it: a module, from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "bench.real.agent_deps", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
 
 
 def test_the_list_is_pyprojects_dependencies() -> None:

@@ -1,4 +1,4 @@
-"""``bench/autopilot_ramp.py`` (issue 24, item 4) end to end against a real ``agent serve --engine sim``.
+"""``bench/studies/autopilot_ramp.py`` (issue 24, item 4) end to end against a real ``agent serve --engine sim``.
 
 The script is run as the lead runs it on the GPU host: a subprocess on the agent's socket and token,
 its load on the engine's URL. What could break and is checked: the three arms interleaved at every
@@ -11,7 +11,6 @@ script's own output lines and exit, never a sleep.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -23,7 +22,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -34,28 +32,16 @@ from agent.profile import load_profile
 from agent.sglang.info_view import parse_server_info
 from agent.sglang.live_control import READBACK_FIELD
 from agent.sglang.rules import MAX_THRESHOLD
+from bench.studies import ramp_agent, ramp_figures, ramp_plan
 
-SCRIPT = REPO / "bench" / "autopilot_ramp.py"
+SCRIPT = [sys.executable, "-m", "bench.studies.autopilot_ramp"]
+"""The script as the lead runs it, from the repository root (each run below has ``cwd=REPO``)."""
 COMPARE = REPO / "bench" / "results" / "real-h200-2026-12-01" / "compare-oracle-1.json"
 _PROFILED = load_profile(REPO / "profiles" / "local-sim.toml").speculation.threshold
 assert _PROFILED is not None
 OPERATOR_THRESHOLD: int = _PROFILED
 ARMS = ("autopilot", "best", "profile")
 RUN_TIMEOUT_S = 180.0
-
-
-def _bench_module(name: str) -> ModuleType:
-    bench = str(REPO / "bench")
-    sys.path.insert(0, bench)
-    try:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(bench)
-    return module
 
 
 @pytest.fixture
@@ -68,7 +54,7 @@ def ramp_argv(
     agent: AgentProc, out: Path, *extra: str, levels: str = "1,4,1", hold_s: str = "4"
 ) -> list[str]:
     return [
-        sys.executable, str(SCRIPT), "--state-dir", str(agent.state_dir), "--levels", levels,
+        *SCRIPT, "--state-dir", str(agent.state_dir), "--levels", levels,
         "--hold-s", hold_s, "--level-settle-s", "0.3", "--switch-settle-s", "0.2", "--autopilot-settle-s", "0.5",
         "--input-len", "64", "--output-len", "48", "--json", str(out), *extra,
     ]  # fmt: skip
@@ -256,7 +242,7 @@ def test_bad_input_is_refused_before_the_agent_is_touched(tmp_path: Path) -> Non
     bad = tmp_path / "compare.json"
     bad.write_text(json.dumps(compare))
     nowhere = tmp_path / "no-agent-here"
-    base = [sys.executable, str(SCRIPT), "--state-dir", str(nowhere)]
+    base = [*SCRIPT, "--state-dir", str(nowhere)]
     done = subprocess.run(
         [*base, "--compare", str(bad)], capture_output=True, text=True, check=False, cwd=REPO
     )
@@ -283,18 +269,18 @@ def test_bad_input_is_refused_before_the_agent_is_touched(tmp_path: Path) -> Non
 
 
 def test_the_autopilot_resumes_from_what_it_held_not_from_a_probe() -> None:
-    ramp, plan = _bench_module("ramp_agent"), _bench_module("ramp_plan")
     probe = {"name": "autopilot.probe", "time": 10.0, "data": {"ok": True, "before": {"threshold": 24}}}
     end = {"name": "autopilot.probe_end", "time": 20.0, "data": {"ok": True, "after": {"threshold": 24}}}
-    assert ramp.resume_threshold([probe], until=12.0, readback=1) == 24  # cut mid-probe: what it held
-    assert ramp.resume_threshold([probe, end], until=21.0, readback=24) == 24
-    assert ramp.resume_threshold([probe, end], until=9.0, readback=32) == 32  # nothing yet: the read-back
+    assert ramp_agent.resume_threshold([probe], until=12.0, readback=1) == 24  # cut mid-probe: what it held
+    assert ramp_agent.resume_threshold([probe, end], until=21.0, readback=24) == 24
+    # nothing yet: the read-back
+    assert ramp_agent.resume_threshold([probe, end], until=9.0, readback=32) == 32
     # "none" cannot be the operator's threshold under the autopilot: it re-enters where no batch reaches.
-    assert ramp.none_equivalent(parse_server_info({"max_running_requests": 256})) == 257
-    assert ramp.none_equivalent(parse_server_info({})) == MAX_THRESHOLD
-    assert plan.order_at(0) == ["autopilot", "best", "profile"]
-    assert plan.order_at(1) == ["best", "profile", "autopilot"]
-    assert plan.order_at(3) == plan.order_at(0)
+    assert ramp_agent.none_equivalent(parse_server_info({"max_running_requests": 256})) == 257
+    assert ramp_agent.none_equivalent(parse_server_info({})) == MAX_THRESHOLD
+    assert ramp_plan.order_at(0) == ["autopilot", "best", "profile"]
+    assert ramp_plan.order_at(1) == ["best", "profile", "autopilot"]
+    assert ramp_plan.order_at(3) == ramp_plan.order_at(0)
 
 
 def _window(level: int, c: int, arm: str, tps: float, threshold: int | None = None) -> dict[str, Any]:
@@ -309,17 +295,16 @@ def _window(level: int, c: int, arm: str, tps: float, threshold: int | None = No
 
 
 def test_the_noise_is_the_repeats_of_a_fixed_setting_and_widens_the_ratio() -> None:
-    figures = _bench_module("ramp_figures")
     windows = [
         _window(0, 1, "autopilot", 110.0), _window(0, 1, "best", 100.0, 8), _window(0, 1, "profile", 90.0, 4),
         _window(1, 8, "autopilot", 420.0), _window(1, 8, "best", 400.0, 8), _window(1, 8, "profile", 440.0, 4),
         _window(2, 1, "autopilot", 108.0), _window(2, 1, "best", 100.0 * math.exp(0.1), 8),
         _window(2, 1, "profile", 90.0 * math.exp(-0.1), 4),
     ]  # fmt: skip
-    noise = figures.window_noise(windows, "client_tps")
+    noise = ramp_figures.window_noise(windows, "client_tps")
     # Two repeats each of best and profile at c=1, each pair 0.1 apart in ln: variance 0.1² / 2 per group.
     assert noise.df == 2 and noise.sigma == pytest.approx(math.sqrt(0.1**2 / 2), rel=1e-9)
-    found = figures.ratio(windows, "autopilot", "best", "client_tps", noise)
+    found = ramp_figures.ratio(windows, "autopilot", "best", "client_tps", noise)
     best = [100.0, 400.0, 100.0 * math.exp(0.1)]
     mine = [110.0, 420.0, 108.0]
     assert found["ratio"] == pytest.approx(sum(mine) / sum(best))
@@ -328,11 +313,13 @@ def test_the_noise_is_the_repeats_of_a_fixed_setting_and_widens_the_ratio() -> N
     )
     assert found["high"] == pytest.approx(found["ratio"] * math.exp(4.303 * spread))
     assert found["low"] == pytest.approx(found["ratio"] * math.exp(-4.303 * spread))
-    assert figures.verdict({"ratio": 1.0, "low": 0.99, "high": 1.01}, 0.98).startswith("met (≥ 0.98), beyond")
-    assert figures.verdict({"ratio": 1.0, "low": 0.95, "high": 1.05}, 1.05).startswith(
+    assert ramp_figures.verdict({"ratio": 1.0, "low": 0.99, "high": 1.01}, 0.98).startswith(
+        "met (≥ 0.98), beyond"
+    )
+    assert ramp_figures.verdict({"ratio": 1.0, "low": 0.95, "high": 1.05}, 1.05).startswith(
         "short of 1.05 by 4.8 %"
     )
     # Without a repeated fixed setting the slices stand in, and say that they miss the drift.
     alone = [dict(w, slices=[[50, 0.5], [55, 0.5], [45, 0.5]]) for w in windows[:6]]
-    noise = figures.window_noise(alone, "client_tps")
+    noise = ramp_figures.window_noise(alone, "client_tps")
     assert noise.between is None and noise.sigma is not None and "misses the drift" in noise.source

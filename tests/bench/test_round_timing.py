@@ -10,7 +10,6 @@ sim has no ``/start_profile``). GPU sessions are too short to find out there.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import httpx
@@ -20,12 +19,9 @@ from agent.profile.store import load_profile
 from agent.sglang import live_control
 from agent.sglang.client import EngineClient, EngineError
 from agent.sim.server import run_sim
+from bench.real import round_timing, trace_rounds
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench" / "real"))
-
-import round_timing  # noqa: E402
-import trace_rounds  # noqa: E402
 
 
 def _kimi_plain():  # type: ignore[no-untyped-def]

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bench" / "real"))
+from bench.real import trace_arrivals, trace_frames
 
-import trace_arrivals  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 HOST = {"pid": 7, "tid": 7}
 GPU = {"pid": 0, "tid": 13}
@@ -105,10 +104,11 @@ def test_a_trace_without_loop_iterations_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.trace.json.gz"
     path.write_bytes(gzip.compress(json.dumps({"traceEvents": [kernel(0, 5)]}).encode()))
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench/real/trace_arrivals.py"), str(path)],
+        [sys.executable, "-m", "bench.real.trace_arrivals", str(path)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 1
     assert "3 or more are needed" in done.stderr
@@ -119,10 +119,11 @@ def test_the_report_names_every_part(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(json.dumps({"traceEvents": trace()}).encode()))
     out = tmp_path / "a.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench/real/trace_arrivals.py"), str(path), "--json", str(out)],
+        [sys.executable, "-m", "bench.real.trace_arrivals", str(path), "--json", str(out)],
         capture_output=True,
         text=True,
         check=True,
+        cwd=REPO,
     )
     assert "target_extend 1.200" in done.stdout
     assert "per finish: +0.100 ms" in done.stdout
@@ -136,7 +137,6 @@ def test_parts_are_named(name: str) -> None:
 
 def test_frames_side_by_side() -> None:
     """``trace_frames.py``: inclusive time per frame inside run_batch, per decode iteration."""
-    import trace_frames
 
     def py(name: str, ts: float, dur: float) -> dict:
         return {"ph": "X", "cat": "python_function", "name": name, "ts": ts, "dur": dur, **HOST}

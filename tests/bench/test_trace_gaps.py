@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "bench" / "real"))
+from bench.real import trace_gaps
 
-import trace_gaps  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 HOST = {"pid": 7, "tid": 7}
 
@@ -104,10 +103,11 @@ def test_the_command_reads_gzip_traces_and_writes_its_report(tmp_path: Path) -> 
     trace.write_bytes(gzip.compress(json.dumps({"traceEvents": two_rounds()}).encode()))
     out = tmp_path / "gaps.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench/real/trace_gaps.py"), str(trace), "--json", str(out)],
+        [sys.executable, "-m", "bench.real.trace_gaps", str(trace), "--json", str(out)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
     assert "plain-1-TP-0.trace.json.gz: 2 rounds; cycle 1.000 ms mean" in done.stdout
@@ -119,10 +119,11 @@ def test_the_command_names_a_torn_trace_and_fails(tmp_path: Path) -> None:
     torn = tmp_path / "torn.trace.json.gz"
     torn.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X"')[:-4])
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench/real/trace_gaps.py"), str(torn)],
+        [sys.executable, "-m", "bench.real.trace_gaps", str(torn)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=REPO,
     )
     assert done.returncode == 1
     assert str(torn) in done.stderr

@@ -1,4 +1,4 @@
-"""``bench/upshift_recovery.py`` (the skip's cost, for the GPU run) against the simulated engine over real HTTP.
+"""``bench/studies/upshift_recovery.py`` (the skip's cost, for the GPU run) against the simulated engine over real HTTP.
 
 The simulated engine does not model the stale draft state, so here the measurement must only be
 coherent: one token per round at 0 steps, more once the server speculates again, every chunk one
@@ -8,38 +8,30 @@ verify round, and the live threshold written back afterwards.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import httpx
 
 from agent.profile.store import load_profile
 from agent.sglang.live_control import READBACK_FIELD
 from agent.sim.server import run_sim
+from bench.studies import upshift_recovery
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("upshift_recovery", ROOT / "bench" / "upshift_recovery.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_rounds_and_recovery_from_chunks() -> None:
-    script = _script()
     lived = [
-        script.Stream(chunks=[(0.0, 1), (1.0, 2), (2.0, 3), (3.0, 4), (4.0, 7), (5.0, 10)], verify_ct=5),
-        script.Stream(chunks=[(0.0, 1), (1.0, 2), (4.0, 4), (5.0, 7)], verify_ct=5),  # 6 rounds, 4 chunks
+        upshift_recovery.Stream(
+            chunks=[(0.0, 1), (1.0, 2), (2.0, 3), (3.0, 4), (4.0, 7), (5.0, 10)], verify_ct=5
+        ),
+        upshift_recovery.Stream(
+            chunks=[(0.0, 1), (1.0, 2), (4.0, 4), (5.0, 7)], verify_ct=5
+        ),  # 6 rounds, 4 chunks
     ]
-    fresh = [script.Stream(chunks=[(0.0, 1), (1.0, 4), (2.0, 7)], verify_ct=2)]
+    fresh = [upshift_recovery.Stream(chunks=[(0.0, 1), (1.0, 4), (2.0, 7)], verify_ct=2)]
     assert lived[0].rounds_after(3.5) == [3, 3]
-    out = script.summarize(lived, fresh, switch_at=3.5)
+    out = upshift_recovery.summarize(lived, fresh, switch_at=3.5)
     assert out["accept_length_by_round_after_upshift"] == [2.5, 3.0]
     assert out["fresh_accept_length"] == 3.0
     assert out["rounds_to_recover"] == 1  # a five-round mean (of what there is) reaches 90 % of 3.0
@@ -47,7 +39,6 @@ def test_rounds_and_recovery_from_chunks() -> None:
 
 
 async def test_against_the_simulated_engine() -> None:
-    script = _script()
     profile = load_profile(ROOT / "profiles" / "local-sim.toml")
     async with run_sim(profile, port=0, speedup=20, seed=3) as sim:
         args = argparse.Namespace(
@@ -63,7 +54,7 @@ async def test_against_the_simulated_engine() -> None:
         )
         async with httpx.AsyncClient() as http:
             before = (await http.get(f"{sim.url}/server_info")).json()["internal_states"][0][READBACK_FIELD]
-        result = await script.measure(args)
+        result = await upshift_recovery.measure(args)
         async with httpx.AsyncClient() as http:
             after = (await http.get(f"{sim.url}/server_info")).json()["internal_states"][0][READBACK_FIELD]
     assert after["threshold"] == before["threshold"]  # written back
@@ -80,13 +71,16 @@ async def test_against_the_simulated_engine() -> None:
 def test_back_within_two_percent_by_the_third_round() -> None:
     """Issue 36's goal for a resume: round 3's mean within 2 % of fresh, reported for the requests
     that arrived at 0 steps apart from those that lived through it."""
-    script = _script()
-    fresh = [script.Stream(chunks=[(0.0, 1), (1.0, 4), (2.0, 7), (3.0, 10)], verify_ct=3)]  # 3.0 a round
-    lived = [script.Stream(chunks=[(0.0, 1), (4.0, 4), (5.0, 7), (6.0, 10)], verify_ct=4)]
+    fresh = [
+        upshift_recovery.Stream(chunks=[(0.0, 1), (1.0, 4), (2.0, 7), (3.0, 10)], verify_ct=3)
+    ]  # 3.0 a round
+    lived = [upshift_recovery.Stream(chunks=[(0.0, 1), (4.0, 4), (5.0, 7), (6.0, 10)], verify_ct=4)]
     # arrived at 0 steps: 1, 2, 2.9 after the upshift (2.9 is 3.3 % short of 3.0)
-    arrived = [script.Stream(chunks=[(1.0, 1), (2.0, 2), (4.0, 3), (5.0, 5), (6.0, 7.9)], verify_ct=4)]
-    out = script.summarize(lived, fresh, switch_at=3.5, arrived=arrived)
+    arrived = [
+        upshift_recovery.Stream(chunks=[(1.0, 1), (2.0, 2), (4.0, 3), (5.0, 5), (6.0, 7.9)], verify_ct=4)
+    ]
+    out = upshift_recovery.summarize(lived, fresh, switch_at=3.5, arrived=arrived)
     assert out["accept_length_by_round_after_upshift_arrived_at_zero_steps"] == [1.0, 2.0, 2.9000000000000004]
     assert out["lived_back_by_round_3"] is True
     assert out["arrived_back_by_round_3"] is False
-    assert script.back_by([1.0, 2.0], 3.0) is None  # no third round: not measurable
+    assert upshift_recovery.back_by([1.0, 2.0], 3.0) is None  # no third round: not measurable

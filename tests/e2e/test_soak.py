@@ -1,23 +1,19 @@
 """A short soak (about a minute): console and agent under the demo traffic keep memory bounded and log
-no errors. ``bench/soak.py`` runs the full ten minutes and prints the figures."""
+no errors. ``python -m bench.costs.soak`` runs the full ten minutes and prints the figures."""
 
 from __future__ import annotations
 
 import gc
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from agent_harness import AgentProc
 from textual.message_pump import MessagePump
 
+from bench.costs import soak
 from console.app import ConsoleApp
 from console.link.local import LocalLink
 
-SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 SCREENS = ("overview", "kv", "gpus", "controls", "bench", "profiles", "logs")
 
 GROWTH_BOUND_MIB = {"agent": 24.0, "engine (sim)": 24.0, "console": 40.0}
@@ -25,18 +21,8 @@ GROWTH_BOUND_MIB = {"agent": 24.0, "engine (sim)": 24.0, "console": 40.0}
 Over a minute the agent's ring buffer adds ~60 snapshots and the console's model as many."""
 
 
-def _load_soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("k25_bench_soak", SOAK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_a_short_soak_keeps_memory_bounded_and_logs_no_errors() -> None:
-    soak = _load_soak()
     result = soak.soak(minutes=1.0, speedup=10.0, peak=32, period_s=60.0, sample_every_s=2.0)
     soak.print_report(result)
     by_name = {p["name"]: p for p in result["processes"]}
