@@ -113,7 +113,7 @@ class ConsoleApp(App[None]):
         self.backoff = backoff or Backoff()
         self._add_screens(self.session)
         self.agent_status: AgentStatus | None = None
-        # Measured for bench/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
+        # Measured for bench/costs/console_cpu.py: arrival → on screen, and the agent's tick → on screen.
         self.paint_latencies: deque[float] = deque(maxlen=10_000)
         self.tick_latencies: deque[float] = deque(maxlen=10_000)
         self.screenshot_dir = screenshot_dir or Path.cwd()

@@ -2,7 +2,7 @@
 
 Why not httpx for the load itself: its connection pool scans every connection on each request start
 and finish (O(n²) at 250 streams) and its per-chunk path costs ~35-55 µs; measured against a local
-SSE server, the load generator then saturates a core at c=250 (bench/loadgen_overhead.py). Each
+SSE server, the load generator then saturates a core at c=250 (bench/costs/loadgen_overhead.py). Each
 closed-loop worker here owns one connection, and a chunk costs a readline and a readexactly. Control
 endpoints (/server_info, /metrics, ...) still go through httpx.
 """

@@ -6,7 +6,7 @@ publish sets (and replaces) an event; nothing polls.
 
 Items are kept as the JSON the stream sends, compressed (``Stored``), not as pydantic objects: an
 hour at 4 Hz is 14,400 snapshots, which as objects took ~290 MiB with 8 busy GPUs and as
-compressed JSON take ~15 MiB (bench/agent_tick.py). Each item is serialised once, when it is
+compressed JSON take ~15 MiB (bench/costs/agent_tick.py). Each item is serialised once, when it is
 published; a listener, a catch-up or ``/v1/snapshots`` only inflates the bytes, and the few
 in-process readers that want the model decode it (``Stored.model``).
 """

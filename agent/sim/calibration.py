@@ -174,8 +174,8 @@ tensors of the batch, not weights): the same work on every rank at TP 8, bound b
 model's size, so neither the step's length nor the layer count scales it, and the H200's 4.8 TB/s
 against 1.7 TB/s makes it 2.8 times as long: 0.42 ms a round plus 0.015 ms a request (4 % of a plain
 step at one request, 3.4 % at a batch of 125; off ÷ baseline 0.95-0.96 at every level through the
-model, ``bench/zero_step_tax.py``). Never measured on the Kimi host: a comparison there
-(``agent bench compare --baseline-url``, then ``bench/zero_step_tax.py --from … --path plain``)
+model, ``bench/studies/zero_step_tax.py``). Never measured on the Kimi host: a comparison there
+(``agent bench compare --baseline-url``, then ``python -m bench.studies.zero_step_tax --from … --path plain``)
 replaces it."""
 
 
@@ -207,7 +207,7 @@ class ArrivalCosts:
 
 NO_ARRIVAL_COST = ArrivalCosts()
 """Kimi K2.5's: never measured on its host; the H200's figure is not carried over (what it would give
-is one of ``bench/zero_step_tax.py``'s lines)."""
+is one of ``bench/studies/zero_step_tax.py``'s lines)."""
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ class ZeroStepRecord:
     drafter (its ``--baseline-url`` arm). ``zero_step`` are the costs with which the engine model,
     run with the record's calibration and profiles (``agent.sim.zerostep``), reproduces these ratios
     within ``ZERO_STEP_TOLERANCE`` where they were fitted to them (``tests/sim/test_zero_step.py``;
-    ``bench/zero_step_tax.py`` prints the model against every record and fits the costs to a new
+    ``bench/studies/zero_step_tax.py`` prints the model against every record and fits the costs to a new
     result file), or inside the comparison's noise band where they were derived from a timing table
     instead (the GPU-bound H200's plain record, ``tests/sim/test_zero_step_big.py``; its source says so).
     """
@@ -335,7 +335,7 @@ ZERO_STEP_RECORD = ZeroStepRecord(
         "round plus 0.02 ms a request (three runs pooled); carried over as they are, Kimi's off ÷ "
         "baseline would be 0.93 at c = 64 and 128 and its crossover would move from 125 to 139 (131 "
         "with the skip). Replace "
-        "with agent bench compare --baseline-url on the Kimi host and bench/zero_step_tax.py --from."
+        "with agent bench compare --baseline-url on the Kimi host and python -m bench.studies.zero_step_tax --from."
     ),
     spec_profile=ZERO_STEP_PROFILE_SPEC,
     baseline_profile=ZERO_STEP_PROFILE_BASELINE,

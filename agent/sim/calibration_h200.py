@@ -9,7 +9,7 @@ EAGLE-3 head, ``agent bench compare --concurrency 1,4,16,64,128 --input-len 256 
 once with ``skip_zero_step_draft_extend`` and once without (``compare-heavy-{skip,noskip}.json``).
 Seven engines shared the GPU and the host's 16 cores; arms moved by up to 20 % between runs.
 
-How the numbers were chosen (``bench/zero_step_tax.py --deployment h200-heavy`` prints the model
+How the numbers were chosen (``python -m bench.studies.zero_step_tax --deployment h200-heavy`` prints the model
 against the measurement):
 
 * The target is dense (no routed experts): a pass costs ``fixed_s`` (on this model most of a step:
@@ -21,7 +21,7 @@ against the measurement):
   (0.8 ms at c = 1 to 1.8 ms at c = 64), which is the draft-extend pass the skip removes.
 * The 0-step path (``ZeroStepCosts``): what is left of off's inter-token time over baseline's with
   the skip, 1.6 ms a round at c = 1 rising to 2.7 ms at c = 64, then fitted
-  (``bench/zero_step_tax.py --from``) so that the model's off ÷ baseline equals the record's at every
+  (``python -m bench.studies.zero_step_tax --from``) so that the model's off ÷ baseline equals the record's at every
   level within 2 points (``ZERO_STEP_TOLERANCE``).
 
 The skip record pools three runs: the first session's and the two of the quiet session of

@@ -43,7 +43,7 @@ How the numbers were chosen:
   1,024 output tokens, against 256 + 128): should the prepare grow with the KV it indexes, the
   per-request figure is an upper bound at the comparison's contexts, which is the side the model errs on.
 * SGLang's verify path (``H200_BIG_VERIFY_ZERO_STEP``): fitted to the two runs before the patch
-  (``zerostep.fit_zero_step`` with ``VERIFY_REQUEST_GRID_S``; ``bench/zero_step_tax.py --deployment
+  (``zerostep.fit_zero_step`` with ``VERIFY_REQUEST_GRID_S``; ``python -m bench.studies.zero_step_tax --deployment
   h200-big --fit``): 0.62 ms a round plus 0.17 ms a request, within 1.5 points at c = 1, 16, 64. That
   is the one-token verify through the extend kernel over each request's whole KV in place of the
   decode kernel (about 11 ms more at 64 requests here; 27.5 ms at 57 in the timing table, whose
@@ -108,7 +108,7 @@ def plain_zero_step_from(
     ``round_s``: the off arm's mean time per output token less the baseline arm's at concurrency 1
     (``agent bench compare --baseline-url --json``); at one request a round is one token, so that is
     what a round adds whatever the batch. ``request_s``: the GPU milliseconds of the timing table's
-    plain round outside ``SHARED_STAGES`` (``bench/real/round_timing.py --json``, its ``zero_plain``
+    plain round outside ``SHARED_STAGES`` (``python -m bench.real.round_timing --json``, its ``zero_plain``
     setting), less what the baseline's decode round spends outside them too (``baseline_timing``,
     when given: its batch set-up and end), less ``round_s``, over the round's mean batch, never below
     0 (a round that costs no more than a plain step adds nothing per request). Rounded to 0.1 µs.
@@ -136,7 +136,7 @@ sample at 58 requests, against the plain decode round's 0.010 ms): 0.152 ms a ro
 request. Its decode round costs what a plain decode step costs (6.94 ms at 58, 6.84 at 51)."""
 
 H200_ARRIVAL = ArrivalCosts(request_s=0.001348)
-"""FITTED (``agent.sim.arrivals.fit_arrival``; ``bench/zero_step_tax.py --deployment h200-big
+"""FITTED (``agent.sim.arrivals.fit_arrival``; ``python -m bench.studies.zero_step_tax --deployment h200-big
 --fit-arrival``, about a minute): what an arriving request costs the speculative server on this
 target under triton beyond the draft's extend over its 256-token prompt (1.73 ms,
 ``DraftCosts``), fitted to ``H200_BIG_ARRIVAL_RECORD``'s four levels, each weighed by its pooled
@@ -149,7 +149,7 @@ plain one (the real c=64 run: 22 µs more a token, 2.8 ms a 128-token request)."
 H200_ARRIVAL_PATCHED = replace(H200_ARRIVAL, at_zero_steps=False)
 """The patched arrival path (issue 36, step 2, not built yet): while the batch runs at 0 steps an
 arrival costs what it costs a server without a drafter, its draft extend deferred to the catch-up.
-The model's off ÷ baseline with it: ``bench/zero_step_tax.py --deployment h200-big``."""
+The model's off ÷ baseline with it: ``python -m bench.studies.zero_step_tax --deployment h200-big``."""
 
 H200_BIG = Calibration(
     target=TargetCosts(

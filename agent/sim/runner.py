@@ -4,7 +4,7 @@ Virtual time is a fixed linear map of the event loop's clock, and each step ends
 of its modelled end, so lateness never accumulates into the model: when the loop is late the next
 steps simply run back to back until the model is on time again (and a request that arrives while
 the model is behind joins at the model's "now"). How late each step's end is observed is kept in
-``lateness_s``: that is the scheduling delay ``bench/sim_speed.py`` reports.
+``lateness_s``: that is the scheduling delay ``bench/costs/sim_speed.py`` reports.
 
 Sleeping uses the loop's timer to within ~1.5 ms of the target and a short blocking sleep for the
 rest: asyncio rounds selector timeouts up to whole milliseconds, which alone would make every step

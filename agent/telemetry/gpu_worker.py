@@ -2,7 +2,7 @@
 stall the event loop.
 
 ``asyncio.to_thread`` did the same job for ~75 µs more CPU per tick (context copy, the default
-executor's bookkeeping, a shield and a ``wait_for``; bench/agent_tick.py). This thread is a daemon:
+executor's bookkeeping, a shield and a ``wait_for``; bench/costs/agent_tick.py). This thread is a daemon:
 an NVML call that never returns must not keep the agent from exiting either (the executors'
 threads are joined at exit).
 """

@@ -1,4 +1,4 @@
-"""The autopilot against the engine model, on its virtual clock: ``bench/autopilot.py`` and
+"""The autopilot against the engine model, on its virtual clock: ``bench/studies/autopilot.py`` and
 ``agent sim-whatif --workload ... --autopilot``.
 
 Nothing is special-cased for the model: every tick, the model's own ``/metrics`` page is rendered

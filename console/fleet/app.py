@@ -43,7 +43,7 @@ FLEET_HISTORY = 16
 """Whole snapshots each host's model holds (the single-host console holds 1200): the GPU screen's
 history needs 12, the charts read the point ring. A held snapshot of an 8-GPU host is ~40 objects the
 garbage collector walks on each full pass: 16 hosts x 1200 would be ~800,000, and the passes held the
-loop (and every host's ticks) for hundreds of milliseconds (bench/fleet_console.py)."""
+loop (and every host's ticks) for hundreds of milliseconds (bench/costs/fleet_console.py)."""
 ROUTER_POLL_S = 2.0
 """How often the router's view is read while the Fleet screen is in view."""
 LATENESS_KEPT = 10_000
@@ -104,7 +104,7 @@ class FleetApp(ConsoleApp):
         self.in_host: str | None = None
         """The host whose console is in view; None: the Fleet screen."""
         self.tick_lateness: dict[str, deque[float]] = {n: deque(maxlen=LATENESS_KEPT) for n in self.hosts}
-        """Per host: arrival here minus the agent's tick time, seconds (bench/fleet_console.py)."""
+        """Per host: arrival here minus the agent's tick time, seconds (bench/costs/fleet_console.py)."""
 
     # -- life cycle ---------------------------------------------------------------------------
     def on_mount(self, event: Mount) -> None:  # type: ignore[override]  # Textual passes the event

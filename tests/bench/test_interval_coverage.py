@@ -10,7 +10,7 @@ spreads the repeats over the run, so what a second run meets is what a second pa
 Honest 95 % intervals of two equal runs hold each other's figure about 83 % of the time; the issue
 asks for at least 80 %. The old bootstrap over repeats and slices held 73 % on this model; the
 seeded draw makes the figure the same on every run of the test. The real engine's own figures come
-from ``bench/bench_repeat.py --from`` (the README's "Repeats and intervals").
+from ``python -m bench.studies.bench_repeat --from`` (the README's "Repeats and intervals").
 """
 
 from __future__ import annotations

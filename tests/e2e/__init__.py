@@ -5,5 +5,5 @@ Run: ``.venv/bin/python -m pytest tests/e2e -q`` (or ``-m e2e`` from the whole s
 ``/usr/sbin/sshd`` and ``ssh-keygen`` (``.ci/run`` installs openssh-server). As root the sshd needs
 ``/run/sshd`` (created here) and the real full-disk test mounts a 64 KiB tmpfs; without root that
 test is skipped and the in-process ENOSPC test still runs. The full ten-minute soak is
-``python bench/soak.py``.
+``python -m bench.costs.soak``.
 """

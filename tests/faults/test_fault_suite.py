@@ -19,7 +19,7 @@ Each run is one fault, chosen in turn (the run number picks it, a seeded RNG its
   the next agent adopts the engine that runs (never a second one), its threshold kept.
 
 Every run ends with ``fault_rig.check``. ``K25_FAULT_RUNS`` sets how many (default 7, one of each;
-``bench/fault_loop.sh`` runs 50 in a row), ``K25_FAULT_SEED`` the seed.
+``bench/costs/fault_loop.sh`` runs 50 in a row), ``K25_FAULT_SEED`` the seed.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def test_the_model_of_the_h200_gives_back_the_measured_ratios(name: str) -> None
     for concurrency, ratio in record.off_over_baseline:
         assert abs(model[concurrency] - ratio) <= ZERO_STEP_TOLERANCE, (
             f"{name}, c={concurrency}: model {model[concurrency]:.3f}, measured {ratio:.3f}; "
-            "bench/zero_step_tax.py --deployment h200-heavy --from its results fits the costs again"
+            "python -m bench.studies.zero_step_tax --deployment h200-heavy --from its results fits the costs again"
         )
 
 

@@ -134,7 +134,7 @@ def test_on_the_verify_path_the_model_keeps_the_runs_before_patch_03() -> None:
     for concurrency, ratio in record.off_over_baseline:
         assert abs(model[concurrency] - ratio) <= ZERO_STEP_TOLERANCE, (
             f"c={concurrency}: model {model[concurrency]:.3f}, measured {ratio:.3f}; "
-            "bench/zero_step_tax.py --deployment h200-big --fit fits the costs again"
+            "python -m bench.studies.zero_step_tax --deployment h200-big --fit fits the costs again"
         )
     band = ratio_band([load(path) for path in record.results])
     assert not outside(model, band), outside(model, band)

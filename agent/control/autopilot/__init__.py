@@ -6,6 +6,6 @@ measures from live telemetry (issue 16).
 * ``policy``: which setting delivers the most on recent traffic, and where the crossover lies (pure);
 * ``pilot``: the state machine: moves, probes, hysteresis, move bounds, reverts (pure);
 * ``runner``: the pilot in the daemon: live changes through the engine client, events, audit lines;
-* ``offline``: the pilot against the engine model on its virtual clock (``bench/autopilot.py``);
+* ``offline``: the pilot against the engine model on its virtual clock (``bench/studies/autopilot.py``);
 * ``metrics``: its ``k25_autopilot_*`` series for the exporter.
 """
