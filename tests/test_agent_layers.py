@@ -1,4 +1,4 @@
-"""The agent's import graph: no loop anywhere in it, and the layers contract (pyproject.toml) complete.
+"""The agent's and the bench's import graphs: no loop in either, their layers contracts complete.
 
 import-linter's layers contract (run by ``test_import_contract``) keeps every part on its floor; it
 cannot see a loop between two modules of one part, so the module graph is checked here with grimp,
@@ -58,20 +58,28 @@ def _loops(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _agent_edges() -> dict[str, set[str]]:
-    graph = grimp.build_graph("agent")
+def _edges(package: str) -> dict[str, set[str]]:
+    graph = grimp.build_graph(package)
+    inside = f"{package}."
     edges: dict[str, set[str]] = defaultdict(set)
     for module in graph.modules:
-        if module.startswith("agent."):
+        if module.startswith(inside):
             edges[module] |= {
-                m for m in graph.find_modules_directly_imported_by(module) if m.startswith("agent.")
+                m for m in graph.find_modules_directly_imported_by(module) if m.startswith(inside)
             }
     return edges
 
 
 def test_the_agent_import_graph_has_no_loop() -> None:
-    edges = _agent_edges()
+    edges = _edges("agent")
     assert len(edges) > 150
+    assert _loops(edges) == []
+
+
+def test_the_bench_import_graph_has_no_loop() -> None:
+    """The bench scripts import each other as modules (``bench.studies.ramp_figures``); no loop either."""
+    edges = _edges("bench")
+    assert len(edges) > 30
     assert _loops(edges) == []
 
 
@@ -88,6 +96,14 @@ def test_the_layers_contract_names_every_agent_part_and_allows_no_exception() ->
     named = {part.strip() for floor in layers["layers"] for part in floor.split("|")}
     parts = {m.name for m in pkgutil.iter_modules(agent.__path__) if m.ispkg}
     assert named == parts
+
+
+def test_the_bench_layers_contract_names_every_bench_folder_and_allows_no_exception() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers" and c.get("containers") == ["bench"])
+    assert layers.get("ignore_imports", []) == [] and layers.get("exhaustive") is True
+    named = {part.strip() for floor in layers["layers"] for part in floor.split("|")}
+    assert named == {m.name for m in pkgutil.iter_modules([str(ROOT / "bench")]) if m.ispkg}
 
 
 def test_only_the_cli_and_the_whatifs_may_import_the_simulator() -> None:
