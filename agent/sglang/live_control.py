@@ -21,15 +21,16 @@ with the keys in ``READBACK_KEYS``.
 
 from typing import Final
 
+from agent.wire.actions import NO_THRESHOLD as NO_THRESHOLD
+from agent.wire.actions import RELEASE_PINNED_STEPS as RELEASE_PINNED_STEPS
+
 LIVE_THRESHOLD_KEY: Final = "adaptive_spec_threshold"
 LIVE_STEPS_KEY: Final = "adaptive_spec_steps"
 LIVE_KEYS: Final = (LIVE_THRESHOLD_KEY, LIVE_STEPS_KEY)
 
-RELEASE_PINNED_STEPS: Final = -1
-"""Value of ``LIVE_STEPS_KEY`` that returns step choice to SGLang's EMA policy."""
-
-NO_THRESHOLD: Final = 0
-"""Value of ``LIVE_THRESHOLD_KEY`` that speculates at every batch size."""
+# The two sentinels are the operator's values on the wire (``agent.wire.actions``, defined once
+# there): RELEASE_PINNED_STEPS as LIVE_STEPS_KEY returns the step choice to SGLang's EMA policy,
+# NO_THRESHOLD as LIVE_THRESHOLD_KEY speculates at every batch size; the patch reads the same numbers.
 
 READBACK_FIELD: Final = "adaptive_spec_live"
 READBACK_OF: Final = {LIVE_THRESHOLD_KEY: "threshold", LIVE_STEPS_KEY: "pinned_steps"}

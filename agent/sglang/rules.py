@@ -15,7 +15,7 @@ from typing import Literal
 
 from agent.profile.schema import Profile
 from agent.profile.store import ProfileIssue, diff_profiles
-from agent.profile.words import value_words
+from agent.profile.words import given_words, value_words
 from agent.sglang import adaptive, live_control, redact, spec_env
 from agent.sglang.cli_flags import extra_flag_problems
 from agent.sglang.extra_flags import flag_names, has_flag
@@ -32,6 +32,7 @@ from agent.sglang.support import (
     prebuilt_steps,
     threshold_unavailable_reason,
 )
+from agent.wire import actions
 
 # --- Profile checks ------------------------------------------------------------------------------
 
@@ -286,6 +287,17 @@ def _restart_reason(key: str) -> str:
     return "it is read when SGLang starts"
 
 
+def change_words(key: str, old: object, new: object) -> str:
+    """ "threshold 143 → 64", "speculation.num_steps 3 → 2": a setting the action catalogue knows by
+    its operator's name and words (``agent.wire.actions``), any other key as it is."""
+    was = actions.setting_words(key, old)
+    now = actions.setting_words(key, new)
+    return (
+        f"{actions.setting_name(key)} {was if was is not None else value_words(old)} → "
+        f"{now if now is not None else value_words(new)}"
+    )
+
+
 def classify_change(old: Profile, new: Profile, built_with: Profile | None = None) -> ChangePlan:
     """Live (threshold; steps among the states built at start-up), restart (everything else), or noop.
 
@@ -304,7 +316,7 @@ def classify_change(old: Profile, new: Profile, built_with: Profile | None = Non
     quiet: list[str] = []
     for change in changes:
         shown_old, shown_new = (redact.redact_change(change.key, v) for v in (change.old, change.new))
-        what = f"{change.key} {value_words(shown_old)} → {value_words(shown_new)}"  # secrets hidden
+        what = change_words(change.key, shown_old, shown_new)  # secrets hidden, known settings in words
         if change.key.startswith(NO_SERVER_EFFECT_PREFIXES):
             quiet.append(f"{what}: applied by k25console, SGLang is not touched")
         elif change.key == "speculation.threshold":
@@ -323,7 +335,8 @@ def classify_change(old: Profile, new: Profile, built_with: Profile | None = Non
         elif change.key == "speculation.num_steps":
             if isinstance(change.new, int) and change.new in built:
                 live.append(
-                    f"{what}: applied live, {change.new} steps were built at start-up (built: {value_words(built)})"
+                    f"{what}: applied live, {change.new} steps were built at start-up "
+                    f"(built steps: {actions.built_steps_words(built)})"
                 )
             elif built:
                 restart.append(
@@ -342,7 +355,7 @@ def classify_change(old: Profile, new: Profile, built_with: Profile | None = Non
 
 # --- Validating a single live value --------------------------------------------------------------
 
-MAX_THRESHOLD = 4096
+MAX_THRESHOLD = actions.MAX_THRESHOLD
 
 _LIVE_FIELD = {
     live_control.LIVE_THRESHOLD_KEY: "speculation.threshold",
@@ -371,7 +384,7 @@ def validate_live_value(profile: Profile, key: str, value: object) -> str | None
     if unavailable is not None:
         return f"{field_name}: live control is unavailable for this server: {unavailable}"
     if not isinstance(value, int) or isinstance(value, bool):
-        return f"{field_name}: must be a whole number (got {value!r})"
+        return f"{field_name}: must be a whole number (got {given_words(value)})"
     built = prebuilt_steps(profile)
     if field_name == "speculation.threshold":
         if not live_control.NO_THRESHOLD <= value <= MAX_THRESHOLD:
@@ -390,7 +403,7 @@ def validate_live_value(profile: Profile, key: str, value: object) -> str | None
         return None
     if value not in speculating:
         return (
-            f"{field_name}: {value} steps was not built at start-up; choose one of {value_words(speculating)} "
-            f"(or {live_control.RELEASE_PINNED_STEPS} to let SGLang choose)"
+            f"{field_name}: {value} steps was not built at start-up; built steps: "
+            f"{actions.built_steps_words(speculating)}; pin one of them or release the pin"
         )
     return None

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.profile.words import count_words, threshold_words
+from agent.profile.words import count_words
 from agent.wire import Snapshot
+from agent.wire.actions import CATALOGUE
 from agent.wire.events import EventKind, EventName
 from agent.wire.snapshot import SpecOffReason
 
@@ -49,7 +50,7 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
             EventDraft(
                 "speculation",
                 "speculation.threshold",
-                f"live speculation threshold {threshold_words(a.threshold)} → {threshold_words(b.threshold)}",
+                f"live speculation threshold {_threshold(a.threshold)} → {_threshold(b.threshold)}",
                 {"old": a.threshold, "new": b.threshold},
             )
         )
@@ -97,6 +98,11 @@ def telemetry_events(prev: Snapshot | None, new: Snapshot) -> list[EventDraft]:
         if code not in after:
             out.append(EventDraft("finding", "finding.cleared", f"cleared: {finding.title}", {"code": code}))
     return out
+
+
+def _threshold(value: int | None) -> str:
+    """A read-back threshold in the catalogue's words; None is a reading the engine did not give."""
+    return "unknown" if value is None else CATALOGUE["threshold"].words(value, long=True)
 
 
 def _on_words(steps: int | None, running: int | None) -> str:

@@ -2,9 +2,9 @@
 besides the profile schema. Pure pydantic models; no I/O.
 """
 
+from agent.wire.actions import CATALOGUE, ActionKind, ActionSpec
 from agent.wire.autopilot import AutopilotMove, AutopilotState
 from agent.wire.events import (
-    ActionKind,
     ActionRequest,
     ActionResult,
     ActionStatus,
@@ -33,10 +33,12 @@ API_VERSION = 1
 
 __all__ = [
     "API_VERSION",
+    "CATALOGUE",
     "WIRE_VERSION",
     "ActionKind",
     "ActionRequest",
     "ActionResult",
+    "ActionSpec",
     "ActionStatus",
     "AutopilotMove",
     "AutopilotState",

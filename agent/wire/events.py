@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from agent.wire.actions import ActionKind, spec_of
 
 
 class _Wire(BaseModel):
@@ -101,13 +111,12 @@ class Event(_Wire):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile", "autopilot"]
-
 PRINTABLE = r"^[^\p{C}\p{Zl}\p{Zp}]*$"
 """A name that reaches the logs, the audit and an operator's terminal (``operator``): printable
 characters only, no control characters, line breaks or terminal escapes (one could forge a line)."""
 NAME_MAX = 64
 """The longest ``operator`` or text ``value`` (a profile name) a request may carry."""
+
 PlanMode = Literal["live", "restart", "rejected", "noop"]
 
 
@@ -120,7 +129,10 @@ class ActionRequest(_Wire):
     request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: ActionKind
     value: int | bool | Annotated[str, Field(max_length=NAME_MAX)] | None = Field(
-        None, description="threshold/steps/topk: int; adaptive, autopilot: bool; apply_profile: profile name"
+        None,
+        description="What the kind takes (agent.wire.actions.CATALOGUE): threshold, steps, topk: a whole "
+        "number (threshold 0: none; steps -1: release the pin); adaptive, autopilot: true or false; "
+        "apply_profile: a profile's name",
     )
     operator: str | None = Field(
         None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
@@ -133,6 +145,20 @@ class ActionRequest(_Wire):
         description="One change asked of several hosts at once (the console's fleet change): every "
         "host's audit records it, so the hosts' lines of one change can be found together",
     )
+
+    @field_validator("value", mode="wrap")
+    @classmethod
+    def _fits_its_kind(
+        cls, value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> object:
+        """A value of the wrong type is refused naming what its kind takes (never pydantic's list of
+        types, never the value itself: it may be anything a client sent)."""
+        spec = spec_of(str(info.data.get("kind", "")))
+        if spec is not None:
+            wrong = spec.wrong_type(value)
+            if wrong is not None:
+                raise PydanticCustomError("action_value", wrong)
+        return handler(value)
 
 
 class Change(_Wire):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from agent.api.transport import bind_unix
 from agent.control.audit import AuditLog
@@ -73,38 +74,53 @@ def test_topk_4_is_a_restart_that_says_adaptive_goes(sim_profile: Profile) -> No
 
 
 @pytest.mark.parametrize(
-    ("kind", "value", "field"),
+    ("kind", "value", "field", "name"),
     [
-        ("topk", 0, "speculation.eagle_topk"),
-        ("steps", 7, "speculation.num_steps"),
-        ("threshold", -3, "speculation.threshold"),
-        ("threshold", "many", "speculation.threshold"),
-        ("adaptive", 3, "speculation.adaptive"),
+        ("topk", 0, "speculation.eagle_topk", "topk"),
+        ("topk", 99, "speculation.eagle_topk", "topk"),
+        ("steps", 7, "speculation.num_steps", "steps"),
+        ("threshold", -3, "speculation.threshold", "threshold"),
+        ("threshold", 5000, "speculation.threshold", "threshold"),
     ],
 )
-def test_refusals_name_the_field(sim_profile: Profile, kind: str, value: object, field: str) -> None:
+def test_refusals_name_the_field(sim_profile: Profile, kind: str, value: int, field: str, name: str) -> None:
+    """The plan names the profile key (``rejected_field``) and its reason the setting and what it takes
+    (the catalogue's words), never the schema's "less than or equal to"."""
     draft = plan_request(_req(kind, value), sim_profile, _no_named)
     assert draft.mode == "rejected"
     assert draft.rejected_field == field
-    assert field in draft.reason
+    assert draft.reason.startswith(f"{name}: {value} "), draft.reason
+    assert "less than or equal" not in draft.reason and "greater than" not in draft.reason
 
 
 @pytest.mark.parametrize(
     ("kind", "value", "said"),
     [
-        ("threshold", "many", "(got “many”)"),
-        ("threshold", True, "(got true)"),
-        ("adaptive", None, "(got no value)"),
-        ("apply_profile", None, "(got no value)"),
-        ("apply_profile", "", "(got an empty name)"),
+        ("threshold", "many", "threshold takes a whole number: a running batch size from 1 to 4096"),
+        ("threshold", True, "got true or false"),
+        ("threshold", 4.0, "got a decimal number"),
+        ("steps", 1.5, "steps takes a whole number: a step count built at start-up"),
+        ("steps", [], "got a list"),
+        ("threshold", {}, "got an object"),
+        ("adaptive", None, "adaptive takes true or false"),
+        ("apply_profile", None, "profile takes text: the name of a saved profile; got no value"),
     ],
 )
-def test_a_refusal_quotes_the_value_in_words(
-    sim_profile: Profile, kind: str, value: object, said: str
+def test_a_value_of_the_wrong_type_is_refused_with_what_its_kind_takes(
+    kind: str, value: object, said: str
 ) -> None:
-    draft = plan_request(_req(kind, value), sim_profile, _no_named)
-    assert draft.mode == "rejected" and said in draft.reason
-    assert not [r for r in ("None", "True", "False", "'") if r in draft.reason], draft.reason
+    """Issue 38: 4.0, 1.5, [] or {} named the field and listed pydantic's types; now the request
+    itself says what that kind takes, and never echoes the value (it may be megabytes)."""
+    with pytest.raises(ValidationError) as caught:
+        _req(kind, value)
+    [error] = caught.value.errors()
+    assert error["loc"] == ("value",) and said in error["msg"], error["msg"]
+    assert "Input should be" not in error["msg"] and "many" not in error["msg"]
+
+
+def test_an_empty_profile_name_is_refused_in_words(sim_profile: Profile) -> None:
+    draft = plan_request(_req("apply_profile", ""), sim_profile, _no_named)
+    assert draft.mode == "rejected" and "(got an empty name)" in draft.reason
 
 
 def test_steps_among_prebuilt_are_live(sim_profile: Profile) -> None:

@@ -79,7 +79,7 @@ def test_every_message_is_in_operator_words() -> None:
     assert telemetry_events(on, no_reason)[0].message == "speculation off: reason unknown"
     unset = snap(5, on=True, steps=3, threshold=None, threshold_available=True)
     none = snap(6, on=True, steps=3, threshold=0, threshold_available=True)
-    assert [e.message for e in telemetry_events(unset, on)] == ["live speculation threshold unset → 4"]
+    assert [e.message for e in telemetry_events(unset, on)] == ["live speculation threshold unknown → 4"]
     assert [e.message for e in telemetry_events(on, none)] == [
         "live speculation threshold 4 → none (speculate at every batch size)"
     ]
