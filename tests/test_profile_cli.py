@@ -163,7 +163,7 @@ def test_kv_says_when_the_requests_do_not_fit_and_can_fail() -> None:
     plain = agent(*args)
     assert plain.returncode == 0, plain.stderr
     assert (
-        "does not fit (spec on, off (0 steps)): 64 requests of 4000 tokens hold 256,512 tokens"
+        "does not fit (speculation on, off (0 steps)): 64 requests of 4000 tokens hold 256,512 tokens"
         in plain.stdout
     )
     strict = agent(*args, "--fail-if-overfull")
@@ -179,7 +179,15 @@ def test_kv_says_when_the_requests_do_not_fit_and_can_fail() -> None:
         "4000",
         "--fail-if-overfull",
     )
-    assert fits.returncode == 0 and "fits: the pool holds all 16 requests at once" in fits.stdout
+    assert (
+        fits.returncode == 0
+        and "fits (speculation on, off (0 steps), no drafter): the pool holds all 16 requests at once"
+        in fits.stdout
+    )
+    # Issue 39: where only the server without a drafter holds them, the summary says so (it said
+    # nothing of "no drafter" before)
+    between = agent("kv", str(PROFILES / "kimi-k25-eagle3.toml"), "--running", "32", "--context", "4000")
+    assert "fits (no drafter): the pool holds all 32 requests at once" in between.stdout, between.stdout
 
 
 def test_kv_rejects_bad_numbers() -> None:

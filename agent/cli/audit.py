@@ -21,6 +21,7 @@ from typing import Any
 
 from agent.cli.status import add_connection_args
 from agent.profile.words import change_words, count_words, printable_words
+from agent.wire.actions import audit_kind_words, said
 from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
 
 AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
@@ -74,8 +75,8 @@ def line_words(record: AuditRecord) -> str:
     parts = [
         when,
         record.operator or "unknown operator",
-        record.kind or "unknown action",
-        change_words(record.before, record.after),
+        audit_kind_words(record.kind) if record.kind else "unknown action",
+        change_words(record.before, record.after, said),
         record.status,
     ]
     text = "  ".join(printable_words(p) for p in parts if p)

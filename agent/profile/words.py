@@ -6,7 +6,7 @@ them as they are, so the words are decided here, once, where both sides can impo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
 def value_words(value: object) -> str:
@@ -42,24 +42,32 @@ def given_words(value: object) -> str:
     return value_words(value)
 
 
-def threshold_words(value: int | None) -> str:
-    """A speculation threshold: ``None`` → "unset", 0 → "none (speculate at every batch size)"."""
-    if value is None:
-        return "unset"
-    return "none (speculate at every batch size)" if value == 0 else str(value)
-
-
 def count_words(n: int, noun: str) -> str:
     """ "1 request", "12 requests": a count with its noun, never "request(s)"."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-def change_words(before: object, after: object) -> str:
-    """An audit line's change: "threshold 143 → 40; pinned_steps unset → 2" for each key its before
-    and after name; "" when it names none."""
+Known = Callable[[str, object], "tuple[str, str] | None"]
+"""A setting's name and its value in words for a key a caller knows (the action catalogue's
+``agent.wire.actions.said``), None for any other key."""
+
+
+def change_words(before: object, after: object, known: Known | None = None) -> str:
+    """An audit line's change: "threshold 143 → 40; steps not pinned → 2" for each key its before
+    and after name (a key that did not change reads once: "threshold 143"); "" when it names none.
+    ``known`` names the keys it knows in its own words, any other key reads as it is."""
+
+    def said(key: str, value: object) -> tuple[str, str]:
+        found = known(key, value) if known is not None else None
+        return found if found is not None else (key, value_words(value))
+
     if isinstance(before, Mapping) and isinstance(after, Mapping):
-        keys = list(dict.fromkeys([*before, *after]))
-        return "; ".join(f"{k} {value_words(before.get(k))} → {value_words(after.get(k))}" for k in keys)
+        parts = []
+        for key in dict.fromkeys([*before, *after]):
+            name, old = said(key, before.get(key))
+            new = said(key, after.get(key))[1]
+            parts.append(f"{name} {old}" if old == new else f"{name} {old} → {new}")
+        return "; ".join(parts)
     if before is None and after is None:
         return ""
     return f"{value_words(before)} → {value_words(after)}"

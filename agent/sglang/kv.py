@@ -43,6 +43,7 @@ from agent.sglang.kv_pool import (
     mla_cell_bytes,
 )
 from agent.sglang.support import adaptive_unsupported_reason, threshold_unavailable_reason
+from agent.wire.api import KV_STATES
 
 # kv is the one name callers know: the pool estimate and the drafter cost live in kv_pool.
 __all__ = [
@@ -243,20 +244,32 @@ class KvWhatIf:
         return not self.own.fits
 
     def fit_summary(self) -> list[str]:
-        """Whether the requests fit, in words: one line per pool that cannot hold them all at once."""
+        """Whether the requests fit, in words: one line per pool that cannot hold them all at once, and
+        one naming the states that can (every state the answer has is named: "no drafter" too)."""
         groups: dict[tuple[int, int], list[tuple[str, KvSide]]] = {}
-        for label, side in (("spec on", self.on), ("off (0 steps)", self.off), ("no drafter", self.baseline)):
-            if side is not None and not side.fits:
+        fitting: list[str] = []
+        states = (
+            (KV_STATES["on"], self.on),
+            (KV_STATES["off"], self.off),
+            (KV_STATES["baseline"], self.baseline),
+        )
+        for label, side in states:
+            if side is None:
+                continue
+            if side.fits:
+                fitting.append(label)
+            else:
                 groups.setdefault((side.tokens_held, side.pool_tokens), []).append((label, side))
-        if not groups:
-            return [f"fits: the pool holds all {self.running} requests at once"]
-        return [
+        lines = [
             f"does not fit ({', '.join(label for label, _ in group)}): {self.running} requests of "
             f"{self.context} tokens hold {held:,} tokens, the pool has {pool:,}; SGLang runs "
             f"{group[0][1].requests_that_fit} of them at once and queues the rest (and retracts running "
             "requests when decoding runs out of KV)"
             for (held, pool), group in groups.items()
         ]
+        if fitting:
+            lines.append(f"fits ({', '.join(fitting)}): the pool holds all {self.running} requests at once")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "overfull": self.overfull, "fit_summary": self.fit_summary()}

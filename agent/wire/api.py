@@ -202,6 +202,14 @@ class DrafterCostView(_Wire):
     tokens_for_draft_weights: int | None = None
 
 
+KV_STATES: dict[Literal["on", "off", "baseline"], str] = {
+    "on": "speculation on",
+    "off": "off (0 steps)",
+    "baseline": "no drafter",
+}
+"""The what-if's three server states, by field, in the words every screen, line and summary uses."""
+
+
 class KvWhatIf(_Wire):
     """``GET /v1/kv/whatif``."""
 

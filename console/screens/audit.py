@@ -14,6 +14,7 @@ from textual.binding import BindingType
 from textual.widgets import DataTable, Input, Static
 
 from agent.profile.words import change_words, count_words
+from agent.wire.actions import audit_kind_words, said
 from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
 from console.link import LinkError
 from console.model import ConsoleModel
@@ -43,9 +44,9 @@ def audit_row(record: AuditRecord) -> tuple[str, ...]:
     return (
         when,
         record.operator or "unknown",
-        record.kind or "unknown",
+        audit_kind_words(record.kind) if record.kind else "unknown",
         record.status,
-        change_words(record.before, record.after) or "–",
+        change_words(record.before, record.after, said) or "–",
         record.where,
     )
 
@@ -132,7 +133,8 @@ class AuditScreen(LiveScreen):
             detail.update("")
             return
         record = self.rows[row]
-        text = Text.assemble((f"{record.kind or 'unknown'} {record.status}", "bold"))
+        kind = audit_kind_words(record.kind) if record.kind else "unknown"
+        text = Text.assemble((f"{kind} {record.status}", "bold"))
         if record.message:
             text.append(f": {record.message}")
         client = record.source.get("client")

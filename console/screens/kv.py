@@ -13,7 +13,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from agent.wire import KvView
-from agent.wire.api import KvSideView, KvWhatIf
+from agent.wire.api import KV_STATES, KvSideView, KvWhatIf
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.screens.base import LiveScreen
@@ -29,9 +29,9 @@ WHATIF_ROWS: tuple[tuple[str, Callable[[KvSideView], int | None]], ...] = (
     ("KV pool", lambda side: side.pool_tokens),
 )
 WHATIF_COLUMNS: tuple[tuple[str, Callable[[KvWhatIf], KvSideView | None]], ...] = (
-    ("speculation on", lambda answer: answer.on),
-    ("off (0 steps)", lambda answer: answer.off),
-    ("no drafter", lambda answer: answer.baseline),
+    (KV_STATES["on"], lambda answer: answer.on),
+    (KV_STATES["off"], lambda answer: answer.off),
+    (KV_STATES["baseline"], lambda answer: answer.baseline),
 )
 """The agent's three server states: speculating, 0 steps inside the speculative server, launched without a drafter."""
 
@@ -57,11 +57,11 @@ def reserve_text(kv: KvView, speculative: bool) -> Text:
     if speculative:
         text.append("   without the drafter ", style="dim")
         text.append(num(kv.pool_tokens_without_drafter, unit=" tokens"), style="bold")
-    text.append("\nReserve per request: speculation on ", style="dim")
+    text.append(f"\nReserve per request: {KV_STATES['on']} ", style="dim")
     text.append(num(kv.reserve_per_request_on, unit=" tokens"), style="bold")
-    text.append("  ·  off (0 steps) ", style="dim")
+    text.append(f"  ·  {KV_STATES['off']} ", style="dim")
     text.append(num(kv.reserve_per_request_zero_step, unit=" tokens"), style="bold")
-    text.append("  ·  no drafter ", style="dim")
+    text.append(f"  ·  {KV_STATES['baseline']} ", style="dim")
     text.append(num(kv.reserve_per_request_off, unit=" tokens"), style="bold")
     text.append("\nShare of the pool held for speculation ", style="dim")
     text.append(num(kv.speculation_share, ".1%"), style="bold")

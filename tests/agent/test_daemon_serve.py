@@ -251,7 +251,9 @@ async def test_kv_whatif(shared_agent: Agent) -> None:
     # "off" (0 steps) keeps the widest candidate's reserve; only a server without the drafter is cheaper
     assert ok["on"]["tokens_reserved"] == ok["off"]["tokens_reserved"] > ok["baseline"]["tokens_reserved"]
     assert ok["on"]["requests_that_fit"] <= ok["baseline"]["requests_that_fit"]
-    assert ok["overfull"] is False and ok["fit_summary"] == ["fits: the pool holds all 64 requests at once"]
+    assert ok["overfull"] is False and ok["fit_summary"] == [
+        "fits (speculation on, off (0 steps), no drafter): the pool holds all 64 requests at once"
+    ]
     assert bad.status_code == 422
 
 

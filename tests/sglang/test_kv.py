@@ -154,11 +154,17 @@ def test_overfull_is_said_in_words() -> None:
     assert w.overfull
     summary = w.fit_summary()
     assert summary[0].startswith(
-        "does not fit (spec on, off (0 steps)): 64 requests of 4000 tokens hold 256,512"
+        "does not fit (speculation on, off (0 steps)): 64 requests of 4000 tokens hold 256,512"
     )
     assert f"SGLang runs {w.pool // 4008} of them at once" in summary[0]
+    assert summary[1].startswith("does not fit (no drafter): 64 requests of 4000 tokens hold 256,064")
+    # Issue 39: every state is named, those that fit too (32 fit only without the drafter)
+    between = kv.kv_whatif(profile, running=32, context=4000).fit_summary()
+    assert between[-1] == "fits (no drafter): the pool holds all 32 requests at once", between
     fits = kv.kv_whatif(profile, running=16, context=4000)
-    assert not fits.overfull and fits.fit_summary() == ["fits: the pool holds all 16 requests at once"]
+    assert not fits.overfull and fits.fit_summary() == [
+        "fits (speculation on, off (0 steps), no drafter): the pool holds all 16 requests at once"
+    ]
 
 
 def test_whatif_pool_from_profile_then_estimate() -> None:
@@ -225,7 +231,7 @@ def test_whatif_round_trips_as_plain_data() -> None:
     profile = load_profile(PROFILES / "kimi-k25-eagle3.toml")
     data = kv.kv_whatif(profile, running=4, context=10, pool=1000).to_dict()
     assert data["overfull"] is False and data["fit_summary"] == [
-        "fits: the pool holds all 4 requests at once"
+        "fits (speculation on, off (0 steps), no drafter): the pool holds all 4 requests at once"
     ]
     for side in ("on", "off", "baseline"):
         for key in (
