@@ -1,7 +1,9 @@
 """Turning an operator's request into a plan: what changes, and whether it is live, a restart, or refused.
 
-The request is applied to the running profile to make a candidate profile; the candidate must pass
-the profile schema and SGLang 0.5.23's rules (``agent.sglang.rules``), and the SGLang surface decides
+Each kind of action has one rule in ``RULES`` (its entry in ``agent.wire.actions.CATALOGUE`` says
+what it takes and how it reads). A rule turns the request into a candidate profile, or into a
+finished plan (a pin, a refusal). The candidate must pass the profile schema and SGLang 0.5.23's
+rules (``agent.sglang.rules``), and the SGLang surface decides
 live versus restart. A refusal names the profile field and says why in the rules' own words, and
 nothing changes. Some requests carry consequences the operator must see before confirming (topk > 1
 turns SGLang's adaptive mode off, so the threshold and live steps go too); the plan lists them.
@@ -25,6 +27,7 @@ from agent.profile.words import given_words, value_words
 from agent.sglang import adaptive, live_control, live_state, rules, support
 from agent.sglang.redact import redact_change, redact_reasons
 from agent.wire import ActionRequest, Change, PlanMode
+from agent.wire.actions import CATALOGUE, PINNED_KEY, ActionKind, built_steps_words
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,25 @@ def _reject(field_name: str, why: str) -> Draft:
     return Draft(mode="rejected", reason=why, rejected_field=field_name)
 
 
-def _int_value(req: ActionRequest, field_name: str) -> int | Draft:
-    if isinstance(req.value, bool) or not isinstance(req.value, int):
-        return _reject(field_name, f"{field_name}: must be a whole number (got {_given(req.value)})")
-    return req.value
+@dataclass(frozen=True)
+class Ask:
+    """What a rule reads: the request, the server's running and launch profiles, the engine's pin."""
+
+    req: ActionRequest
+    running: Profile
+    built: Profile
+    pinned: int | None
+    """The engine's live pinned step count from its read-back (-1 or None: its policy chooses)."""
+    load_named: Callable[[str], Profile]
+
+    @property
+    def spec(self) -> Speculation:
+        return self.running.speculation
+
+
+Candidate = tuple[Profile, list[str]]
+"""The profile a request asks for, and the consequences the operator must read before confirming."""
+Rule = Callable[[Ask], Candidate | Draft]
 
 
 def _with_speculation(running: Profile, **updates: Any) -> Profile | Draft:
@@ -84,98 +102,175 @@ def _and_skip(spec: Speculation) -> str:
     return " and the 0-step draft-extend skip" if spec.skip_zero_step_draft_extend else ""
 
 
-def _candidate(
-    req: ActionRequest, running: Profile, built: Profile, load_named: Callable[[str], Profile]
-) -> tuple[Profile, list[str]] | Draft:
-    """The profile the request asks for, plus consequences the operator must read."""
-    notes: list[str] = []
-    spec = running.speculation
-    if req.kind == "autopilot":
-        return _autopilot(req, running, built)
-    # A threshold or steps set by hand while the autopilot is on: the operator takes the wheel, the
-    # autopilot goes off and the value asked for stays. Both in one candidate: a threshold of 0 (none)
-    # with the autopilot still on is no valid profile (it needs a threshold), so one after the other
-    # refused "threshold 0" while the autopilot ran.
-    takes_wheel = req.kind in ("threshold", "steps") and spec.autopilot.enabled
-    off = {"autopilot": {**spec.autopilot.model_dump(mode="json"), "enabled": False}} if takes_wheel else {}
-    if req.kind == "threshold":
-        value = _int_value(req, "speculation.threshold")
-        if isinstance(value, Draft):
-            return value
-        if value < 0:
-            return _reject(
-                "speculation.threshold", f"speculation.threshold: must be 0 (none) or more (got {value})"
-            )
-        new = _with_speculation(
-            running, threshold=None if value == live_control.NO_THRESHOLD else value, **off
+def _count(ask: Ask) -> int | Draft:
+    """The request's whole number within what its kind takes at all (the catalogue's bounds)."""
+    spec = CATALOGUE[ask.req.kind]
+    value = ask.req.value
+    wrong = spec.wrong_type(value)
+    if wrong is not None or not isinstance(value, int):
+        return _reject(spec.key, wrong or f"{spec.name} takes {spec.allowed}")
+    outside = spec.out_of_bounds(value)
+    return _reject(spec.key, outside) if outside is not None else value
+
+
+def _switch(ask: Ask) -> bool | Draft:
+    spec = CATALOGUE[ask.req.kind]
+    value = ask.req.value
+    if not isinstance(value, bool):
+        return _reject(spec.key, spec.wrong_type(value) or f"{spec.name} takes {spec.allowed}")
+    return value
+
+
+def _hand_off(ask: Ask) -> dict[str, Any]:
+    """A threshold or steps set by hand while the autopilot is on: the operator takes the wheel, the
+    autopilot goes off and the value asked for stays. Both in one candidate: a threshold of 0 (none)
+    with the autopilot still on is no valid profile (it needs a threshold), so one after the other
+    refused "threshold 0" while the autopilot ran."""
+    auto = ask.spec.autopilot
+    return {"autopilot": {**auto.model_dump(mode="json"), "enabled": False}} if auto.enabled else {}
+
+
+def _handed_off(ask: Ask, made: Profile | Draft) -> Candidate | Draft:
+    if isinstance(made, Draft):
+        return made
+    notes = []
+    if ask.spec.autopilot.enabled:
+        notes.append(f"the autopilot is on: a {ask.req.kind} set by hand turns it off, and this value stays")
+    return made, notes
+
+
+# -- one rule per kind --------------------------------------------------------------------------
+
+
+def _threshold(ask: Ask) -> Candidate | Draft:
+    value = _count(ask)
+    if isinstance(value, Draft):
+        return value
+    threshold = None if value == live_control.NO_THRESHOLD else value
+    return _handed_off(ask, _with_speculation(ask.running, threshold=threshold, **_hand_off(ask)))
+
+
+def _steps(ask: Ask) -> Candidate | Draft:
+    """A live server pins a step count it built (or releases the pin): always shown as the pin
+    (``PINNED_KEY``), whatever the profile's own step count says. A server without live step
+    control changes its launch step count (a restart)."""
+    steps = CATALOGUE["steps"]
+    value = _count(ask)
+    if isinstance(value, Draft):
+        return value
+    releasing = value == live_control.RELEASE_PINNED_STEPS
+    unavailable = support.threshold_unavailable_reason(ask.built)
+    if unavailable is not None:
+        if releasing:
+            return _reject(steps.key, f"steps: this server has no step pin to release ({unavailable})")
+        return _handed_off(ask, _with_speculation(ask.running, num_steps=value, **_hand_off(ask)))
+    return _pin(ask, value)
+
+
+def _pin(ask: Ask, value: int) -> Draft:
+    steps = CATALOGUE["steps"]
+    running, built = ask.running, ask.built
+    choices = [s for s in support.prebuilt_steps(built) if s > 0]
+    releasing = value == live_control.RELEASE_PINNED_STEPS
+    if not releasing and value not in choices:
+        return _reject(
+            steps.key,
+            f"steps: {value} is not a step count this server built; built steps: {built_steps_words(choices)}; "
+            "pin one of them or release the pin (a restart with speculation.live_steps builds others)",
         )
-    elif req.kind == "steps":
-        value = _int_value(req, "speculation.num_steps")
-        if isinstance(value, Draft):
-            return value
-        new = _with_speculation(running, num_steps=value, **off)
-    elif req.kind == "topk":
-        value = _int_value(req, "speculation.eagle_topk")
-        if isinstance(value, Draft):
-            return value
-        updates: dict[str, Any] = {"eagle_topk": value}
-        if value > 1 and spec.adaptive:
-            updates.update(adaptive=False, threshold=None, live_steps=None, **_without_zero_step_skip(spec))
-            notes.append(
-                f"topk {value} turns SGLang's adaptive mode off (it supports only topk = 1), so the speculation "
-                f"threshold and the live step choice{_and_skip(spec)} go away: the server speculates at every "
-                "batch size"
-            )
-        new = _with_speculation(running, **updates)
-    elif req.kind == "adaptive":
-        if not isinstance(req.value, bool):
-            return _reject(
-                "speculation.adaptive",
-                f"speculation.adaptive: must be true or false (got {_given(req.value)})",
-            )
-        updates = {"adaptive": req.value}
-        if not req.value and (
-            spec.threshold is not None or spec.live_steps or spec.skip_zero_step_draft_extend
-        ):
-            updates.update(threshold=None, live_steps=None, **_without_zero_step_skip(spec))
-            gone = "; the 0-step draft-extend skip goes too" if spec.skip_zero_step_draft_extend else ""
-            notes.append(
-                f"without adaptive mode there is no speculation threshold and no live step choice{gone}"
-            )
-        new = _with_speculation(running, **updates)
-    else:  # apply_profile
-        if not isinstance(req.value, str) or not req.value:
-            return _reject("value", f"value: the name of a saved profile is needed (got {_given(req.value)})")
-        try:
-            new = load_named(req.value)
-        except ProfileError as exc:
-            first = exc.issues[0]
-            return _reject(first.key or first.file, "; ".join(str(i) for i in exc.issues))
+    why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, value)
+    if why is not None:
+        return _reject(steps.key, why)
+    is_pinned = ask.pinned is not None and ask.pinned != live_control.RELEASE_PINNED_STEPS
+    if releasing and not is_pinned and running.speculation.num_steps == built.speculation.num_steps:
+        return Draft("noop", "steps are not pinned: SGLang's adaptive policy already chooses")
+    if is_pinned and value == ask.pinned:
+        return Draft("noop", f"steps are pinned at {value} already")
+    updates: dict[str, Any] = {"num_steps": built.speculation.num_steps if releasing else value}
+    updates.update(_hand_off(ask))
+    new = _with_speculation(running, **updates)
     if isinstance(new, Draft):
         return new
-    if takes_wheel:
-        notes.append(f"the autopilot is on: a {req.kind} set by hand turns it off, and this value stays")
-    return new, notes
+    old = ask.pinned if is_pinned else (running.speculation.num_steps if releasing else None)
+    new_value = None if releasing else value
+    was, now = steps.words(old, long=True), steps.words(new_value, long=True)
+    words = (
+        f"steps {was} → {now}: applied live, SGLang's adaptive policy chooses the step count again "
+        f"(among {value_words(adaptive.live_step_choices(built.speculation))})"
+        if releasing
+        else f"steps {was} → {value}: applied live, {value} steps were built at start-up "
+        f"(built steps: {built_steps_words(choices)})"
+    )
+    changes = [Change(key=PINNED_KEY, old=old, new=new_value)]
+    if ask.spec.autopilot.enabled:
+        changes.append(Change(key="speculation.autopilot.enabled", old=True, new=False))
+        words += "; the autopilot is on: steps set by hand turn it off"
+    return Draft("live", words, changes, new, {live_control.LIVE_STEPS_KEY: value})
 
 
-def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Profile, list[str]] | Draft:
+def _topk(ask: Ask) -> Candidate | Draft:
+    value = _count(ask)
+    if isinstance(value, Draft):
+        return value
+    spec = ask.spec
+    updates: dict[str, Any] = {"eagle_topk": value}
+    notes: list[str] = []
+    if value > 1 and spec.adaptive:
+        updates.update(adaptive=False, threshold=None, live_steps=None, **_without_zero_step_skip(spec))
+        notes.append(
+            f"topk {value} turns SGLang's adaptive mode off (it supports only topk = 1), so the speculation "
+            f"threshold and the live step choice{_and_skip(spec)} go away: the server speculates at every "
+            "batch size"
+        )
+    new = _with_speculation(ask.running, **updates)
+    return new if isinstance(new, Draft) else (new, notes)
+
+
+def _adaptive(ask: Ask) -> Candidate | Draft:
+    value = _switch(ask)
+    if isinstance(value, Draft):
+        return value
+    spec = ask.spec
+    updates: dict[str, Any] = {"adaptive": value}
+    notes: list[str] = []
+    if not value and (spec.threshold is not None or spec.live_steps or spec.skip_zero_step_draft_extend):
+        updates.update(threshold=None, live_steps=None, **_without_zero_step_skip(spec))
+        gone = "; the 0-step draft-extend skip goes too" if spec.skip_zero_step_draft_extend else ""
+        notes.append(f"without adaptive mode there is no speculation threshold and no live step choice{gone}")
+    new = _with_speculation(ask.running, **updates)
+    return new if isinstance(new, Draft) else (new, notes)
+
+
+def _apply_profile(ask: Ask) -> Candidate | Draft:
+    value = ask.req.value
+    if not isinstance(value, str) or not value:
+        return _reject("value", f"value: the name of a saved profile is needed (got {_given(value)})")
+    try:
+        return ask.load_named(value), []
+    except ProfileError as exc:
+        first = exc.issues[0]
+        return _reject(first.key or first.file, "; ".join(str(i) for i in exc.issues))
+
+
+def _autopilot(ask: Ask) -> Candidate | Draft:
     """Turning the speculation autopilot on or off (``agent.control.autopilot``)."""
-    key = "speculation.autopilot.enabled"
-    if not isinstance(req.value, bool):
-        return _reject(key, f"{key}: must be true or false (got {_given(req.value)})")
-    spec = running.speculation
-    if req.value:
-        unavailable = support.threshold_unavailable_reason(built)
+    key = CATALOGUE["autopilot"].key
+    value = _switch(ask)
+    if isinstance(value, Draft):
+        return value
+    spec = ask.spec
+    if value:
+        unavailable = support.threshold_unavailable_reason(ask.built)
         if unavailable is not None:
             return _reject(key, f"{key}: the autopilot moves the live threshold, and {unavailable}")
     new = _with_speculation(
-        running, autopilot={**spec.autopilot.model_dump(mode="json"), "enabled": req.value}
+        ask.running, autopilot={**spec.autopilot.model_dump(mode="json"), "enabled": value}
     )
     if isinstance(new, Draft):
         return new
     auto = spec.autopilot
     back = f"threshold {spec.threshold}" if spec.threshold is not None else "no threshold"
-    if req.value:
+    if value:
         top = "no threshold" if auto.threshold_max is None else str(auto.threshold_max)
         steps = auto.steps or adaptive.live_step_choices(spec)
         note = (
@@ -189,45 +284,15 @@ def _autopilot(req: ActionRequest, running: Profile, built: Profile) -> tuple[Pr
     return new, [note]
 
 
-PINNED_KEY = "speculation.pinned_steps"
-"""The change a pin or its release shows: the engine's pinned step count (None: SGLang's policy)."""
-
-
-def _pin_draft(req: ActionRequest, running: Profile, built: Profile, pinned: int | None) -> Draft | None:
-    """A steps request read against the engine's live pin (``pinned``, its read-back; -1 or None: the
-    policy chooses): releasing a pin, or pinning the count the profile already names. A profile cannot
-    say whether its step count is pinned, so the engine's read-back decides; None: not such a case."""
-    value = req.value
-    if req.kind != "steps" or not isinstance(value, int) or isinstance(value, bool):
-        return None
-    is_pinned = pinned is not None and pinned != live_control.RELEASE_PINNED_STEPS
-    releasing = value == live_control.RELEASE_PINNED_STEPS
-    if not releasing and (is_pinned or value != running.speculation.num_steps):
-        return None  # a new pin that the profile's step count shows (or a move between two pins)
-    why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, value)
-    if why is not None:
-        return _reject("speculation.num_steps", why)
-    if releasing and not is_pinned and running.speculation.num_steps == built.speculation.num_steps:
-        return Draft("noop", "no step count is pinned: SGLang's adaptive policy already chooses")
-    updates: dict[str, Any] = {"num_steps": built.speculation.num_steps if releasing else value}
-    auto = running.speculation.autopilot
-    if auto.enabled:  # the operator takes the wheel, as for any steps set by hand
-        updates["autopilot"] = {**auto.model_dump(mode="json"), "enabled": False}
-    new = _with_speculation(running, **updates)
-    if isinstance(new, Draft):
-        return new
-    old = pinned if is_pinned else (running.speculation.num_steps if releasing else None)
-    words = (
-        f"{PINNED_KEY} {value_words(old)} → unset: applied live, SGLang's adaptive policy chooses the step "
-        f"count again (among {value_words(adaptive.live_step_choices(built.speculation))})"
-        if releasing
-        else f"{PINNED_KEY} unset → {value}: applied live, {value} steps were built at start-up"
-    )
-    changes = [Change(key=PINNED_KEY, old=old, new=None if releasing else value)]
-    if auto.enabled:
-        changes.append(Change(key="speculation.autopilot.enabled", old=True, new=False))
-        words += "; the autopilot is on: steps set by hand turn it off"
-    return Draft("live", words, changes, new, {live_control.LIVE_STEPS_KEY: value})
+RULES: dict[ActionKind, Rule] = {
+    "threshold": _threshold,
+    "steps": _steps,
+    "topk": _topk,
+    "adaptive": _adaptive,
+    "apply_profile": _apply_profile,
+    "autopilot": _autopilot,
+}
+"""One rule per kind of ``agent.wire.actions.CATALOGUE``: a test finds every kind here."""
 
 
 def plan_request(
@@ -240,10 +305,10 @@ def plan_request(
     """Plan ``req`` against the server running ``running`` (live values included), launched with
     ``built`` (``running`` when none is given); ``pinned``: the engine's live pinned steps (-1: none)."""
     built = built or running
-    pin = _pin_draft(req, running, built, pinned)
-    if pin is not None:
-        return pin
-    made = _candidate(req, running, built, load_named)
+    rule = RULES.get(req.kind)
+    if rule is None:
+        return _reject("kind", f"kind: {req.kind} has no rule in this agent's planner")
+    made = rule(Ask(req, running, built, pinned, load_named))
     if isinstance(made, Draft):
         return made
     new, notes = made
