@@ -11,6 +11,8 @@ from typing import Literal
 
 from textual.binding import Binding
 
+from agent.wire.actions import of_kinds
+
 Group = Literal["Screens", "View", "Logs", "Controls", "Bench", "Profiles", "App"]
 
 
@@ -51,6 +53,31 @@ SCREENS: tuple[tuple[str, str, str, str], ...] = (
     ("logs", "l", "Logs", "Engine log tail with search; events and audit lines"),
     ("audit", "a", "Audit", "The audit log: what changed, who asked, from where, what came of it"),
 )
+
+
+def _control_commands() -> tuple[Command, ...]:
+    """Controls' commands, one per field of the action catalogue (``agent.wire.actions``) and one per
+    sentinel with a button of its own: a kind added there is in the palette and help here."""
+    out: list[Command] = []
+    for spec in of_kinds(("input", "select")):
+        out.append(Command(f"Apply {spec.name}", f"apply('{spec.kind}')",
+                           f"Plan and confirm {spec.name}: {spec.allowed}", "Controls", footer=False,
+                           screens=("controls",), writes=True))  # fmt: skip
+        out.extend(
+            Command(
+                sentinel.label.capitalize(),
+                f"sentinel('{spec.kind}', '{sentinel.word}')",
+                f"Plan and confirm {spec.name} → {sentinel.long}",
+                "Controls",
+                footer=False,
+                screens=("controls",),
+                writes=True,
+            )
+            for sentinel in spec.sentinels
+            if sentinel.button is not None
+        )
+    return tuple(out)
+
 
 COMMANDS: tuple[Command, ...] = (
     *(
@@ -101,51 +128,7 @@ COMMANDS: tuple[Command, ...] = (
         footer=False,
     ),
     Command("Quit", "app.quit", "Leave the console (a --demo agent stops with it)", "App", "q"),
-    Command(
-        "Apply threshold",
-        "apply('threshold')",
-        "Plan and confirm a new threshold",
-        "Controls",
-        footer=False,
-        screens=("controls",),
-        writes=True,
-    ),
-    Command(
-        "Apply steps",
-        "apply('steps')",
-        "Plan and confirm a new step count",
-        "Controls",
-        footer=False,
-        screens=("controls",),
-        writes=True,
-    ),
-    Command(
-        "Release step pin",
-        "release_steps",
-        "Unpin the step count: SGLang's adaptive policy chooses again (plan and confirm)",
-        "Controls",
-        footer=False,
-        screens=("controls",),
-        writes=True,
-    ),
-    Command(
-        "Apply topk",
-        "apply('topk')",
-        "Plan and confirm a new topk (restart)",
-        "Controls",
-        footer=False,
-        screens=("controls",),
-        writes=True,
-    ),
-    Command(
-        "Apply adaptive",
-        "apply('adaptive')",
-        "Plan and confirm adaptive on/off",
-        "Controls",
-        footer=False,
-        screens=("controls",),
-        writes=True,
-    ),
+    *_control_commands(),
     Command(
         "KV what-if",
         "kv_whatif",

@@ -22,12 +22,14 @@ class LiveSettings:
     adaptive: bool | None
 
     def value(self, kind: str) -> int | bool | None:
-        return {
-            "threshold": self.threshold,
-            "steps": self.steps,
-            "topk": self.topk,
-            "adaptive": self.adaptive,
-        }.get(kind)
+        """The live value of an action kind that Controls shows; None for any other kind."""
+        if kind == "threshold":
+            return self.threshold
+        if kind == "steps":
+            return self.steps
+        if kind == "topk":
+            return self.topk
+        return self.adaptive if kind == "adaptive" else None
 
 
 def live_settings(spec: Speculation) -> LiveSettings:

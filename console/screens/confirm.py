@@ -1,6 +1,6 @@
 """The plan's confirm dialog: what will change, named in an operator's words, old → new, and for a
 restart the drain and downtime. The title names the action and its value (the profile to load, the
-threshold to set), never an internal kind."""
+threshold to set), never an internal kind: both come from the action catalogue (``agent.wire.actions``)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,19 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.wire import Plan
+from agent.wire.actions import setting_name, spec_of
 from console.screens.confirm_dialog import ConfirmDialog
 from console.widgets.format import human, human_setting
 
-RELEASE_PINNED_STEPS = -1
-"""The steps request that hands the step choice back to SGLang's policy (the patch's live key value)."""
-
 
 def plan_title(plan: Plan, running: str | None = None) -> str:
+    """The catalogue's question for the kind and value (``agent.wire.actions``); a kind this console
+    does not know (a newer agent's) is asked about by its name."""
     request = plan.request
-    value = request.value
-    on = f" on {running}" if running else ""
-    if request.kind == "apply_profile":
-        if running == value:
-            return f"Load profile {value} again from its file, undoing what changed since it was loaded?"
-        return f"Load profile {value}" + (f" in place of {running}?" if running else "?")
-    if request.kind == "threshold":
-        if value == 0:
-            return f"Remove the speculation threshold{on} (speculate at every batch size)?"
-        return f"Set the speculation threshold to {human(value)}{on}?"
-    if request.kind == "steps" and value == RELEASE_PINNED_STEPS:
-        return f"Release the pinned step count{on} (SGLang's adaptive policy chooses again)?"
-    if request.kind == "steps":
-        return f"Pin speculation steps at {human(value)}{on}?"
-    if request.kind == "topk":
-        return f"Set topk to {human(value)}{on}?"
-    return f"Turn adaptive speculation {human(value)}{on}?"
+    spec = spec_of(request.kind)
+    if spec is None:
+        return f"Apply {request.kind} {human(request.value)}" + (f" on {running}?" if running else "?")
+    return spec.confirm_title(request.value, running)
 
 
 def plan_text(plan: Plan) -> Table:
@@ -55,7 +42,7 @@ def plan_text(plan: Plan) -> Table:
         table.add_row("downtime", down)
     for change in plan.changes:
         table.add_row(
-            change.key,
+            setting_name(change.key),
             Text.assemble(
                 (human_setting(change.key, change.old), "$bad"),
                 " → ",

@@ -8,8 +8,6 @@ engine). An action that restarts the engine shows "applying" until the agent say
 
 from __future__ import annotations
 
-from typing import Literal
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,54 +15,67 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Select, Static
 
 from agent.wire import ActionRequest
+from agent.wire.actions import CATALOGUE, ActionKind, ActionSpec, built_steps_words, of_kinds, spec_of
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
 from console.screens.base import LiveScreen
-from console.screens.confirm import RELEASE_PINNED_STEPS
 from console.session import FlowEnd, Pending, Session
 from console.widgets.action_words import action_line, action_words, ended_text
 from console.widgets.autopilot import AutopilotToggle
 from console.widgets.badge import badge_text
-from console.widgets.format import DASH, clock, human
+from console.widgets.format import DASH, clock
 
-Kind = Literal["threshold", "steps", "topk", "adaptive"]
-KINDS: tuple[Kind, ...] = ("threshold", "steps", "topk", "adaptive")
+FIELDS: tuple[ActionSpec, ...] = of_kinds(("input", "select"))
+"""Controls' fields, one per kind of the action catalogue offered here, in its order."""
+KINDS: tuple[ActionKind, ...] = tuple(spec.kind for spec in FIELDS)
+TYPED: tuple[ActionKind, ...] = tuple(spec.kind for spec in FIELDS if spec.place == "input")
 EVENT_LINES = 8
 SHOWN_PHASES = ("action.applying", "action.applied", "action.failed", "action.expired",
                 "action.cancelled", "action.rejected")  # fmt: skip
 """The actions log leaves out "planned": a plan nobody confirmed changed nothing (its cancel is shown)."""
 
 
-def field_text(kind: Kind, live: LiveSettings) -> str | bool | None:
-    """What a field shows for the live value: digits for an Input, a bool for the adaptive Select."""
+def field_text(kind: ActionKind, live: LiveSettings) -> str | bool | None:
+    """What a field shows for the live value: the catalogue's words for an Input (a threshold of 0 is
+    "none", never the sentinel), a bool for a select; empty where the server gives none (steps not
+    pinned)."""
     value = live.value(kind)
-    if kind == "adaptive":
+    spec = CATALOGUE[kind]
+    if spec.takes == "switch":
         return value if isinstance(value, bool) else None
-    return "" if value is None else str(value)
+    return "" if value is None else spec.words(value)
 
 
-def live_hint(kind: Kind, live: LiveSettings, edited: bool, active: int | None = None) -> Text:
+def live_hint(kind: ActionKind, live: LiveSettings, edited: bool, active: int | None = None) -> Text:
     """``active``: the step count in force now (the badge's), so Controls and Overview say one thing."""
     value = live.value(kind)
+    spec = CATALOGUE[kind]
     if kind == "steps" and value is None and live.adaptive:
-        words = "SGLang's policy chooses" + (f" ({active} now)" if active else "")
+        words = spec.words(None, long=True) + (f", {active} now" if active else "")
     elif kind == "steps" and value is not None:
         words = f"pinned at {value}"
-    elif kind == "threshold" and value == 0:
-        words = "none"
     else:
-        words = DASH if value is None else human(value)
+        words = DASH if value is None else spec.words(value)
     if edited:
         return Text(f"edited · live {words}", style="$warn")
     return Text(f"live {words}", style="dim")
 
 
+def built_text(prebuilt: list[int]) -> str:
+    """The steps the server built, in the catalogue's words (the plans say the same), and whether its
+    0-step state (no drafting, at and above the threshold) was built."""
+    if not prebuilt:
+        return f"built steps: {DASH}"
+    zero = "; the no-drafting state for a threshold too" if 0 in prebuilt else "; no state for a threshold"
+    return f"built steps: {built_steps_words(prebuilt)}{zero}"
+
+
 class ControlsScreen(LiveScreen):
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._shown: dict[Kind, str | bool | None] = {}
+        self._shown: dict[ActionKind, str | bool | None] = {}
         """The live value each field was last set to: a field whose value differs is being edited."""
-        self._reset: set[Kind] = set(KINDS)
+        self._reset: set[ActionKind] = set(KINDS)
         self.pending: Pending | None = None
         self._active: int | None = None
         self._mine: set[str] = set()
@@ -75,25 +86,21 @@ class ControlsScreen(LiveScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="controls-now", classes="value")
-        for kind, placeholder in (
-            ("threshold", "running batch"),
-            ("steps", "live step"),
-            ("topk", "restart"),
-        ):
+        for spec in FIELDS:
             with Horizontal(classes="form-row"):
-                yield Label(kind, classes="field")
-                yield Input(
-                    id=f"in-{kind}", type="integer", max_length=5, placeholder=placeholder, compact=True
-                )
-                yield Button("Apply", id=f"apply-{kind}", classes="apply", compact=True)
-                if kind == "steps":
-                    yield Button("Release", id="release-steps", classes="apply", compact=True, disabled=True)
-                yield Static(id=f"live-{kind}", classes="live-hint")
-        with Horizontal(classes="form-row"):
-            yield Label("adaptive", classes="field")
-            yield Select([("on", True), ("off", False)], prompt="unknown", id="in-adaptive", compact=True)
-            yield Button("Apply", id="apply-adaptive", classes="apply", compact=True)
-            yield Static(id="live-adaptive", classes="live-hint")
+                yield Label(spec.name, classes="field")
+                if spec.place == "select":
+                    yield Select(
+                        [("on", True), ("off", False)], prompt="unknown", id=f"in-{spec.kind}", compact=True
+                    )
+                else:
+                    yield Input(id=f"in-{spec.kind}", placeholder=spec.hint, compact=True)
+                yield Button("Apply", id=f"apply-{spec.kind}", classes="apply", compact=True)
+                for sentinel in spec.sentinels:
+                    if sentinel.button is not None:
+                        yield Button(sentinel.button, id=f"{sentinel.word}-{spec.kind}", classes="apply sentinel",
+                                     compact=True, disabled=True)  # fmt: skip
+                yield Static(id=f"live-{spec.kind}", classes="live-hint")
         yield AutopilotToggle()
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
@@ -106,21 +113,21 @@ class ControlsScreen(LiveScreen):
             self._say(Text("Read-only: controls are disabled.", style="$info"))
 
     # -- following the server ---------------------------------------------------------------------
-    def _current(self, kind: Kind) -> str | bool | None:
-        if kind == "adaptive":
-            value = self.query_one("#in-adaptive", Select).value
+    def _current(self, kind: ActionKind) -> str | bool | None:
+        if kind not in TYPED:
+            value = self.query_one(f"#in-{kind}", Select).value
             return value if isinstance(value, bool) else None
         return self.query_one(f"#in-{kind}", Input).value
 
-    def _set(self, kind: Kind, value: str | bool | None) -> None:
-        if kind == "adaptive":
-            select: Select[bool] = self.query_one("#in-adaptive", Select)
+    def _set(self, kind: ActionKind, value: str | bool | None) -> None:
+        if kind not in TYPED:
+            select: Select[bool] = self.query_one(f"#in-{kind}", Select)
             select.value = Select.NULL if value is None else bool(value)
         else:
             self.query_one(f"#in-{kind}", Input).value = "" if value is None else str(value)
         self._shown[kind] = value
 
-    def editing(self, kind: Kind) -> bool:
+    def editing(self, kind: ActionKind) -> bool:
         """The operator has typed or chosen something in this field that is not the live value."""
         return kind in self._shown and self._current(kind) != self._shown[kind]
 
@@ -146,10 +153,11 @@ class ControlsScreen(LiveScreen):
         self._follow_pending(model)  # first: an action that just ended puts its field back on live
         self._follow(live)
         text = badge_text(spec, snap.load, stale=model.stale)
-        prebuilt = human(spec.prebuilt_steps) if spec.prebuilt_steps else DASH
-        text.append(f"\nbuilt step states: {prebuilt}", style="dim")
+        text.append(f"\n{built_text(spec.prebuilt_steps)}", style="dim")
         self.query_one("#controls-now", Static).update(text)
-        self.query_one("#release-steps", Button).disabled = self.session.readonly or live.steps is None
+        for button in self.query("Button.sentinel").results(Button):
+            kind = str(button.id).rsplit("-", 1)[1]
+            button.disabled = self.session.readonly or live.value(kind) is None
         self._forget_old_result(model)
         self.query_one(AutopilotToggle).show(snap.autopilot)
         actions = [e for e in model.events if e.name in SHOWN_PHASES][-EVENT_LINES:]
@@ -170,17 +178,24 @@ class ControlsScreen(LiveScreen):
             self._say(ended_text(pending.request, state))
             self._reset.add(_kind(pending.request))
 
-    # -- applying ---------------------------------------------------------------------------------
     # -- the registry's commands (palette and help): this screen's own actions ---------------------
     def action_apply(self, kind: str) -> None:
         if kind in KINDS:
             self.apply(kind)
 
-    def action_release_steps(self) -> None:
-        self.release_steps()
+    def action_sentinel(self, kind: str, word: str) -> None:
+        """A sentinel's button (the catalogue's): "release" on steps releases the pin."""
+        spec = spec_of(kind)
+        sentinel = next((s for s in spec.sentinels if s.word == word), None) if spec is not None else None
+        if spec is not None and sentinel is not None:
+            self.send(spec.kind, sentinel.value)
 
     @on(Button.Pressed, ".apply")
     def _apply_pressed(self, event: Button.Pressed) -> None:
+        if event.button.has_class("sentinel"):
+            word, _, kind = str(event.button.id).rpartition("-")
+            self.action_sentinel(kind, word)
+            return
         kind = str(event.button.id).removeprefix("apply-")
         if kind in KINDS:
             self.apply(kind)
@@ -188,17 +203,17 @@ class ControlsScreen(LiveScreen):
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         kind = str(event.input.id).removeprefix("in-")
-        if kind in ("threshold", "steps", "topk"):
+        if kind in TYPED:
             self.apply(kind)
 
-    def _value(self, kind: Kind) -> int | bool | None:
+    def _value(self, kind: ActionKind) -> int | bool | str:
+        """The field's value as its kind takes it; ValueError says what it allows (the catalogue's words)."""
         current = self._current(kind)
-        if kind == "adaptive" or current is None:
-            return current if isinstance(current, bool) else None
-        try:
-            return int(str(current).strip())
-        except ValueError:
-            return None
+        if isinstance(current, bool):
+            return current
+        if current is None:
+            raise ValueError(f"{kind} needs a value: {CATALOGUE[kind].allowed}")
+        return CATALOGUE[kind].parse(current)
 
     def _say(self, text: Text | str) -> None:
         self.query_one("#control-result", Static).update(text)
@@ -221,7 +236,7 @@ class ControlsScreen(LiveScreen):
             self.query_one("#control-result", Static).update(line)
             self._said_at = last.time
 
-    async def _flow(self, kind: Kind, value: int | bool) -> FlowEnd:
+    async def _flow(self, kind: ActionKind, value: int | bool | str) -> FlowEnd:
         end = await self.session.plan_confirm_apply(kind, value, self._say)
         if end.action_id is not None:
             self._mine.add(end.action_id)
@@ -243,24 +258,20 @@ class ControlsScreen(LiveScreen):
             return
         await self.session.plan_confirm_apply("autopilot", enable, say)
 
-    @on(Button.Pressed, "#release-steps")
-    def _release_pressed(self) -> None:
-        self.release_steps()
-
     @work(exclusive=True, group="control")
-    async def release_steps(self) -> None:
-        """Hand the step choice back to SGLang's policy: planned, confirmed and audited like any change."""
+    async def send(self, kind: ActionKind, value: int) -> None:
+        """A sentinel's value (the step pin's release): planned, confirmed and audited like any change."""
         if self.session.readonly:
             self._say(Text("Read-only: controls are disabled.", style="$info"))
             return
-        end = await self._flow("steps", RELEASE_PINNED_STEPS)
+        end = await self._flow(kind, value)
         if end.outcome != "unreachable":
-            self._reset.add("steps")
+            self._reset.add(kind)
         self.painted_version = -1
         self.session.paint_now()
 
     @work(exclusive=True, group="control")
-    async def apply(self, kind: Kind) -> None:
+    async def apply(self, kind: ActionKind) -> None:
         """Plan → (rejected: say why) → confirm → apply. Never changes anything without a confirm."""
         if self.session.readonly:
             self._say(Text("Read-only: controls are disabled.", style="$info"))
@@ -268,10 +279,19 @@ class ControlsScreen(LiveScreen):
         if self.pending is not None:
             self._say(Text("An action is still applying; wait until the agent says it ended.", style="$warn"))
             return
-        value = self._value(kind)
-        if value is None:
-            self._say(Text(f"{kind} needs a value" + ("" if kind == "adaptive" else " (a whole number)"),
-                           style="$bad"))  # fmt: skip
+        try:
+            value = self._value(kind)
+        except ValueError as exc:
+            # Nothing is sent. An empty field goes back to the live value (it is no edit: there is
+            # nothing to fix in it); a typed one stays, so the operator sees what was refused.
+            empty = not str(self._current(kind) or "").strip()
+            self._say(
+                Text(f"{exc}" + (". The field shows the live value again." if empty else "."), style="$bad")
+            )
+            if empty:
+                self._reset.add(kind)
+                self.painted_version = -1
+                self.session.paint_now()
             return
         end = await self._flow(kind, value)
         result = end.result
@@ -285,5 +305,5 @@ class ControlsScreen(LiveScreen):
         self.session.paint_now()
 
 
-def _kind(request: ActionRequest) -> Kind:
-    return request.kind if request.kind in KINDS else "threshold"
+def _kind(request: ActionRequest) -> ActionKind:
+    return request.kind if request.kind in KINDS else KINDS[0]

@@ -11,6 +11,7 @@ import contextlib
 from rich.text import Text
 
 from agent.wire import ActionRequest, ActionResult, Event, Plan
+from agent.wire.actions import setting_name, spec_of
 from console.model.actions import ActionState, ActionTracker
 from console.widgets.format import clock, human, human_setting
 
@@ -24,12 +25,13 @@ _STATUS_STYLE = {
 
 
 def action_label(request: ActionRequest) -> str:
-    """ "threshold → 64", "load profile kimi-k25-baseline", "adaptive → off"."""
-    if request.kind == "apply_profile":
-        return f"load profile {request.value}"
-    if request.kind == "steps" and request.value == -1:
-        return "release the step pin"
-    return f"{request.kind} → {human(request.value)}"
+    """ "threshold → 64", "load profile kimi-k25-baseline", "release the step pin": the catalogue's."""
+    return label_of(request.kind, request.value)
+
+
+def label_of(kind: str, value: object) -> str:
+    spec = spec_of(kind)
+    return spec.action_label(value) if spec is not None else f"{kind} → {human(value)}"
 
 
 def rejection_text(plan: Plan) -> Text:
@@ -43,7 +45,8 @@ def rejection_text(plan: Plan) -> Text:
 def changes_words(plan: Plan) -> str:
     """The plan's changes, old → new in an operator's units: what an applied action did."""
     return "; ".join(
-        f"{c.key.removeprefix('speculation.')} {human_setting(c.key, c.old)} → {human_setting(c.key, c.new)}"
+        f"{setting_name(c.key).removeprefix('speculation.')} {human_setting(c.key, c.old)} → "
+        f"{human_setting(c.key, c.new)}"
         for c in plan.changes
     )
 

@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button, Label, Static
 
-from agent.wire import AutopilotMove, AutopilotState
+from agent.wire import CATALOGUE, AutopilotMove, AutopilotState
 from console.widgets.format import DASH, clock
 
 _MODE_STYLE = {
@@ -28,15 +28,13 @@ _MODE_STYLE = {
 
 
 def threshold_words(threshold: int | None) -> str:
-    if threshold is None:
-        return DASH
-    return "none" if threshold == 0 else str(threshold)
+    """The catalogue's words ("none" for 0); a dash for a value the agent did not give."""
+    return DASH if threshold is None else CATALOGUE["threshold"].words(threshold)
 
 
 def steps_words(steps: int | None) -> str:
-    if steps is None:
-        return DASH
-    return "SGLang's policy" if steps < 0 else str(steps)
+    """The catalogue's words ("not pinned": SGLang's policy chooses); a dash for no value."""
+    return DASH if steps is None else CATALOGUE["steps"].words(steps)
 
 
 def crossover_words(state: AutopilotState) -> str:

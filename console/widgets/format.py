@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from agent.wire.actions import setting_words
+
 DASH = "–"
 
 
@@ -114,12 +116,10 @@ def human(value: object) -> str:
 
 
 def human_setting(key: str, value: object) -> str:
-    """``human`` with the meaning of a few settings spelled out (an unset threshold speculates always)."""
-    if key.endswith("threshold") and (value is None or value == 0):
-        return "none (speculate at every batch size)"
-    if key.endswith("pinned_steps") and (value is None or value == -1):
-        return "none (SGLang's policy chooses)"
-    return human(value)
+    """``human`` for a setting the action catalogue knows in its words ("none (speculate at every
+    batch size)", "not pinned (SGLang's policy chooses)"), any other as ``human`` says it."""
+    said = setting_words(key, value, long=True)
+    return said if said is not None else human(value)
 
 
 def since(start: float, now: float) -> str:

@@ -20,7 +20,7 @@ REPR = re.compile(r"\{'|\bNone\b|\bTrue\b|\bFalse\b|\[\]")
 
 def test_off_says_what_runs_instead() -> None:
     shown = autopilot_text(AutopilotState(operator_threshold=125, operator_steps=-1)).plain
-    assert "AUTOPILOT OFF" in shown and "threshold 125" in shown and "SGLang's policy" in shown
+    assert "AUTOPILOT OFF" in shown and "threshold 125" in shown and "steps not pinned" in shown
     assert autopilot_text(None).plain == ""  # an older agent: nothing, not a guess
 
 
@@ -33,7 +33,7 @@ def test_on_it_shows_the_crossover_with_its_uncertainty_and_the_last_move_with_w
     shown = autopilot_text(state).plain
     assert "AUTOPILOT TRACKING" in shown and "threshold 48 · steps 2" in shown
     assert "≈ 48 (40–57)" in shown and "+6.2 % over the operator's 125" in shown
-    assert "01:00:00 moved: threshold 125 → 48, steps SGLang's policy → 2" in shown
+    assert "01:00:00 moved: threshold 125 → 48, steps not pinned → 2" in shown
     assert "drafting loses from a batch of 48" in shown
     assert not REPR.search(shown)
 
