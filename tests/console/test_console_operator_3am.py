@@ -158,7 +158,7 @@ async def test_agent_control_pins_and_releases_steps_and_sets_the_threshold(agen
     await until_async(lambda: _pinned(agent, 2), what="the pin")
     released = await asyncio.to_thread(agent_cli, agent, "control", "steps", "release", "--yes")
     assert released.returncode == 0, released.stdout + released.stderr
-    assert "none (SGLang's policy chooses)" in released.stdout
+    assert "not pinned (SGLang's policy chooses)" in released.stdout
     await until_async(lambda: _pinned(agent, -1), what="the release")
     refused = await asyncio.to_thread(agent_cli, agent, "control", "steps", "7", "--yes")
     assert refused.returncode == 1 and "REJECTED" in refused.stdout and "[" not in refused.stdout
