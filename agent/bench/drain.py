@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agent.sglang.client import EngineClient, EngineError
+from agent.wire.bench import DEFAULT_DRAIN_WAIT_S as DEFAULT_DRAIN_WAIT_S
 
 POLL_S = 0.5
 READ_TIMEOUT_S = 2.0
 """A saturated engine may answer /metrics late (the sim took 75 s while it shed cut requests): a
 read that does not answer in time keeps the last counts, and the wait goes on saying so."""
-DEFAULT_DRAIN_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def arms_of(mode: str, baseline: bool, chosen: tuple[str, ...] | None = None) ->
 
 
 def same_plan(record: BenchResult, mode: str, options: BenchOptions) -> bool:
-    recorded = record.options
+    recorded = record.options.model_dump(mode="json")
     if record.mode != mode:
         return False
     mine = options.public_dict()

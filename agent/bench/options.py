@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
-from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.stopping import StopRule, StopRuleError, make_rule, rule_from_mapping
-from agent.bench.window import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
 from agent.profile.words import given_words
+from agent.wire.bench import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
+from agent.wire.bench import DEFAULT_DRAIN_WAIT_S, WARMUP_OUTPUT_LEN
+from agent.wire.bench import DEFAULT_MIN_WINDOW_S as DEFAULT_MIN_WINDOW_S
+from agent.wire.bench import DEFAULT_REPEATS as DEFAULT_REPEATS
+from agent.wire.bench import BenchOptions as BenchOptions
+from agent.wire.bench import default_requests_for as default_requests_for
 from agent.wire.bench_result import ARM_NAMES
 
-DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
+# BenchOptions is a wire model (agent.wire.bench: results record it, the console reads it); this
+# module turns a request body or the command line into one, naming a bad field.
 
 
 class BenchOptionError(ValueError):
@@ -22,78 +25,6 @@ class BenchOptionError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field_name = field_name
-
-
-DEFAULT_MIN_WINDOW_S = 1.0
-DEFAULT_REPEATS = 2
-
-
-def default_requests_for(concurrency: int) -> int:
-    """The completed requests a level's window must hold when the operator does not say (its K).
-
-    Two completions of every stream (2C) and at least 8: the window then holds two whole cycles of
-    the loop, and a low level is never a couple of requests. Where the server runs fewer than C at
-    once (its running cap, its KV pool), the loop counts twice what it runs.
-    """
-    return max(COMPLETIONS_PER_STREAM * concurrency, MIN_COMPLETIONS)
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
-    min_requests: int | None = None
-    """K: completed requests each window must hold; None: :func:`default_requests_for`."""
-    input_len: int = 1024
-    output_len: int = 256
-    chat: bool = False
-    repeats: int = DEFAULT_REPEATS
-    """Windows per arm and level: passes over every level, each the mirror of the last (``schedule.plan``)."""
-    min_window_s: float = DEFAULT_MIN_WINDOW_S
-    """W: each window lasts at least this long (then up to the pacing stream's next completion)."""
-    warmup_requests: int = 0
-    """An extra batch of this many short requests before each loop (each loop's first batch, its
-    ramp, is discarded anyway: ``settle``); at most the level's concurrency."""
-    warmup_output_len: int = WARMUP_OUTPUT_LEN
-    window_slices: int = 4
-    """Most slices (of whole pacing cycles) a window is cut into for its interval."""
-    request_timeout_s: float = 600.0
-    sample_interval_s: float = 0.25
-    """How often the engine's /metrics is read during a level for its running count (SGLang builds
-    the page from every process's files on each scrape, so it is not free)."""
-    api_key: str | None = field(default=None, repr=False)
-    admin_api_key: str | None = field(default=None, repr=False)
-    """For SGLang's ADMIN_OPTIONAL routes (/set_internal_state, /flush_cache) when the server has an
-    admin key: then those routes refuse the plain API key (sglang-0.5.23.md §4.1)."""
-    seed: int = 1
-    drain_wait_s: float = DEFAULT_DRAIN_WAIT_S
-    """Before its first request, wait this long at most for the engine to finish other clients'
-    requests (``agent.bench.drain``); 0: start at once."""
-    stop: StopRule | None = None
-    """When to stop adding windows at a level (``agent.bench.stopping``); None: ``repeats`` windows."""
-    arms: tuple[str, ...] | None = None
-    """A compare's arms, in ``ARM_NAMES``' order; None: every arm the server allows (on, off, adaptive,
-    and baseline with a baseline URL)."""
-
-    def requests_at(self, concurrency: int) -> int:
-        if self.min_requests is not None:
-            return self.min_requests
-        return default_requests_for(concurrency)
-
-    def warmup_at(self, concurrency: int) -> int:
-        return min(self.warmup_requests, concurrency)
-
-    def public_dict(self) -> dict[str, Any]:
-        """The options as recorded in a result (no API key)."""
-        data = asdict(self)
-        data.pop("api_key")
-        data.pop("admin_api_key")
-        data["concurrency"] = list(self.concurrency)
-        if self.arms is not None:
-            data["arms"] = list(self.arms)
-        return data
-
-    def with_api_key(self, api_key: str | None, admin_api_key: str | None = None) -> BenchOptions:
-        return replace(self, api_key=api_key, admin_api_key=admin_api_key)
 
 
 def parse_concurrency(text: str) -> tuple[int, ...]:

@@ -9,41 +9,15 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, TextIO
+from typing import TextIO
 
 from agent.bench.drain import Busy
 from agent.bench.schedule import DurationModel, Step, format_duration
+from agent.wire.bench import BenchPhase
+from agent.wire.bench import BenchProgress as BenchProgress
 
-Phase = Literal["waiting", "probing", "planned", "measuring", "measured"]
-
-
-@dataclass(frozen=True)
-class BenchProgress:
-    arm: str
-    """"sweep" for a plain sweep, else "on" / "off" / "adaptive" / "baseline"."""
-    concurrency: int
-    level_index: int
-    levels: int
-    completed: int
-    """Requests completed inside the current window so far."""
-    requests: int
-    """Requests the current window must hold (its K)."""
-    fraction: float
-    """Of the whole run, 0..1, by expected time."""
-    message: str = ""
-    phase: Phase = "measuring"
-    """"waiting" while the engine drains other clients' requests (``agent.bench.drain``), "planned"
-    once before the first step, "measured" at the end of each step."""
-    repeat: int = 0
-    repeats: int = 1
-    step: int = 0
-    steps: int = 0
-    elapsed_s: float = 0.0
-    eta_s: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+Phase = BenchPhase
+"""``BenchProgress`` is a wire model (``agent.wire.bench``): every ``bench.progress`` event carries it."""
 
 
 ProgressCallback = Callable[[BenchProgress], None]

@@ -219,7 +219,7 @@ def _recommendation_lines(result: BenchResult) -> list[str]:
         f"{_num(rec.confidence, 2)})",
         rec.reason,
     ]
-    resolved = resolution_words(rec.resolution)
+    resolved = resolution_words([row.model_dump() for row in rec.resolution])
     return lines + ([resolved] if resolved else [])
 
 

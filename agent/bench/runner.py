@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -255,7 +255,7 @@ class BenchRuns:
                     f"benchmark {bench_id}: {what} ({progress.fraction:.0%}{left})",
                     {
                         "bench_id": bench_id,
-                        **progress.as_dict(),
+                        **progress.model_dump(),
                         "elapsed_s": round(elapsed, 1),
                         "eta_s": None if eta is None else round(eta, 1),
                     },
@@ -285,7 +285,10 @@ class BenchRuns:
                 eta = None if progress.eta_s is None else max(0.0, progress.eta_s - (now - at))
                 elapsed = now - started
                 fraction = progress.fraction if eta is None else min(1.0, elapsed / max(elapsed + eta, 1e-9))
-                send(replace(progress, eta_s=eta, fraction=max(progress.fraction, fraction)), now)
+                send(
+                    progress.model_copy(update={"eta_s": eta, "fraction": max(progress.fraction, fraction)}),
+                    now,
+                )
 
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:

@@ -28,6 +28,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent.wire.bench import format_duration as format_duration  # a wire model's words use it too
+
 
 @dataclass(frozen=True)
 class Step:
@@ -113,11 +115,3 @@ class DurationModel:
         self.steps.setdefault(concurrency, []).append(seconds)
         if request_s is not None and request_s > 0:
             self.requests.setdefault(concurrency, []).append(request_s)
-
-
-def format_duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 90:
-        return f"{seconds} s"
-    minutes, rest = divmod(seconds, 60)
-    return f"{minutes} min {rest:02d} s"

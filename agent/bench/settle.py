@@ -37,9 +37,8 @@ from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.stats import RequestRecord
 from agent.sglang.live_control import NO_THRESHOLD
+from agent.wire.bench import WARMUP_OUTPUT_LEN as WARMUP_OUTPUT_LEN
 
-WARMUP_OUTPUT_LEN = 32
-"""Output tokens of an extra warm-up request."""
 READBACK_POLL_S = 0.02
 
 WarmSend = Callable[[StreamConnection, RequestRecord, Callable[[int], None]], Awaitable[RequestRecord]]

@@ -46,11 +46,15 @@ from typing import Any, Literal
 from agent.bench.aggregate import Cell, RunOutcome, arm_estimates
 from agent.bench.interval import Estimate, half_width_with
 from agent.bench.progress import RunTracker
-from agent.bench.schedule import Step, format_duration, plan
+from agent.bench.schedule import Step, plan
 from agent.profile.words import given_words
+from agent.wire.bench import DEFAULT_MAX_WINDOWS as DEFAULT_MAX_WINDOWS
+from agent.wire.bench import DEFAULT_MIN_WINDOWS as DEFAULT_MIN_WINDOWS
+from agent.wire.bench import StopRule as StopRule
+from agent.wire.bench import percent as percent
 
-DEFAULT_MIN_WINDOWS = 4
-DEFAULT_MAX_WINDOWS = 12
+# StopRule is a wire model (agent.wire.bench): a run's options carry it, results and the console read it.
+
 UNTIL_RANGE = (0.005, 0.5)
 BUDGET_RANGE_S = (10.0, 86_400.0)
 WINDOWS_RANGE = (2, 100)
@@ -70,35 +74,6 @@ class StopRuleError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field_name = field_name
-
-
-@dataclass(frozen=True)
-class StopRule:
-    until: float | None = None
-    """Stop adding windows at a level once every arm's 95 % interval is within ± this share of its
-    figure (0.04: ±4 %); None: no bound (windows are added until the budget or the cap)."""
-    budget_s: float | None = None
-    """The whole run's time, from its start; None: no budget."""
-    min_windows: int = DEFAULT_MIN_WINDOWS
-    max_windows: int = DEFAULT_MAX_WINDOWS
-
-    def words(self) -> str:
-        """``until every arm's 95 % interval is within ±4 % or the run's budget of 20 min 00 s runs
-        out (4 to 12 windows of every arm at a level)``."""
-        parts = []
-        if self.until is not None:
-            parts.append(f"until every arm's 95 % interval is within ±{percent(self.until)}")
-        if self.budget_s is not None:
-            budget = f"the run's budget of {format_duration(self.budget_s)} runs out"
-            parts.append(f"or {budget}" if parts else f"until {budget}")
-        return (
-            " ".join(parts) + f" ({self.min_windows} to {self.max_windows} windows of every arm at a level)"
-        )
-
-
-def percent(share: float) -> str:
-    """0.04 → ``4 %``, 0.045 → ``4.5 %``."""
-    return f"{share * 100:.1f}".rstrip("0").rstrip(".") + " %"
 
 
 def parse_until(text: str) -> float:

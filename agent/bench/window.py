@@ -33,13 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.bench.stats import RequestRecord
-
-MIN_COMPLETIONS = 8
-COMPLETIONS_PER_STREAM = 2
-"""The default K is max(MIN_COMPLETIONS, this x the streams the server runs): every running slot
-completes twice inside a window, so it holds two whole cycles of the loop (where more streams are
-queued than the server runs, one cycle of the pacing stream already holds that), and a window at
-low concurrency is never a couple of requests."""
+from agent.wire.bench import COMPLETIONS_PER_STREAM, MIN_COMPLETIONS
 
 STARTED_BY_ENGINE = "engine num_running_reqs reached the target"
 STARTED_BY_STREAMS = "every stream had its first token"

@@ -15,9 +15,17 @@ Results from before this record have no ``environment``; they load, and read as 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 NOT_RECORDED = "not recorded (the result is older than this record)"
 
@@ -78,37 +86,55 @@ class BenchEnvironment(_Wire):
     profile_unknown: str | None = None
 
 
-def _from_summary(summary: dict[str, Any]) -> ServerFacts:
+def _or_none(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """An older result's field of another type than expected reads as not recorded, never as an error."""
+    try:
+        return handler(value)
+    except ValidationError:
+        return None
+
+
+Lenient = WrapValidator(_or_none)
+
+
+class ServerSummary(_Wire):
     """An older result's ``server`` summary (``ServerInfo.summary``): version, served name, tp."""
 
-    def text(key: str) -> str | None:
-        value = summary.get(key)
-        return value if isinstance(value, str) else None
+    version: Annotated[str | None, Lenient] = None
+    served_model_name: Annotated[str | None, Lenient] = None
+    tp_size: Annotated[StrictInt | None, Lenient] = None
 
-    tp = summary.get("tp_size")
-    return ServerFacts(
-        sglang_version=text("version"),
-        served_model_name=text("served_model_name"),
-        tp_size=tp if isinstance(tp, int) and not isinstance(tp, bool) else None,
-    )
+    def facts(self) -> ServerFacts:
+        return ServerFacts(
+            sglang_version=self.version, served_model_name=self.served_model_name, tp_size=self.tp_size
+        )
 
 
-def parse_environment(result: dict[str, Any]) -> BenchEnvironment | None:
-    """A result's ``environment``. An older result has none: what it kept (its ``server`` summary, the
-    agent's ``profile`` name) is read into one, the rest marked not recorded; None when it kept nothing."""
-    data = result.get("environment")
-    if isinstance(data, dict):
-        return BenchEnvironment.model_validate(data)
-    summary, profile = result.get("server"), result.get("profile")
-    if not isinstance(summary, dict) and not isinstance(profile, str):
+class RecordedEnvironment(_Wire):
+    """What a result kept of where it ran: its ``environment`` (malformed: an error), or an older
+    result's summaries (of another type than expected: not recorded)."""
+
+    environment: BenchEnvironment | None = None
+    server: Annotated[ServerSummary | None, Lenient] = None
+    baseline_server: Annotated[ServerSummary | None, Lenient] = None
+    profile: Annotated[str | None, Lenient] = None
+
+
+def parse_environment(result: object) -> BenchEnvironment | None:
+    """A result's ``environment`` (``result`` as JSON). An older result has none: what it kept (its
+    ``server`` summary, the agent's ``profile`` name) is read into one, the rest marked not recorded;
+    None when it kept nothing."""
+    kept = RecordedEnvironment.model_validate(result if isinstance(result, dict) else {})
+    if kept.environment is not None:
+        return kept.environment
+    if kept.server is None and kept.profile is None:
         return None
-    baseline = result.get("baseline_server")
     return BenchEnvironment(
         gpus_unknown=NOT_RECORDED,
-        server=_from_summary(summary) if isinstance(summary, dict) else None,
-        baseline=_from_summary(baseline) if isinstance(baseline, dict) else None,
+        server=kept.server.facts() if kept.server is not None else None,
+        baseline=kept.baseline_server.facts() if kept.baseline_server is not None else None,
         stack_unknown=NOT_RECORDED,
-        profile=ProfileFacts(name=profile) if isinstance(profile, str) else None,
+        profile=ProfileFacts(name=kept.profile) if kept.profile is not None else None,
         profile_unknown=NOT_RECORDED,
     )
 

@@ -14,9 +14,9 @@ loads every committed result.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.wire.bench_env import BenchEnvironment
 
@@ -112,9 +112,15 @@ class StoppingRule(_Open):
     words: str | None = None
 
 
+class LevelStoppingLine(LevelStopping):
+    """A level's line in the run's ``stopping``: its concurrency and what ended its windows."""
+
+    concurrency: int | None = None
+
+
 class RunStopping(_Open):
     rule: StoppingRule | None = Field(None, description="None: a fixed number of windows (--repeats)")
-    levels: list[dict[str, Any]] = Field(default_factory=list)
+    levels: list[LevelStoppingLine] = Field(default_factory=list)
 
 
 class BenchLevel(Figures):
@@ -153,6 +159,16 @@ class BenchLevel(Figures):
         return out
 
 
+class Resolution(_Open):
+    """Per level, the smallest on-vs-off difference the run tells apart (``agent.bench.verdict``)."""
+
+    concurrency: int | None = None
+    resolves: float | None = None
+    repeats: int | None = None
+    with_repeats: int | None = None
+    resolves_with_repeats: float | None = None
+
+
 class Recommendation(_Open):
     threshold: int | None = None
     crossover: float | None = Field(None, description="Where the on/off ratio crosses 1 (concurrency)")
@@ -162,7 +178,7 @@ class Recommendation(_Open):
     confidence: float | None = None
     confidence_label: str | None = None
     reason: str = ""
-    resolution: list[dict[str, Any]] = Field(
+    resolution: list[Resolution] = Field(
         default_factory=list, description="Per level, what more repeats would resolve (verdict's own rows)"
     )
 
@@ -199,6 +215,26 @@ class CompareSummary(_Open):
     baseline_ahead_from: int | None = None
 
 
+class RecordedOptions(_Open):
+    """A result's ``options``: what ``agent.wire.bench.BenchOptions`` recorded (no API key), typed where
+    read; an older result's other keys (``requests_per_level``, ``min_level_seconds``) kept as they are."""
+
+    concurrency: list[int] = Field(default_factory=list)
+    min_requests: int | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    chat: bool | None = None
+    repeats: int | None = None
+    min_window_s: float | None = None
+    warmup_requests: int | None = None
+    warmup_output_len: int | None = None
+    window_slices: int | None = None
+    request_timeout_s: float | None = None
+    sample_interval_s: float | None = None
+    seed: int | None = None
+    drain_wait_s: float | None = None
+
+
 class BenchResult(_Open):
     """One stored run: the agent's own record (id, state, where, when) and the benchmark's result."""
 
@@ -219,7 +255,9 @@ class BenchResult(_Open):
     settling: Settling | None = None
     compare_summary: CompareSummary | None = Field(None, alias="summary")
     off_note: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict, description="The options as given (open)")
+    options: RecordedOptions = Field(
+        default_factory=lambda: RecordedOptions(), description="The options the run was given"
+    )
     levels: list[BenchLevel] = Field(default_factory=list)
     recommendation: Recommendation | None = None
     environment: BenchEnvironment | None = None
@@ -230,14 +268,15 @@ class BenchResult(_Open):
     def run_mode(self) -> str:
         return self.mode or self.kind or "sweep"
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> dict[str, JsonValue]:
         """The JSON the agent writes: what was set, nothing added (a round trip keeps every key and
         value; an integer figure of a typed float field comes back as a float)."""
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
-    def run_line(self) -> dict[str, Any]:
+    def run_line(self) -> dict[str, JsonValue]:
         """The run's line in ``GET /v1/bench`` and in its events (``SUMMARY_KEYS``)."""
-        return {key: getattr(self, key) for key in SUMMARY_KEYS}
+        line: dict[str, JsonValue] = {key: getattr(self, key) for key in SUMMARY_KEYS}
+        return line
 
 
 SUMMARY_KEYS: tuple[str, ...] = (

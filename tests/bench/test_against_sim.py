@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -317,7 +316,9 @@ async def test_a_window_lasts_at_least_its_minimum_duration() -> None:
 
 
 async def test_control_routes_use_the_admin_key_when_the_server_has_one() -> None:
-    keyed = replace(SMALL, concurrency=(1,), min_requests=2, api_key="user-key", admin_api_key="admin-key")
+    keyed = SMALL.model_copy(
+        update={"concurrency": (1,), "min_requests": 2, "api_key": "user-key", "admin_api_key": "admin-key"}
+    )
     async with run_sim(
         EAGLE3, port=0, speedup=50, seed=9, api_key="user-key", admin_api_key="admin-key"
     ) as sim:
@@ -325,7 +326,7 @@ async def test_control_routes_use_the_admin_key_when_the_server_has_one() -> Non
         assert result["live_control"]["restored"] is True
         assert "flush_cache_problem" not in result["levels"][0]["on"]
         with pytest.raises(EngineError, match="/set_internal_state answered HTTP 401") as info:
-            await run_compare(sim.url, replace(keyed, admin_api_key=None))
+            await run_compare(sim.url, keyed.model_copy(update={"admin_api_key": None}))
     assert "could not restore the live threshold" in " ".join(info.value.__notes__)
 
 
@@ -377,7 +378,7 @@ async def test_every_arm_measures_a_level_with_the_same_prompts() -> None:
             original_submit(req)
 
         sim.server.runner.submit = logged_submit  # type: ignore[method-assign]
-        await run_compare(sim.url, replace(SMALL, concurrency=(8,)))
+        await run_compare(sim.url, SMALL.model_copy(update={"concurrency": (8,)}))
     sent = [set(keys[t]) for t in (EAGLE3.speculation.threshold, 0, 1)]
     smallest = min(sent, key=len)
     assert all(smallest <= other for other in sent)

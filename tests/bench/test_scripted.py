@@ -7,8 +7,6 @@ concurrency it holds, where on and off are apart and where they are the same.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from agent.bench.compare import run_compare
@@ -28,7 +26,7 @@ QUICK = BenchOptions(
 async def test_a_sweep_measures_whole_cycles_at_the_asked_concurrency() -> None:
     engine = ScriptedEngine(tokens_per_step=lambda req, spec, batch: 1)
     async with serve(engine) as url:
-        result = await run_sweep(url, replace(QUICK, min_requests=12))
+        result = await run_sweep(url, QUICK.model_copy(update={"min_requests": 12}))
     [level] = result["levels"]
     [run] = level["runs"]
     window = run["window"]
@@ -53,7 +51,7 @@ async def test_tokens_our_streams_never_saw_are_flagged_as_another_clients() -> 
     # 4 foreign tokens a step beside our 4 streams' 1 each: the engine generates twice what we receive
     engine = ScriptedEngine(tokens_per_step=lambda req, spec, batch: 1, foreign_tokens_per_step=4)
     async with serve(engine) as url:
-        result = await run_sweep(url, replace(QUICK, min_requests=12))
+        result = await run_sweep(url, QUICK.model_copy(update={"min_requests": 12}))
     [level] = result["levels"]
     assert level["engine_stream_diff"] > 0.9 and level["engine_stream_mismatch"] is True
     [line] = [
@@ -69,7 +67,7 @@ async def test_tokens_our_streams_never_saw_are_flagged_as_another_clients() -> 
 async def test_a_server_that_runs_fewer_than_asked_says_so() -> None:
     engine = ScriptedEngine(tokens_per_step=lambda req, spec, batch: 1, max_running=3)
     async with serve(engine) as url:
-        result = await run_sweep(url, replace(QUICK, min_requests=6))
+        result = await run_sweep(url, QUICK.model_copy(update={"min_requests": 6}))
     [level] = result["levels"]
     [run] = level["runs"]
     assert run["window"]["target"] == 3 and run["window"]["start_source"] == STARTED_BY_STREAMS
@@ -91,7 +89,7 @@ def _speed(req: Request, speculating: bool, batch: int) -> int:
 
 async def test_a_compare_interleaves_the_arms_and_says_which_levels_it_cannot_tell_apart() -> None:
     engine = ScriptedEngine(tokens_per_step=_speed, threshold=4)
-    options = replace(QUICK, concurrency=(1, 4), repeats=2, min_requests=8)
+    options = QUICK.model_copy(update={"concurrency": (1, 4), "repeats": 2, "min_requests": 8})
     async with serve(engine) as url:
         result = await run_compare(url, options)
     order = [(s["concurrency"], s["arm"]) for s in result["switches"]]

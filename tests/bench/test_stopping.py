@@ -10,7 +10,6 @@ import json
 import math
 import random
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +235,7 @@ QUICK = BenchOptions(
 
 async def test_a_sweep_stops_at_the_bound_and_the_table_says_so() -> None:
     engine = ScriptedEngine(tokens_per_step=lambda req, spec, batch: 1)
-    options = replace(QUICK, stop=StopRule(until=0.2, min_windows=2, max_windows=4))
+    options = QUICK.model_copy(update={"stop": StopRule(until=0.2, min_windows=2, max_windows=4)})
     async with serve(engine) as url:
         result = await run_sweep(url, options)
     [level] = result["levels"]
@@ -268,8 +267,8 @@ def _wobbly(engine: ScriptedEngine) -> Any:
 async def test_a_compare_of_chosen_arms_stops_a_scattered_level_at_the_cap() -> None:
     engine = ScriptedEngine(threshold=4)
     engine.tokens_per_step = _wobbly(engine)
-    options = replace(
-        QUICK, arms=("off", "adaptive"), stop=StopRule(until=0.05, min_windows=2, max_windows=3)
+    options = QUICK.model_copy(
+        update={"arms": ("off", "adaptive"), "stop": StopRule(until=0.05, min_windows=2, max_windows=3)}
     )
     async with serve(engine) as url:
         result = await run_compare(url, options)
@@ -291,7 +290,7 @@ async def test_arms_the_server_cannot_run_are_refused_or_said() -> None:
     engine = ScriptedEngine()
     async with serve(engine) as url:
         with pytest.raises(EngineError, match="the baseline arm needs a baseline URL"):
-            await run_compare(url, replace(QUICK, arms=("off", "baseline")))
+            await run_compare(url, QUICK.model_copy(update={"arms": ("off", "baseline")}))
     assert engine.requests_seen == 0, "refused before any request"
 
 
