@@ -26,7 +26,7 @@ from textual.app import App, ScreenStackError
 from textual.binding import BindingType
 from textual.widgets import Input, Select, TextArea
 
-from agent.wire import Event, Plan, Snapshot
+from agent.wire import ActionEvent, Event, Plan, Snapshot
 from agent.wire.api import AgentStatus
 from console.follow import Follower, checked_status, follow
 from console.link import Link, LinkError
@@ -200,10 +200,10 @@ class ConsoleApp(App[None]):
     def _arrived(self, item: Snapshot | Event) -> None:
         self._arrival = time.perf_counter()
         self.post_message(ModelUpdated(self.model.version))
-        if isinstance(item, Event) and item.kind == "action":
+        if isinstance(item, ActionEvent):
             self._learn_action(item)
 
-    def _learn_action(self, event: Event) -> None:
+    def _learn_action(self, event: ActionEvent) -> None:
         action_id = self.model.actions.needs_label(event)
         if action_id is not None:
             self.model.actions.looking_up.add(action_id)

@@ -3,7 +3,7 @@
 FastAPI's own answer carries each error's ``input``: a 50 MB ``operator`` came back whole, and a
 ``NaN`` in it made the answer itself fail ("Out of range float values are not JSON compliant",
 naming no field). Here each error keeps its place (``loc``), its words (``msg``) and its ``type``;
-a pattern is said in words where the agent has words for it (``wire.events.PRINTABLE``).
+a pattern is said in words where the agent has words for it (``wire.plans.PRINTABLE``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from agent.wire.events import PRINTABLE
+from agent.wire.plans import PRINTABLE
 
 PATTERN_WORDS = {
     PRINTABLE: "String should be printable text: no control characters, line breaks or terminal escapes",

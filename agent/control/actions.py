@@ -30,9 +30,9 @@ from agent.control.faults import fault_point
 from agent.control.live import apply_live
 from agent.control.planner import Draft, plan_request
 from agent.profile import Profile
-from agent.profile.words import value_words
 from agent.sglang.live_control import READBACK_OF
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
+from agent.wire.actions import CATALOGUE
 from agent.wire.snapshot import EngineState
 
 PLAN_TTL_S = 15 * 60
@@ -53,8 +53,6 @@ EVENT_OF: dict[ActionStatus, str] = {
     "cancelled": "action.cancelled",
     "expired": "action.expired",
 }
-_KIND_WORDS = {"apply_profile": "load profile"}
-"""How an action kind reads in a message ("autopilot on", "threshold 64")."""
 _MODE_WORDS = {
     "live": "applied live, the server keeps serving",
     "restart": "needs an engine restart",
@@ -64,13 +62,16 @@ _MODE_WORDS = {
 
 
 def action_words(request: ActionRequest) -> str:
-    """ "threshold 64", "adaptive off", "load profile kimi-k25-eagle3": what the operator asked for."""
-    return f"{_KIND_WORDS.get(request.kind, request.kind)} {value_words(request.value)}"
+    """ "threshold → 64", "release the step pin", "load profile kimi-k25-eagle3": what the operator
+    asked for, in the catalogue's words (the console's actions log says the same)."""
+    return CATALOGUE[request.kind].action_label(request.value)
 
 
-def event_data(plan: Plan, status: ActionStatus) -> dict[str, Any]:
-    """The same fields on every action event, so a console can follow one action from plan to end."""
+def event_data(plan: Plan, status: ActionStatus, detail: str = "") -> dict[str, Any]:
+    """The same fields on every action event, so a console can follow one action from plan to end;
+    ``detail`` is why it was refused, failed or expired (or what applying it did), without a prefix."""
     return {
+        "detail": detail,
         "action_id": plan.action_id,
         "request_id": plan.request.request_id,
         "kind": plan.request.kind,
@@ -208,7 +209,7 @@ class ActionBook:
             f"{what}: rejected: {draft.reason}"
             if status == "rejected"
             else f"{what}: planned ({_MODE_WORDS[draft.mode]}); waiting for the operator to confirm",
-            event_data(plan, status),
+            event_data(plan, status, draft.reason),
         )
         fault_point("plan")
         return plan
@@ -320,7 +321,9 @@ class ActionBook:
                 message = f"{message} (its audit line waits for space on the state disk)"
                 entry.result = entry.result.model_copy(update={"message": message})
         self.emit(
-            EVENT_OF[status], f"{action_words(plan.request)}: {status}. {message}", event_data(plan, status)
+            EVENT_OF[status],
+            f"{action_words(plan.request)}: {status}. {message}",
+            event_data(plan, status, message),
         )
         return entry.result
 
@@ -378,7 +381,7 @@ class ActionBook:
         self.emit(
             EVENT_OF["applying"],
             f"{action_words(plan.request)}: applying: draining, then restarting the engine",
-            event_data(plan, "applying"),
+            event_data(plan, "applying", "draining, then restarting the engine"),
         )
         task = asyncio.create_task(self._restart(entry), name=f"restart-{plan.action_id}")
         self._tasks.add(task)

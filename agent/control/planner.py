@@ -328,16 +328,20 @@ def plan_request(
         live_args: dict[str, int] = {}
         for c in changes:
             if c.key == "speculation.threshold":
-                value = live_control.NO_THRESHOLD if c.new is None else int(c.new)
+                threshold = new.speculation.threshold
+                value = live_control.NO_THRESHOLD if threshold is None else threshold
                 why = rules.validate_live_value(built, live_control.LIVE_THRESHOLD_KEY, value)
                 if why is not None:
                     return _reject("speculation.threshold", why)
                 live_args[live_control.LIVE_THRESHOLD_KEY] = value
             elif c.key == "speculation.num_steps":
-                why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, c.new)
-                if why is not None:
-                    return _reject("speculation.num_steps", why)
-                live_args[live_control.LIVE_STEPS_KEY] = int(c.new)
+                steps = new.speculation.num_steps
+                why = rules.validate_live_value(built, live_control.LIVE_STEPS_KEY, steps)
+                if why is not None or steps is None:
+                    return _reject(
+                        "speculation.num_steps", why or "speculation.num_steps: a step count is needed"
+                    )
+                live_args[live_control.LIVE_STEPS_KEY] = steps
         return Draft("live", "; ".join(reasons), changes, new, live_args)
     if change_plan.mode == "noop" and not changes:
         return Draft("noop", "; ".join(reasons) or "nothing changes", [], new)

@@ -22,7 +22,7 @@ from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
 from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
 from agent.wire.bench_result import BenchResult
-from agent.wire.events import NAME_MAX, PRINTABLE
+from agent.wire.plans import NAME_MAX, PRINTABLE
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -181,10 +181,14 @@ class Daemon:
         message, data = redact_text(message, secrets), redact_values(data, secrets)
         log.info("%s: %s", name, message)
         if name in EVENT_NAMES:
-            self.hub.publish_event(kind, cast(EventName, name), message, data)
+            self.hub.publish_event(cast(EventName, name), message, data)
             return
         log.error("event name %r is not in agent.wire.EventName", name)
-        self.hub.publish_event(kind, "agent.unknown_event", message, {**(data or {}), "name": name})
+        self.hub.publish_event(
+            "agent.unknown_event",
+            message,
+            {"name": name, "data": data or {}, "problem": "a name the wire does not list"},
+        )
 
     def _sim_gpu_load(self) -> Any:
         """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""
@@ -388,7 +392,7 @@ class Daemon:
         )
         for change in telemetry_events(self._last_snapshot, snap):
             log.info("%s: %s", change.name, change.message)
-            self.hub.publish_event(change.kind, change.name, change.message, change.data, at=snap.time)
+            self.hub.publish_event(change.name, change.message, change.data, at=snap.time)
         self._last_snapshot = snap
         return snap
 

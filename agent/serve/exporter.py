@@ -38,7 +38,7 @@ import agent
 from agent.bench.store import BenchStore, UnknownBench
 from agent.sglang.redact import redact_text
 from agent.telemetry.changes import telemetry_events
-from agent.wire import Event, Snapshot
+from agent.wire import ActionEvent, BenchRunEvent, Event, Snapshot
 from agent.wire.bench_result import BenchResult
 from agent.wire.snapshot import EngineState, SpecOffReason
 
@@ -100,13 +100,13 @@ class ExporterState:
         self.snapshot = snap
 
     def _observe_event(self, event: Event, action_kind: str | None) -> None:
-        if event.name in ("action.applied", "action.failed"):
-            key = (action_kind or "unknown", str(event.data.get("mode") or "unknown"))
+        if isinstance(event, ActionEvent) and event.name in ("action.applied", "action.failed"):
+            key = (action_kind or event.data.kind or "unknown", event.data.mode or "unknown")
             (self.applied if event.name == "action.applied" else self.failed)[key] += 1
         elif event.name == "engine.crashed":
             self.crashes += 1
-        elif event.name == "bench.finished" and event.data.get("bench_id"):
-            self.bench_pending = str(event.data["bench_id"])
+        elif isinstance(event, BenchRunEvent) and event.name == "bench.finished" and event.data.bench_id:
+            self.bench_pending = event.data.bench_id
 
 
 class AgentExporter(Collector):
@@ -131,8 +131,8 @@ class AgentExporter(Collector):
 
     def _observe(self, item: Snapshot | Event) -> None:
         kind = None
-        if isinstance(item, Event) and item.name in ("action.applied", "action.failed") and self.daemon:
-            result = self.daemon.actions.get(str(item.data.get("action_id")))
+        if isinstance(item, ActionEvent) and item.name in ("action.applied", "action.failed") and self.daemon:
+            result = self.daemon.actions.get(item.data.action_id)
             kind = result.plan.request.kind if result is not None else None
         self.state.observe(item, kind)
 

@@ -123,7 +123,7 @@ class LiveLedger:
             self.emit(
                 "engine.live_restore_failed",
                 f"The live settings were not put back ({exc}); the engine runs its launch settings",
-                args,
+                live,
             )
             self._audit_later(launched, f"the live settings were not put back ({exc})")
             return launched
@@ -135,13 +135,13 @@ class LiveLedger:
                                    live=outcome.readback if outcome.ok else None)  # fmt: skip
         if outcome.ok:
             said = f"The operator's live settings are in force on the engine: {outcome.message}"
-            self.emit("engine.live_restored", said, args)
+            self.emit("engine.live_restored", said, live)
             return running
         self.emit(
             "engine.live_restore_failed",
             f"The live settings could not be put back ({outcome.message}); the engine runs its launch "
             "settings, set them again",
-            args,
+            live,
         )
         return launched
 

@@ -14,6 +14,7 @@ in-process readers that want the model decode it (``Stored.model``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import zlib
@@ -21,9 +22,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from agent.telemetry.ring import RingBuffer, SeqCursor
 from agent.wire import Event, Snapshot
-from agent.wire.events import EventKind, EventName
+from agent.wire.events import EventName, dropped_keys, make_event, read_event_json
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class Stored:
         """The wire model again (validated: what a console would get)."""
         if self.kind == "snapshot":
             return Snapshot.model_validate_json(self.json())
-        return Event.model_validate_json(self.json())
+        return read_event_json(self.json())
 
 
 class StreamHub:
@@ -119,22 +122,29 @@ class StreamHub:
 
     def publish_event(
         self,
-        kind: EventKind,
         name: EventName,
         message: str,
         data: dict[str, Any] | None = None,
         *,
         at: float | None = None,
     ) -> Event:
-        """Publish an event; ``at`` is its time when it is not now (a change seen in a snapshot)."""
-        event = Event(
-            seq=self.cursor.next(),
-            time=self._clock() if at is None else at,
-            kind=kind,
-            name=name,
-            message=message,
-            data=data or {},
-        )
+        """Publish an event; ``at`` is its time when it is not now (a change seen in a snapshot).
+
+        ``data`` fills the payload of the event's family (``agent.wire.payloads``). What does not fit
+        is never lost or raised into the part that reported it: the event goes out as
+        ``agent.unknown_event`` carrying its name, data and why, and the agent logs an error (a test
+        checks that no part of the agent sends such a thing)."""
+        seq = self.cursor.next()
+        when = self._clock() if at is None else at
+        try:
+            event = make_event(seq, when, name, message, data)
+        except ValidationError as exc:
+            log.error("event %s: its data does not fit its payload: %s", name, exc)
+            event = make_event(seq, when, "agent.unknown_event", message, _unknown(name, data, _problem(exc)))
+        else:
+            dropped = dropped_keys(event, data)
+            if dropped:
+                log.error("event %s: keys its payload does not have, dropped: %s", name, ", ".join(dropped))
         self.events.append(Stored.of(event))
         self._tell_listeners(event)
         self._notify()
@@ -167,6 +177,17 @@ class StreamHub:
     def close(self) -> None:
         self._closed = True
         self._notify()
+
+
+def _unknown(name: str, data: dict[str, Any] | None, problem: str) -> dict[str, Any]:
+    """The payload of an event kept as ``agent.unknown_event``: its data as JSON (a value JSON cannot
+    hold is written as text), so nothing it carried is lost."""
+    return {"name": name, "data": json.loads(json.dumps(data or {}, default=str)), "problem": problem[:500]}
+
+
+def _problem(exc: ValidationError) -> str:
+    """ "data.pid: Input should be a valid integer" for each field that did not fit."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
 
 
 def _seq_of(item: Stored) -> int:

@@ -1,19 +1,25 @@
 """The wire protocol between agent and console: the only part of the agent the console imports
 besides the profile schema. Pure pydantic models; no I/O.
+
+``actions``: the catalogue of operator actions; ``plans``: a request and its plan; ``events`` and
+``payloads``: the events, one typed payload per family; ``snapshot``: one telemetry tick; ``api``:
+the answers of the HTTP routes; ``bench``: a benchmark's options and progress.
 """
 
 from agent.wire.actions import CATALOGUE, ActionKind, ActionSpec
 from agent.wire.autopilot import AutopilotMove, AutopilotState
 from agent.wire.events import (
-    ActionRequest,
-    ActionResult,
-    ActionStatus,
-    Change,
+    EVENT,
+    ActionEvent,
+    BenchProgressEvent,
+    BenchRunEvent,
     Event,
+    EventBase,
     EventName,
-    Plan,
-    PlanMode,
+    make_event,
+    read_event,
 )
+from agent.wire.plans import ActionRequest, ActionResult, ActionStatus, Change, Plan, PlanMode
 from agent.wire.snapshot import (
     WIRE_VERSION,
     Finding,
@@ -34,7 +40,9 @@ API_VERSION = 1
 __all__ = [
     "API_VERSION",
     "CATALOGUE",
+    "EVENT",
     "WIRE_VERSION",
+    "ActionEvent",
     "ActionKind",
     "ActionRequest",
     "ActionResult",
@@ -42,8 +50,11 @@ __all__ = [
     "ActionStatus",
     "AutopilotMove",
     "AutopilotState",
+    "BenchProgressEvent",
+    "BenchRunEvent",
     "Change",
     "Event",
+    "EventBase",
     "EventName",
     "Finding",
     "Gpu",
@@ -57,4 +68,6 @@ __all__ = [
     "Snapshot",
     "Speculation",
     "Throughput",
+    "make_event",
+    "read_event",
 ]

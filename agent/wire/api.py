@@ -7,12 +7,12 @@ ignore keys they do not know, so that an older console reads a newer agent.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent.wire.events import Change
-from agent.wire.snapshot import EngineState
+from agent.wire.plans import Change
+from agent.wire.snapshot import EngineState, Severity, SpecOffReason
 
 
 class _Wire(BaseModel):
@@ -46,6 +46,51 @@ class EngineLastError(_Wire):
     port_holder: PortHolderView | None = None
 
 
+BenchState = Literal["running", "finished", "failed", "cancelled"]
+
+
+class BenchStarted(_Wire):
+    """``POST /v1/bench`` (202)."""
+
+    bench_id: str
+
+
+class BenchSummary(_Wire):
+    bench_id: str
+    mode: str | None = None
+    state: BenchState | None = None
+    url: str | None = None
+    baseline_url: str | None = None
+    profile: str | None = Field(None, description="The profile the measured engine ran")
+    created_at: float | None = None
+    finished_at: float | None = None
+    recommended_threshold: int | None = None
+    error: str | None = None
+
+
+class SpeculationStatus(_Wire):
+    """What ``agent status`` shows of the newest snapshot's speculation (``Snapshot.speculation``)."""
+
+    configured: bool = False
+    on: bool | None = None
+    steps: int | None = None
+    topk: int | None = None
+    threshold: int | None = Field(None, description="Live threshold (0: none); None when unavailable")
+    threshold_available: bool = False
+    pinned_steps: int | None = Field(None, description="-1: not pinned (SGLang's policy chooses)")
+    off_reason: SpecOffReason | None = None
+    off_detail: str | None = None
+
+
+class FindingStatus(_Wire):
+    """A finding as ``agent status`` lists it (``Snapshot.findings`` has the whole of it)."""
+
+    code: str
+    severity: Severity
+    title: str
+    since: float | None = None
+
+
 class AgentStatus(_Wire):
     """``GET /v1/status``."""
 
@@ -66,12 +111,9 @@ class AgentStatus(_Wire):
     tick_interval_s: float
     state_dir: str
     latest_snapshot_at: float | None = Field(None, description="Agent time of the newest snapshot")
-    speculation: dict[str, Any] | None = Field(
-        None, description="The newest snapshot's speculation state: on, steps, topk, threshold, pinned_steps, "
-        "off_reason, off_detail"
-    )  # fmt: skip
-    findings: list[dict[str, Any]] = Field(default_factory=list, description="code, severity, title, since")
-    bench: dict[str, Any] | None = Field(None, description="The running benchmark, else the newest one")
+    speculation: SpeculationStatus | None = Field(None, description="The newest snapshot's speculation state")
+    findings: list[FindingStatus] = Field(default_factory=list, description="The newest snapshot's findings")
+    bench: BenchSummary | None = Field(None, description="The running benchmark, else the newest one")
     router_url: str | None = Field(
         None, description="SGLang's router this agent reads (`--router-url`); GET /v1/router answers its view"
     )
@@ -122,7 +164,9 @@ class ProfileRead(_Wire):
     digest: str | None = Field(
         None, description="Of the file's bytes (also its ETag): a write replacing it sends it in If-Match"
     )
-    profile: dict[str, Any] | None = None
+    profile: dict[str, JsonValue] | None = Field(
+        None, description="The parsed profile as JSON (agent.profile.Profile); None when it does not parse"
+    )
     warnings: list[ProfileIssueView] = Field(default_factory=list)
     issues: list[ProfileIssueView] = Field(default_factory=list)
 
@@ -133,7 +177,9 @@ class RunningProfile(_Wire):
 
     name: str
     toml: str
-    profile: dict[str, Any] = Field(default_factory=dict)
+    profile: dict[str, JsonValue] = Field(
+        default_factory=dict, description="The running profile as JSON (agent.profile.Profile)"
+    )
 
 
 class ProfileSaved(_Wire):
@@ -237,28 +283,6 @@ class LogLines(_Wire):
     """``GET /v1/logs``: the newest lines of the engine log (matching ``search`` when given), oldest first."""
 
     lines: list[str] = Field(default_factory=list)
-
-
-BenchState = Literal["running", "finished", "failed", "cancelled"]
-
-
-class BenchStarted(_Wire):
-    """``POST /v1/bench`` (202)."""
-
-    bench_id: str
-
-
-class BenchSummary(_Wire):
-    bench_id: str
-    mode: str | None = None
-    state: BenchState | None = None
-    url: str | None = None
-    baseline_url: str | None = None
-    profile: str | None = Field(None, description="The profile the measured engine ran")
-    created_at: float | None = None
-    finished_at: float | None = None
-    recommended_threshold: int | None = None
-    error: str | None = None
 
 
 class BenchList(_Wire):

@@ -9,67 +9,102 @@ two) stays, and says so. Records of earlier versions (no ``phase``) read as sing
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 
-class AuditRecord(BaseModel):
-    """One line of ``audit.jsonl``. Open beyond these fields: an action says what it changed."""
+class _Open(BaseModel):
+    """Typed where read; what else a record holds is kept as it is (``agent audit --json`` prints it)."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class AuditSource(_Open):
+    """Where a request came from: the API (its peer and client) or the agent itself (and what part)."""
+
+    via: str | None = None
+    peer: str | None = Field(None, description="'unix socket' or host:port")
+    client: str | None = Field(None, description="The client's User-Agent")
+    what: str | None = Field(None, description="The agent's own part that wrote it")
+
+
+class AuditAction(_Open):
+    """What was acted on: an operator action (its id and request), or an operation of the agent's."""
+
+    kind: str | None = None
+    action_id: str | None = None
+    op_id: str | None = None
+    request_id: str | None = None
+    change_id: str | None = Field(None, description="The fleet change it belongs to (one id on every host)")
+    value: JsonValue = None
+    mode: str | None = None
+
+
+class AuditResult(_Open):
+    status: str | None = None
+    message: str | None = None
+
+
+class AuditRecord(_Open):
+    """One line of ``audit.jsonl``. Open beyond these fields: an action says what it changed."""
 
     time: float | None = None
     id: str | None = None
     phase: str = "record"
     """"intent" (before a change), "outcome" (after it) or "record" (a change in one line)."""
     operator: str | None = None
-    source: dict[str, Any] = Field(default_factory=dict)
-    action: dict[str, Any] = Field(default_factory=dict)
-    before: Any = None
-    after: Any = None
-    result: dict[str, Any] = Field(default_factory=dict)
+    source: AuditSource = AuditSource()
+    action: AuditAction = AuditAction()
+    before: JsonValue = None
+    after: JsonValue = None
+    result: AuditResult = AuditResult()
 
     @property
     def kind(self) -> str:
-        return str(self.action.get("kind") or "")
+        return self.action.kind or ""
 
     @property
     def key(self) -> str | None:
         """What pairs an intent with its outcome: the operator action's id, or the operation's."""
-        key = self.action.get("action_id") or self.action.get("op_id")
-        return str(key) if key else None
+        return self.action.action_id or self.action.op_id or None
 
     @property
     def change_id(self) -> str | None:
         """The fleet change this line belongs to: one id on every host's line of that change."""
-        change = self.action.get("change_id")
-        return str(change) if change else None
+        return self.action.change_id or None
 
     @property
     def status(self) -> str:
         if self.phase == "intent":
             return "intent"
-        return str(self.result.get("status") or "no outcome")
+        return self.result.status or "no outcome"
 
     @property
     def message(self) -> str:
         if self.phase == "intent":
             return "no outcome yet (in flight, or the agent stopped before it)"
-        return str(self.result.get("message") or "")
+        return self.result.message or ""
 
     @property
     def where(self) -> str:
         """ "unix socket", "127.0.0.1:51234", or "the agent" for its own records."""
-        if self.source.get("via") == "api":
-            return str(self.source.get("peer") or "the API")
+        if self.source.via == "api":
+            return self.source.peer or "the API"
         return "the agent"
+
+
+class CorruptLine(BaseModel):
+    """A line of the audit file the agent skipped: where it is, how long, why."""
+
+    offset: int
+    length: int
+    reason: str
 
 
 class AuditPage(BaseModel):
     lines: list[AuditRecord]
-    corrupt: list[dict[str, Any]] = Field(default_factory=list)
-    """Lines the agent skipped (torn or not JSON): ``{"offset", "length", "reason"}``."""
+    corrupt: list[CorruptLine] = Field(default_factory=list)
+    """Lines the agent skipped (torn or not JSON)."""
     cursor: int | None = None
     next_cursor: int | None = None
 

@@ -186,6 +186,9 @@ class BenchRequest(BaseModel):
     output_len: int | None = None
     repeats: int | None = None
     chat: bool | None = None
+    until: float | None = Field(None, description="The stopping rule's bound (0.04: ±4 %); repeats then not")
+    budget_s: float | None = Field(None, description="The stopping rule's time budget for the whole run")
+    arms: list[str] | None = Field(None, description="A compare's arms; None: every arm the server allows")
     confirm_production: str | None = Field(None, description="A production profile's name, typed to confirm")
 
     def body(self) -> dict[str, object]:
@@ -195,5 +198,15 @@ class BenchRequest(BaseModel):
     @property
     def options(self) -> BenchOptions:
         """The options the agent runs with for this body (its defaults where it says nothing)."""
-        given = self.model_dump(exclude_none=True, exclude={"mode", "confirm_production"})
-        return BenchOptions.model_validate({**given, "concurrency": tuple(self.concurrency)})
+        given = self.model_dump(
+            exclude_none=True, exclude={"mode", "confirm_production", "until", "budget_s", "arms"}
+        )
+        rule = (
+            None
+            if self.until is None and self.budget_s is None
+            else StopRule(until=self.until, budget_s=self.budget_s)
+        )
+        arms = None if self.arms is None else tuple(self.arms)
+        return BenchOptions.model_validate(
+            {**given, "concurrency": tuple(self.concurrency), "stop": rule, "arms": arms}
+        )

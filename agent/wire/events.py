@@ -1,20 +1,36 @@
-"""Events and operator actions on the wire: what the agent did, and what the operator asked for."""
+"""Events on the wire: what the agent did or saw, each family with its typed payload.
+
+``Event`` is the union of the families, discriminated on the event's name: a console that reads an
+``engine.ready`` gets an :class:`EngineEvent` whose ``data`` is an ``EngineProcess``, and reads
+``event.data.url``, never ``event.data.get("url")``. The agent publishes through :func:`make_event`
+(its parts hand over plain fields; the payload checks them); a console reads with :func:`read_event`,
+which keeps an event of a name it does not know (a newer agent's) as ``agent.unknown_event``.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from collections.abc import Mapping
+from typing import Annotated, Literal, get_args
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    field_validator,
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from agent.wire.api import PortHolderView
+from agent.wire.payloads import (
+    ActionPhase,
+    AgentNotice,
+    AutopilotNotice,
+    BenchProgressLine,
+    BenchRunLine,
+    EngineDrain,
+    EngineProcess,
+    FindingChange,
+    LiveValues,
+    ProfileDiffers,
+    Reconciled,
+    RecordUnreadable,
+    SpeculationChange,
+    Unrecognised,
 )
-from pydantic_core import PydanticCustomError
-
-from agent.wire.actions import ActionKind, spec_of
 
 
 class _Wire(BaseModel):
@@ -31,9 +47,7 @@ EventKind = Literal[
     "autopilot",  # the speculation autopilot moved, probed, reverted, was turned on or off
 ]
 
-
-EventName = Literal[
-    # engine (the supervisor)
+EngineName = Literal[
     "engine.starting",
     "engine.ready",
     "engine.start_failed",
@@ -42,20 +56,16 @@ EventName = Literal[
     "engine.crash_loop",
     "engine.restarting",
     "engine.reattached",
-    "engine.profile_differs",
     "engine.record_stale",
-    "engine.draining",
-    "engine.drain_timeout",
     "engine.stopped",
     "engine.killed",
     "engine.supervisor_error",
-    "engine.port_held",
-    "engine.live_restored",
-    "engine.live_restore_failed",
     "engine.restart_resumed",
-    "engine.record_unreadable",
     "engine.waiting_for_disk",
-    # action (plan -> confirm -> apply)
+]
+EngineDrainName = Literal["engine.draining", "engine.drain_timeout"]
+EngineLiveName = Literal["engine.live_restored", "engine.live_restore_failed"]
+ActionName = Literal[
     "action.planned",
     "action.rejected",
     "action.applying",
@@ -63,21 +73,11 @@ EventName = Literal[
     "action.failed",
     "action.expired",
     "action.cancelled",
-    # speculation (seen in telemetry, agent.telemetry.changes)
-    "speculation.on",
-    "speculation.off",
-    "speculation.steps",
-    "speculation.threshold",
-    # finding (seen in telemetry)
-    "finding.raised",
-    "finding.cleared",
-    # bench
-    "bench.started",
-    "bench.progress",
-    "bench.finished",
-    "bench.failed",
-    "bench.cancelled",
-    # autopilot (agent.control.autopilot)
+]
+SpeculationName = Literal["speculation.on", "speculation.off", "speculation.steps", "speculation.threshold"]
+FindingName = Literal["finding.raised", "finding.cleared"]
+BenchRunName = Literal["bench.started", "bench.finished", "bench.failed", "bench.cancelled"]
+AutopilotName = Literal[
     "autopilot.enabled",
     "autopilot.disabled",
     "autopilot.unavailable",
@@ -87,12 +87,23 @@ EventName = Literal[
     "autopilot.reverted",
     "autopilot.resumed",
     "autopilot.failed",
-    # agent
-    "agent.started",
-    "agent.stopping",
-    "agent.gpu_sampler",
+]
+AgentName = Literal["agent.started", "agent.stopping", "agent.gpu_sampler", "agent.audit_damaged"]
+
+EventName = Literal[
+    EngineName,
+    EngineDrainName,
+    "engine.profile_differs",
+    "engine.port_held",
+    EngineLiveName,
+    ActionName,
+    SpeculationName,
+    FindingName,
+    BenchRunName,
+    "bench.progress",
+    AutopilotName,
+    AgentName,
     "agent.reconciled",
-    "agent.audit_damaged",
     "agent.unknown_event",
 ]
 """Every event name the agent publishes: ``<kind>.<what>``. ``speculation.on``/``speculation.off``
@@ -102,88 +113,173 @@ carries an event whose name a newer part of the agent made up (``data.name`` hol
 EVENT_NAMES: frozenset[str] = frozenset(get_args(EventName))
 
 
-class Event(_Wire):
+class EventBase(_Wire):
+    """What every event has; ``kind`` and ``data`` are its family's."""
+
     seq: int = Field(description="Shares the stream cursor with snapshots")
     time: float
-    kind: EventKind
-    name: EventName = Field(description="<kind>.<what>, e.g. 'engine.crashed', 'speculation.off'")
     message: str = Field(description="One line an operator can read")
-    data: dict[str, Any] = Field(default_factory=dict)
 
 
-PRINTABLE = r"^[^\p{C}\p{Zl}\p{Zp}]*$"
-"""A name that reaches the logs, the audit and an operator's terminal (``operator``): printable
-characters only, no control characters, line breaks or terminal escapes (one could forge a line)."""
-NAME_MAX = 64
-"""The longest ``operator`` or text ``value`` (a profile name) a request may carry."""
-
-PlanMode = Literal["live", "restart", "rejected", "noop"]
+class EngineEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: EngineName = Field(description="<kind>.<what>, e.g. 'engine.crashed'")
+    data: EngineProcess = EngineProcess()
 
 
-class ActionRequest(_Wire):
-    """An operator's request; ``request_id`` makes a repeated request (after a timeout) idempotent.
-    Strict: ``3.0`` is no step count and ``"true"`` no boolean (the planner names what each kind wants)."""
+class EngineDrainEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: EngineDrainName
+    data: EngineDrain = EngineDrain()
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
-    kind: ActionKind
-    value: int | bool | Annotated[str, Field(max_length=NAME_MAX)] | None = Field(
-        None,
-        description="What the kind takes (agent.wire.actions.CATALOGUE): threshold, steps, topk: a whole "
-        "number (threshold 0: none; steps -1: release the pin); adaptive, autopilot: true or false; "
-        "apply_profile: a profile's name",
+class EngineProfileEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: Literal["engine.profile_differs"]
+    data: ProfileDiffers
+
+
+class EnginePortEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: Literal["engine.port_held"]
+    data: PortHolderView
+
+
+class EngineRecordEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: Literal["engine.record_unreadable"]
+    data: RecordUnreadable
+
+
+class EngineLiveEvent(EventBase):
+    kind: Literal["engine"] = "engine"
+    name: EngineLiveName
+    data: LiveValues = LiveValues()
+
+
+class ActionEvent(EventBase):
+    kind: Literal["action"] = "action"
+    name: ActionName
+    data: ActionPhase
+
+
+class SpeculationEvent(EventBase):
+    kind: Literal["speculation"] = "speculation"
+    name: SpeculationName
+    data: SpeculationChange = SpeculationChange()
+
+
+class FindingEvent(EventBase):
+    kind: Literal["finding"] = "finding"
+    name: FindingName
+    data: FindingChange
+
+
+class BenchRunEvent(EventBase):
+    kind: Literal["bench"] = "bench"
+    name: BenchRunName
+    data: BenchRunLine
+
+
+class BenchProgressEvent(EventBase):
+    kind: Literal["bench"] = "bench"
+    name: Literal["bench.progress"]
+    data: BenchProgressLine
+
+
+class AutopilotEvent(EventBase):
+    kind: Literal["autopilot"] = "autopilot"
+    name: AutopilotName
+    data: AutopilotNotice = AutopilotNotice()
+
+
+class AgentEvent(EventBase):
+    kind: Literal["agent"] = "agent"
+    name: AgentName
+    data: AgentNotice = AgentNotice()
+
+
+class ReconciledEvent(EventBase):
+    kind: Literal["agent"] = "agent"
+    name: Literal["agent.reconciled"]
+    data: Reconciled = Reconciled()
+
+
+class UnknownEvent(EventBase):
+    kind: EventKind = "agent"
+    name: Literal["agent.unknown_event"] = "agent.unknown_event"
+    data: Unrecognised
+
+
+Event = Annotated[
+    EngineEvent
+    | EngineDrainEvent
+    | EngineProfileEvent
+    | EnginePortEvent
+    | EngineRecordEvent
+    | EngineLiveEvent
+    | ActionEvent
+    | SpeculationEvent
+    | FindingEvent
+    | BenchRunEvent
+    | BenchProgressEvent
+    | AutopilotEvent
+    | AgentEvent
+    | ReconciledEvent
+    | UnknownEvent,
+    Field(discriminator="name"),
+]
+"""Any event: its class (and so its payload's) follows from its name."""
+
+EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def make_event(
+    seq: int, time: float, name: str, message: str, data: Mapping[str, object] | BaseModel | None = None
+) -> Event:
+    """The event of ``name`` with its payload; raises ValidationError when ``data`` does not fit it."""
+    payload = data.model_dump() if isinstance(data, BaseModel) else dict(data or {})
+    return EVENT.validate_python(
+        {"seq": seq, "time": time, "name": name, "message": message, "data": payload}
     )
-    operator: str | None = Field(
-        None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
-    )
-    change_id: str | None = Field(
-        None,
-        min_length=8,
-        max_length=64,
-        pattern=r"^[A-Za-z0-9_.:-]+$",
-        description="One change asked of several hosts at once (the console's fleet change): every "
-        "host's audit records it, so the hosts' lines of one change can be found together",
-    )
-
-    @field_validator("value", mode="wrap")
-    @classmethod
-    def _fits_its_kind(
-        cls, value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
-    ) -> object:
-        """A value of the wrong type is refused naming what its kind takes (never pydantic's list of
-        types, never the value itself: it may be anything a client sent)."""
-        spec = spec_of(str(info.data.get("kind", "")))
-        if spec is not None:
-            wrong = spec.wrong_type(value)
-            if wrong is not None:
-                raise PydanticCustomError("action_value", wrong)
-        return handler(value)
 
 
-class Change(_Wire):
-    key: str
-    old: Any = None
-    new: Any = None
+def dropped_keys(event: Event, data: Mapping[str, object] | None) -> list[str]:
+    """Keys of ``data`` the event's payload does not have (it ignores them): an agent part that sends
+    one has a field the wire does not list (a test checks the agent sends none)."""
+    return sorted(set(data or {}) - set(type(event.data).model_fields))
 
 
-class Plan(_Wire):
-    action_id: str
-    request: ActionRequest
-    mode: PlanMode
-    reason: str = Field(description="Why live / why a restart / why rejected, in an operator's words")
-    changes: list[Change] = Field(default_factory=list)
-    expected_downtime_s: float | None = None
-    drain_timeout_s: float | None = None
-    rejected_field: str | None = None
+class _Envelope(BaseModel):
+    """What any event has, read leniently: for one whose name this side does not know."""
 
+    model_config = ConfigDict(extra="ignore")
 
-ActionStatus = Literal["planned", "applying", "applied", "rejected", "failed", "expired", "cancelled"]
-
-
-class ActionResult(_Wire):
-    action_id: str
-    status: ActionStatus
-    plan: Plan
+    seq: int = 0
+    time: float = 0.0
+    name: str = ""
     message: str = ""
-    applied_at: float | None = None
+
+
+def read_event(raw: object) -> Event:
+    """An event as a console reads it: a name this side does not know (a newer agent's) is kept as
+    ``agent.unknown_event`` with its name, never a failure of the stream."""
+    try:
+        return EVENT.validate_python(raw)
+    except ValidationError as exc:
+        if not any(error["type"] == "union_tag_invalid" for error in exc.errors()):
+            raise
+        seen = _Envelope.model_validate(raw)
+        return UnknownEvent(
+            seq=seen.seq,
+            time=seen.time,
+            message=seen.message,
+            data=Unrecognised(name=seen.name, problem="a name this side does not know"),
+        )
+
+
+def read_event_json(text: str | bytes) -> Event:
+    return read_event(_JSON.validate_json(text))
+
+
+_JSON: TypeAdapter[object] = TypeAdapter(object)

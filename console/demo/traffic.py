@@ -31,6 +31,7 @@ import httpx
 
 from agent.wire import Event
 from agent.wire.api import AgentStatus, BenchList
+from agent.wire.events import EngineEvent, read_event_json
 
 CLIMB, TOP, DESCENT = 0.375, 0.125, 0.375
 """Shares of a period: a geometric climb from 1 to the peak, a hold at the peak, the same descent,
@@ -105,26 +106,25 @@ class EngineAddress:
                 await self._changed.wait()
 
 
-def apply_event(address: EngineAddress, name: str, data: dict[str, Any]) -> None:
+def apply_event(address: EngineAddress, event: Event) -> None:
     """One agent event's effect on where (and whether) the traffic sends."""
-    if name == "engine.ready" and isinstance(data.get("url"), str):
-        address.set_url(data["url"])
-    elif name in DOWN_EVENTS:
+    if isinstance(event, EngineEvent) and event.name == "engine.ready" and event.data.url is not None:
+        address.set_url(event.data.url)
+    elif event.name in DOWN_EVENTS:
         address.set_url(None)
-    elif name in PAUSE_EVENTS:
+    elif event.name in PAUSE_EVENTS:
         address.set_benchmark(True)
-    elif name in RESUME_EVENTS:
+    elif event.name in RESUME_EVENTS:
         address.set_benchmark(False)
 
 
-async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def _sse_events(response: httpx.Response) -> AsyncIterator[Event]:
     kind = None
     async for line in response.aiter_lines():
         if line.startswith("event: "):
             kind = line.removeprefix("event: ")
         elif line.startswith("data: ") and kind == "event":
-            event = Event.model_validate_json(line.removeprefix("data: "))
-            yield event.name, event.data
+            yield read_event_json(line.removeprefix("data: "))
 
 
 async def follow_agent(socket_path: str, token: str, address: EngineAddress) -> None:
@@ -142,8 +142,8 @@ async def follow_agent(socket_path: str, token: str, address: EngineAddress) -> 
                 address.set_benchmark(any(run.state == "running" for run in runs))
                 params = {"since": status.last_seq}
                 async with agent.stream("GET", "/v1/stream", params=params, timeout=None) as response:
-                    async for name, data in _sse_events(response):
-                        apply_event(address, name, data)
+                    async for event in _sse_events(response):
+                        apply_event(address, event)
             except (httpx.HTTPError, ValueError, KeyError):
                 pass
             await asyncio.sleep(1.0)  # the agent went away or restarts: ask again shortly

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot
+from agent.wire import ActionRequest, ActionResult, Event, Plan, Snapshot, read_event
 from agent.wire.api import (
     AgentStatus,
     BenchCancelled,
@@ -29,6 +29,7 @@ from agent.wire.api import (
     VersionInfo,
 )
 from agent.wire.audit import AuditPage
+from agent.wire.bench import BenchRequest
 from agent.wire.bench_result import BenchResult
 from agent.wire.router import RouterView
 from console.link.base import Link, LinkError, StreamItem
@@ -45,6 +46,19 @@ def _parse(model: type[M], data: Any, what: str) -> M:
         raise LinkError(
             f"the agent sent a {what} this console cannot read"
             + (f" ({where}: {error['msg']})" if where else f": {error['msg']}")
+        ) from exc
+
+
+def _event(data: Any) -> Event:
+    """An event of the stream, its payload typed by its name; a name this console does not know is
+    kept as ``agent.unknown_event`` (``agent.wire.events.read_event``), a bad payload is one clear error."""
+    try:
+        return read_event(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise LinkError(
+            f"the agent sent an event this console cannot read ({where}: {error['msg']})"
         ) from exc
 
 
@@ -66,7 +80,7 @@ class AgentClient:
             if item.kind == "snapshot":
                 yield _parse(Snapshot, item.data, "snapshot")
             else:
-                yield _parse(Event, item.data, "event")
+                yield _event(item.data)
 
     async def plan(self, request: ActionRequest) -> Plan:
         data = await self.link.request("POST", "/v1/actions", body=request.model_dump(mode="json"))
@@ -144,8 +158,9 @@ class AgentClient:
     # Every answer is a model: the Bench screen (console/model/bench_result.py) reads
     # ``agent.wire.bench_result.BenchResult`` and the run list's ``BenchSummary`` lines.
 
-    async def bench_started(self, body: dict[str, Any]) -> BenchStarted:
-        return _parse(BenchStarted, await self.link.request("POST", "/v1/bench", body=body), "bench start")
+    async def bench_started(self, request: BenchRequest) -> BenchStarted:
+        answer = await self.link.request("POST", "/v1/bench", body=request.body())
+        return _parse(BenchStarted, answer, "bench start")
 
     async def bench_list(self) -> BenchList:
         return _parse(BenchList, await self.link.request("GET", "/v1/bench"), "bench run list")
@@ -154,17 +169,17 @@ class AgentClient:
         data = await self.link.request("GET", f"/v1/bench/{bench_id}")
         return _parse(BenchResult, data, "bench result")
 
-    async def bench_plan(self, body: dict[str, Any]) -> BenchPlan:
-        """What a start with ``body`` would run and how long it should take; nothing starts."""
-        data = await self.link.request("POST", "/v1/bench/plan", body=body)
+    async def bench_plan(self, request: BenchRequest) -> BenchPlan:
+        """What a start with ``request`` would run and how long it should take; nothing starts."""
+        data = await self.link.request("POST", "/v1/bench/plan", body=request.body())
         return _parse(BenchPlan, data, "bench plan")
 
     async def bench_cancel(self, bench_id: str, operator: str | None) -> BenchCancelled:
         data = await self.link.request("POST", f"/v1/bench/{bench_id}/cancel", body={"operator": operator})
         return _parse(BenchCancelled, data, "bench cancel answer")
 
-    async def bench_start(self, body: dict[str, Any]) -> str:
-        return (await self.bench_started(body)).bench_id
+    async def bench_start(self, request: BenchRequest) -> str:
+        return (await self.bench_started(request)).bench_id
 
     async def bench_runs(self) -> list[BenchSummary]:
         return (await self.bench_list()).runs

@@ -11,11 +11,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
-from agent.wire import Event
+from agent.wire import ActionEvent
+from agent.wire.events import ActionName
 
 ActionPhase = Literal["planned", "applying", "applied", "failed", "expired", "cancelled", "rejected"]
 
-_PHASE_OF_EVENT: dict[str, ActionPhase] = {
+_PHASE_OF_EVENT: dict[ActionName, ActionPhase] = {
     "action.planned": "planned",
     "action.applying": "applying",
     "action.applied": "applied",
@@ -36,6 +37,8 @@ class ActionState:
     message: str
     time: float
     """The agent's time of the event that set this phase."""
+    detail: str = ""
+    """Why it was refused, failed or expired, or what applying it did (the event's, no prefix)."""
 
     @property
     def ended(self) -> bool:
@@ -60,22 +63,20 @@ class ActionTracker:
         while len(self.labels) > MAX_TRACKED:
             self.labels.pop(next(iter(self.labels)))
 
-    def needs_label(self, event: Event) -> str | None:
+    def needs_label(self, event: ActionEvent) -> str | None:
         """The action id of an action event nobody has words for yet (and no lookup is running)."""
-        action_id = event.data.get("action_id")
-        if not isinstance(action_id, str) or action_id in self.labels or action_id in self.looking_up:
+        action_id = event.data.action_id
+        if action_id in self.labels or action_id in self.looking_up:
             return None
-        if isinstance(event.data.get("kind"), str) and "value" in event.data:
+        if event.data.kind:
             return None  # the event says what was asked itself
         return action_id
 
-    def ingest(self, event: Event) -> bool:
+    def ingest(self, event: ActionEvent) -> bool:
         """Take an action event; returns True when it moved an action to a new phase."""
-        phase = _PHASE_OF_EVENT.get(event.name)
-        action_id = event.data.get("action_id")
-        if phase is None or not isinstance(action_id, str):
-            return False
-        self._states[action_id] = ActionState(action_id, phase, event.message, event.time)
+        phase = _PHASE_OF_EVENT[event.name]
+        action_id = event.data.action_id
+        self._states[action_id] = ActionState(action_id, phase, event.message, event.time, event.data.detail)
         self._states.move_to_end(action_id)
         while len(self._states) > MAX_TRACKED:
             self._states.popitem(last=False)

@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agent.wire import Event
+from agent.wire import BenchProgressEvent, BenchRunEvent, Event
+from agent.wire.events import BenchRunName
+from agent.wire.payloads import BenchProgressLine
 from console.model.marks import BenchSpan
 
 RunState = Literal["running", "finished", "failed", "cancelled"]
 
-_STATE_OF_EVENT: dict[str, RunState] = {
+_STATE_OF_EVENT: dict[BenchRunName | Literal["bench.progress"], RunState] = {
     "bench.started": "running",
     "bench.progress": "running",
     "bench.finished": "finished",
@@ -70,11 +72,7 @@ class BenchRun:
 
 
 def is_progress(event: Event) -> bool:
-    return event.name == "bench.progress"
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return isinstance(event, BenchProgressEvent)
 
 
 class BenchTracker:
@@ -84,35 +82,16 @@ class BenchTracker:
         self.runs: dict[str, BenchRun] = {}
         self.latest: BenchRun | None = None
 
-    def ingest(self, event: Event) -> bool:
-        state = _STATE_OF_EVENT.get(event.name)
-        bench_id = event.data.get("bench_id")
-        if state is None or not isinstance(bench_id, str):
-            return False
-        data = event.data
+    def ingest(self, event: BenchRunEvent | BenchProgressEvent) -> bool:
+        bench_id = event.data.bench_id
+        state = _STATE_OF_EVENT[event.name]
         run = self.runs.get(bench_id) or BenchRun(bench_id, state, event.time, event.time)
-        fraction = data.get("fraction")
-        run = replace(
-            run,
-            state=state,
-            updated_at=event.time,
-            fraction=float(fraction) if isinstance(fraction, int | float) else run.fraction,
-            arm=str(data["arm"]) if isinstance(data.get("arm"), str) else run.arm,
-            concurrency=_int(data.get("concurrency")) or run.concurrency,
-            completed=_int(data.get("completed")) if "completed" in data else run.completed,
-            requests=_int(data.get("requests")) or run.requests,
-            level_index=_int(data.get("level_index")) if "level_index" in data else run.level_index,
-            levels=_int(data.get("levels")) or run.levels,
-            repeat=_int(data.get("repeat")) if "repeat" in data else run.repeat,
-            repeats=_int(data.get("repeats")) or run.repeats,
-            message=event.message,
-            error=str(data["error"]) if data.get("error") else run.error,
-            stated_eta_s=float(eta) if isinstance(eta := data.get("eta_s"), int | float) else None,
-            phase=str(data["phase"]) if isinstance(data.get("phase"), str) else run.phase,
-            phase_words=str(data["message"]) if is_progress(event) and isinstance(data.get("message"), str)
-            else run.phase_words,
-            external=run.external or data.get("external") is True,
-        )  # fmt: skip
+        run = replace(run, state=state, updated_at=event.time, message=event.message)
+        if isinstance(event, BenchProgressEvent):
+            run = _progressed(run, event.data)
+        else:
+            line = event.data
+            run = replace(run, error=line.error or run.error, external=run.external or line.external)
         if state == "finished":
             run = replace(run, fraction=1.0)
         self.runs[bench_id] = run
@@ -133,3 +112,22 @@ class BenchTracker:
              for r in self.runs.values()),
             key=lambda s: s.start,
         )  # fmt: skip
+
+
+def _progressed(run: BenchRun, progress: BenchProgressLine) -> BenchRun:
+    """A run moved on by its progress (``agent.wire.bench.BenchProgress``, the fields the agent sends)."""
+    return replace(
+        run,
+        fraction=progress.fraction,
+        arm=progress.arm,
+        concurrency=progress.concurrency or run.concurrency,
+        completed=progress.completed,
+        requests=progress.requests or run.requests,
+        level_index=progress.level_index,
+        levels=progress.levels or run.levels,
+        repeat=progress.repeat,
+        repeats=progress.repeats or run.repeats,
+        stated_eta_s=progress.eta_s,
+        phase=progress.phase,
+        phase_words=progress.message,
+    )

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from agent.wire import Event, Snapshot
+from agent.wire import ActionEvent, BenchProgressEvent, BenchRunEvent, Event, Snapshot
+from agent.wire.events import SpeculationEvent
 from console.model.actions import ActionTracker
-from console.model.bench import BenchTracker, is_progress
+from console.model.bench import BenchTracker
 from console.model.health import HealthTracker
 from console.model.marks import ChartMarks, SpecSwitch, chart_marks
 from console.model.points import PointRing, point_of
@@ -50,7 +51,7 @@ class ConsoleModel:
         self.step_changes = 0
         """``speculation.steps`` events seen: the adaptive policy moves the step count every few
         seconds under load; the event log counts them instead of listing each one."""
-        self.last_step_change: Event | None = None
+        self.last_step_change: SpeculationEvent | None = None
         self.actions = ActionTracker()
         self.bench = BenchTracker()
         self.health = HealthTracker()
@@ -84,13 +85,13 @@ class ConsoleModel:
         self.health.update(snap)
 
     def _event(self, event: Event) -> None:
-        if event.kind == "bench":
+        if isinstance(event, BenchRunEvent | BenchProgressEvent):
             self.bench.ingest(event)
-            if is_progress(event):
+            if isinstance(event, BenchProgressEvent):
                 return  # the newest progress is in ``bench``; the log keeps starts and ends only
-        elif event.kind == "action":
+        elif isinstance(event, ActionEvent):
             self.actions.ingest(event)
-        elif event.name == "speculation.steps":
+        elif isinstance(event, SpeculationEvent) and event.name == "speculation.steps":
             self.step_changes += 1
             self.last_step_change = event
         elif event.name in SWITCH_EVENTS:

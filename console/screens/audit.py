@@ -137,7 +137,7 @@ class AuditScreen(LiveScreen):
         text = Text.assemble((f"{kind} {record.status}", "bold"))
         if record.message:
             text.append(f": {record.message}")
-        client = record.source.get("client")
+        client = record.source.client
         text.append(f"  (from {record.where}" + (f", {client})" if client else ")"), style="dim")
         detail.update(text)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
 from agent.wire.api import BenchPlan
+from agent.wire.bench import DEFAULT_REPEATS, BenchRequest, StopRule
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.bench import BenchRun
@@ -54,7 +55,6 @@ MODE_WORDS = {
     "sweep": "sweep: each level with the server as it runs",
 }
 
-REPEATS = 2
 """Windows per arm and level the console asks for: the fewest that give an interval over repeats."""
 
 
@@ -232,13 +232,13 @@ def duration_text(plan: BenchPlan | str) -> Text:
     return text
 
 
-def rule_words(body: dict[str, Any]) -> str:
-    """The stopping rule of a start's body, in the confirm's words."""
+def rule_words(request: BenchRequest) -> str:
+    """The stopping rule of a start, in the confirm's words."""
     parts = []
-    if "until" in body:
-        parts.append(f"until every arm's 95 % interval is within ±{body['until'] * 100:g} %")
-    if "budget_s" in body:
-        budget = f"the run's {duration(body['budget_s'])} are spent"
+    if request.until is not None:
+        parts.append(f"until every arm's 95 % interval is within ±{request.until * 100:g} %")
+    if request.budget_s is not None:
+        budget = f"the run's {duration(request.budget_s)} are spent"
         parts.append(f"or {budget}" if parts else f"until {budget}")
     return (
         "the first windows of every arm at every level (the duration below says how many), then more at a level "
@@ -248,31 +248,29 @@ def rule_words(body: dict[str, Any]) -> str:
 
 
 def confirm_body(
-    body: dict[str, Any], profile: str, where: str, plan: BenchPlan | str | None = None
+    request: BenchRequest, profile: str, where: str, plan: BenchPlan | str | None = None
 ) -> Table:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="dim")
     table.add_column()
-    levels = body["concurrency"]
-    table.add_row("mode", MODE_WORDS.get(str(body["mode"]), str(body["mode"])))
+    levels = request.concurrency
+    options = request.options
+    table.add_row("mode", MODE_WORDS.get(request.mode, request.mode))
     table.add_row("levels", f"{', '.join(map(str, levels))} concurrent streams (up to {max(levels)} at once)")
-    per_window = body.get("min_requests")
+    per_window = request.min_requests
     table.add_row(
         "measured",
         (f"windows of at least {per_window} completed requests" if per_window
          else "windows of two requests per stream (at least 8)")
         + ", at least 1 s, at the asked concurrency (the ramp is not measured)",
     )  # fmt: skip
-    if "until" in body or "budget_s" in body:
-        table.add_row("windows", rule_words(body))
+    if request.until is not None or request.budget_s is not None:
+        table.add_row("windows", rule_words(request))
     else:
-        repeats = body.get("repeats", REPEATS)
-        table.add_row("repeats", f"{repeats} windows per arm and level, for each figure's interval")
-    if body.get("arms"):
-        table.add_row("arms", ", ".join(body["arms"]) + " only")
-    table.add_row(
-        "tokens", f"{body.get('input_len', 1024)} in, {body.get('output_len', 256)} out per request"
-    )
+        table.add_row("repeats", f"{options.repeats} windows per arm and level, for each figure's interval")
+    if request.arms:
+        table.add_row("arms", ", ".join(request.arms) + " only")
+    table.add_row("tokens", f"{options.input_len} in, {options.output_len} out per request")
     table.add_row("against", Text.assemble((profile, "bold"), f" ({where}), beside the traffic it serves"))
     if plan is not None:
         table.add_row("duration", duration_text(plan))
@@ -283,10 +281,10 @@ _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
 _UNIT_S = {None: 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
-def stop_fields(until: str, budget: str) -> dict[str, float] | str | None:
-    """The stopping rule's body fields from what the operator typed (``4%`` or ``0.04``; ``1200``,
-    ``20m`` or ``1h``), None when both are empty, or what is wrong in words. The agent checks the
-    ranges and names a field it refuses."""
+def stop_fields(until: str, budget: str) -> StopRule | str | None:
+    """The stopping rule from what the operator typed (``4%`` or ``0.04``; ``1200``, ``20m`` or
+    ``1h``), None when both are empty, or what is wrong in words. The agent checks the ranges and
+    names a field it refuses."""
     fields: dict[str, float] = {}
     text = until.strip()
     if text:
@@ -300,7 +298,7 @@ def stop_fields(until: str, budget: str) -> dict[str, float] | str | None:
         if match is None:
             return f"budget: {text} is not a duration; type seconds (1200) or minutes (20m) or hours (1h)"
         fields["budget_s"] = float(match.group(1)) * _UNIT_S[match.group(2)]
-    return fields or None
+    return StopRule.model_validate(fields) if fields else None
 
 
 def ended_words(run: BenchRun) -> Text:
@@ -481,46 +479,53 @@ class BenchScreen(LiveScreen):
     def _start(self) -> None:
         self.start()
 
-    def _body(self) -> dict[str, Any] | str:
+    def _request(self) -> BenchRequest | str:
+        """The run the fields ask for, or what is wrong with them (nothing is sent then)."""
         try:
             levels = [int(x) for x in self.query_one("#bench-levels", Input).value.split(",") if x.strip()]
         except ValueError:
             return "concurrency must be whole numbers separated by commas, e.g. 1,2,4,8"
         if not levels:
             return "concurrency needs at least one level, e.g. 1,2,4,8"
-        body: dict[str, Any] = {"concurrency": levels, "mode": self.query_one("#bench-mode", Select).value}
+        mode = "sweep" if self.query_one("#bench-mode", Select).value == "sweep" else "compare"
+        given: dict[str, int] = {}
         for key, selector in (("min_requests", "#bench-requests"), ("output_len", "#bench-output"),
                               ("input_len", "#bench-input")):  # fmt: skip
             text = self.query_one(selector, Input).value.strip()
             if text:
-                body[key] = int(text)
+                given[key] = int(text)
         rule = stop_fields(
             self.query_one("#bench-until", Input).value, self.query_one("#bench-budget", Input).value
         )
         if isinstance(rule, str):
             return rule
-        body |= rule or {"repeats": REPEATS}
         arms = [a.strip() for a in self.query_one("#bench-arms", Input).value.split(",") if a.strip()]
-        if arms:
-            if body["mode"] != "compare":
-                return "arms are a compare's (on, off, adaptive): choose compare, or leave arms empty"
-            body["arms"] = arms
-        return body
+        if arms and mode != "compare":
+            return "arms are a compare's (on, off, adaptive): choose compare, or leave arms empty"
+        return BenchRequest(
+            mode=mode,
+            concurrency=levels,
+            repeats=None if rule else DEFAULT_REPEATS,
+            until=rule.until if rule else None,
+            budget_s=rule.budget_s if rule else None,
+            arms=arms or None,
+            **given,
+        )
 
     @work(exclusive=True, group="bench-start")
     async def start(self) -> None:
         if self.session.readonly:
             self._status(Text("Read-only: benchmarks are disabled.", style="$info"))
             return
-        body = self._body()
-        if isinstance(body, str):
-            self._status(Text(body, style="$bad"))
+        request = self._request()
+        if isinstance(request, str):
+            self._status(Text(request, style="$bad"))
             return
         latest = self.session.model.latest
         profile = latest.profile_name if latest is not None and latest.profile_name else "this server"
         production = bool(latest and latest.production)
         try:
-            plan: BenchPlan | str = await self.session.client.bench_plan(body)
+            plan: BenchPlan | str = await self.session.client.bench_plan(request)
         except LinkError as exc:
             if exc.status == 422:
                 reason = exc.detail if isinstance(exc.detail, str) else str(exc)
@@ -529,16 +534,16 @@ class BenchScreen(LiveScreen):
             plan = f"unknown: the agent could not estimate it ({exc})"
         dialog = ConfirmDialog(
             f"Start a benchmark on {profile}?",
-            confirm_body(body, profile, self.session.link.describe(), plan),
+            confirm_body(request, profile, self.session.link.describe(), plan),
             challenge=profile if production else None,
         )
         if not await self.session.ask(dialog):
             self._status(Text("Cancelled; no benchmark started.", style="$warn"))
             return
-        if dialog.typed is not None:
-            body["confirm_production"] = dialog.typed  # the agent checks the name again itself
+        if dialog.typed is not None:  # the agent checks the name again itself
+            request = request.model_copy(update={"confirm_production": dialog.typed})
         try:
-            bench_id = await self.session.client.bench_start(body)
+            bench_id = await self.session.client.bench_start(request)
         except LinkError as exc:
             reason = exc.detail if isinstance(exc.detail, str) else str(exc)
             self._status(

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Select, Static
 
-from agent.wire import ActionRequest
+from agent.wire import ActionEvent, ActionRequest
 from agent.wire.actions import CATALOGUE, ActionKind, ActionSpec, built_steps_words, of_kinds, spec_of
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
@@ -228,8 +228,8 @@ class ControlsScreen(LiveScreen):
         later = [a for a in model.actions.ended_since(self._said_at + 1e-6) if a.action_id not in self._mine]
         if later:
             last = later[-1]
-            event = next((e for e in reversed(model.events) if e.data.get("action_id") == last.action_id
-                          and e.name in SHOWN_PHASES), None)  # fmt: skip
+            event = next((e for e in reversed(model.events) if isinstance(e, ActionEvent)
+                          and e.data.action_id == last.action_id and e.name in SHOWN_PHASES), None)  # fmt: skip
             line = Text("Latest: ", style="dim")
             line.append_text(action_words(event, model.actions) if event is not None else Text(last.message))
             line.append(f" at {clock(last.time)} UTC.", style="dim")

@@ -15,6 +15,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.widgets import Input, Label, RichLog, Static
 
+from agent.wire import ActionEvent
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.logtail import matching_lines, new_lines, step_match
@@ -42,8 +43,8 @@ def events_title(model: ConsoleModel) -> Text:
     last = model.last_step_change
     if last is not None:
         noun = "change" if model.step_changes == 1 else "changes"
-        old, new = last.data.get("old"), last.data.get("new")
-        moved = f" {old} → {new}" if isinstance(old, int) and isinstance(new, int) else ""
+        old, new = last.data.old, last.data.new
+        moved = f" {old} → {new}" if old is not None and new is not None else ""
         text.append(
             f" · {model.step_changes} speculation step {noun}, the last{moved} at {clock(last.time)}",
             style="dim",
@@ -228,14 +229,14 @@ class LogsScreen(LiveScreen):
             if event.name in UNLISTED:
                 self.shown_event_seq = event.seq
                 continue
-            if event.kind == "action" and event.data.get("action_id") in model.actions.looking_up:
+            if isinstance(event, ActionEvent) and event.data.action_id in model.actions.looking_up:
                 break  # its words are on the way: keep the log in order, write it when they arrive
             self.shown_event_seq = event.seq
             line = Text(f"{clock(event.time)} ", style="dim")
             line.append(f"{event.kind:<11}", style=_KIND_STYLE.get(event.kind, ""))
             line.append(" ")
             line.append_text(
-                action_words(event, model.actions) if event.kind == "action" else Text(event.message)
+                action_words(event, model.actions) if isinstance(event, ActionEvent) else Text(event.message)
             )
             self.event_lines = [*self.event_lines, line][-EVENT_LINES:]
             log.write(self._marked(line))

@@ -6,11 +6,9 @@ Every screen that shows actions (Controls, Profiles, Bench, Logs) and the sessio
 
 from __future__ import annotations
 
-import contextlib
-
 from rich.text import Text
 
-from agent.wire import ActionRequest, ActionResult, Event, Plan
+from agent.wire import ActionEvent, ActionRequest, ActionResult, Event, Plan
 from agent.wire.actions import setting_name, spec_of
 from console.model.actions import ActionState, ActionTracker
 from console.widgets.format import clock, human, human_setting
@@ -83,22 +81,23 @@ def action_line(event: Event, tracker: ActionTracker) -> Text:
 
 def action_words(event: Event, tracker: ActionTracker) -> Text:
     """An action event in the console's words: what was asked (from this console's own request, the
-    agent's record of another's, or the kind and value when the event carries them), the phase, and
-    why it failed. Only an action nobody could look up falls back to the agent's message."""
-    data = event.data
-    action_id = str(data.get("action_id", ""))
-    phase = event.name.removeprefix("action.")
-    label = tracker.labels.get(action_id)
-    if label is None and isinstance(data.get("kind"), str) and "value" in data:
-        with contextlib.suppress(ValueError):  # a kind this console does not know: the agent's message
-            label = action_label(ActionRequest(request_id="x" * 8, kind=data["kind"], value=data["value"]))
+    agent's record of another's, or the kind and value the event carries), the phase, and why it
+    was refused, failed or expired (the event's ``detail``, said once). Only an action nobody could
+    look up, or an event of another family, reads as the agent's message."""
     text = Text()
+    if not isinstance(event, ActionEvent):
+        text.append(event.message)
+        return text
+    data = event.data
+    phase = event.name.removeprefix("action.")
+    label = tracker.labels.get(data.action_id)
+    if label is None and data.kind:
+        label = label_of(data.kind, data.value)
     if label is None:
         text.append(event.message)
         return text
     text.append(f"{label}: ")
     text.append(phase, style=_STATUS_STYLE.get(phase, "$warn"))
-    detail = event.message.partition(": ")[2]
-    if phase in ("failed", "expired", "rejected") and detail:
-        text.append(f" — {detail}", style="dim")
+    if phase in ("failed", "expired", "rejected") and data.detail:
+        text.append(f" — {data.detail}", style="dim")
     return text

@@ -17,7 +17,7 @@ import pytest
 from daemon_harness import ENGINE_KEY, Agent, read_stream
 
 from agent.sglang import live_control
-from agent.wire import ActionResult, Event
+from agent.wire import EVENT, ActionEvent, ActionResult
 
 pytestmark = pytest.mark.slow
 
@@ -36,12 +36,9 @@ def _live_threshold(agent: Agent) -> int:
     return int(info["internal_states"][0][live_control.READBACK_FIELD]["threshold"])
 
 
-def _action_events(items: list[tuple[str, dict[str, Any]]], action_id: str) -> list[Event]:
-    return [
-        Event.model_validate(d)
-        for k, d in items
-        if k == "event" and d["kind"] == "action" and d["data"].get("action_id") == action_id
-    ]
+def _action_events(items: list[tuple[str, dict[str, Any]]], action_id: str) -> list[ActionEvent]:
+    events = [EVENT.validate_python(d) for k, d in items if k == "event"]
+    return [e for e in events if isinstance(e, ActionEvent) and e.data.action_id == action_id]
 
 
 async def test_a_cancelled_plan_ends_cancelled_is_audited_so_and_never_applies(shared_agent: Agent) -> None:
@@ -73,10 +70,10 @@ async def test_a_cancelled_plan_ends_cancelled_is_audited_so_and_never_applies(s
     assert _live_threshold(shared_agent) == before  # never applied
     events = _action_events(items, plan["action_id"])
     assert [e.name for e in events] == ["action.planned", "action.cancelled"]
-    assert events[0].data["terminal"] is False and events[1].data["terminal"] is True
-    assert events[1].data["status"] == "cancelled" and events[1].data["value"] == wanted
+    assert events[0].data.terminal is False and events[1].data.terminal is True
+    assert events[1].data.status == "cancelled" and events[1].data.value == wanted
     assert "waiting for the operator to confirm" in events[0].message
-    assert events[1].message.startswith(f"threshold {wanted}: cancelled")
+    assert events[1].message.startswith(f"threshold → {wanted}: cancelled")
     (line,) = _audit(shared_agent, plan["action_id"])
     assert line["result"]["status"] == "cancelled"
     assert line["operator"] == "night-ops"
@@ -92,7 +89,7 @@ async def test_an_applied_live_change_ends_with_one_terminal_event_in_words(shar
         plan = (await c.post("/v1/actions", json=body)).json()
         result = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
         items = await read_stream(
-            c, since, lambda it: any(e.data["terminal"] for e in _action_events(it, plan["action_id"])), 10
+            c, since, lambda it: any(e.data.terminal for e in _action_events(it, plan["action_id"])), 10
         )
         running = (await c.get("/v1/profile")).json()
     assert result["status"] == "applied"
@@ -114,13 +111,13 @@ async def test_a_restart_action_ends_applied_once_the_engine_is_ready(make_agent
         assert plan["mode"] == "restart"
         confirmed = (await c.post(f"/v1/actions/{plan['action_id']}/confirm")).json()
         items = await read_stream(
-            c, since, lambda it: any(e.data["terminal"] for e in _action_events(it, plan["action_id"])), 90
+            c, since, lambda it: any(e.data.terminal for e in _action_events(it, plan["action_id"])), 90
         )
         result = (await c.get(f"/v1/actions/{plan['action_id']}")).json()
     assert confirmed["status"] == "applying"
     events = _action_events(items, plan["action_id"])
     assert [e.name for e in events] == ["action.planned", "action.applying", "action.applied"]
-    assert [e.data["terminal"] for e in events] == [False, False, True]
+    assert [e.data.terminal for e in events] == [False, False, True]
     ready = [d for k, d in items if k == "event" and d["name"] == "engine.ready"]
     assert ready and ready[-1]["seq"] < events[-1].seq  # ended after the new engine was ready
     assert result["status"] == "applied"

@@ -117,5 +117,6 @@ async def test_bench_progress_reaches_the_stream_coalesced_and_the_end_carries_t
     end = bench[-1]
     assert end["name"] == "bench.finished"
     line = next(r for r in runs if r["bench_id"] == started.json()["bench_id"])
-    assert end["data"] == line  # the event carries the run's history line as GET /v1/bench lists it
+    # the event carries the run's history line as GET /v1/bench lists it (and that the agent ran it)
+    assert end["data"] == {**line, "external": False}
     assert line["state"] == "finished" and line["profile"] == "sim-shared"

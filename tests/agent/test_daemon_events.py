@@ -85,7 +85,11 @@ async def test_identity_is_stamped_once_and_a_switch_is_published_beside_its_sna
         ("event", "finding.cleared"),
     ]
     off = items[2]
-    assert off["time"] == now + 1 and off["data"] == {"reason": "above_threshold", "running": 9}
+    assert off["time"] == now + 1 and off["kind"] == "speculation"
+    assert {k: v for k, v in off["data"].items() if v is not None} == {
+        "reason": "above_threshold",
+        "running": 9,
+    }
     assert "9 requests are running" in str(off["message"])
 
 
@@ -93,7 +97,20 @@ async def test_an_event_name_outside_the_literal_is_published_not_lost(daemon: D
     daemon.emit("engine", "engine.something_new", "a newer supervisor said so", {"pid": 1})
     (event,) = [i for i in _published(daemon) if i["item"] == "event"]
     assert event["name"] == "agent.unknown_event"
-    assert event["data"] == {"pid": 1, "name": "engine.something_new"}
+    assert event["data"] == {
+        "name": "engine.something_new",
+        "data": {"pid": 1},
+        "problem": "a name the wire does not list",
+    }
+
+
+async def test_data_that_does_not_fit_its_payload_is_published_whole_not_lost(daemon: Daemon) -> None:
+    daemon.emit("engine", "engine.ready", "ready", {"pid": "not a pid", "url": "http://e"})
+    (event,) = [i for i in _published(daemon) if i["item"] == "event"]
+    assert event["name"] == "agent.unknown_event" and event["message"] == "ready"
+    assert event["data"]["name"] == "engine.ready"
+    assert event["data"]["data"] == {"pid": "not a pid", "url": "http://e"}
+    assert "pid" in event["data"]["problem"]
 
 
 def _emitted_names() -> set[str]:

@@ -18,7 +18,8 @@ import pytest
 from daemon_harness import ENGINE_KEY, REPO, Agent, pid_alive, read_stream
 
 from agent.sglang import live_control
-from agent.wire import Event, Plan, Snapshot
+from agent.wire import EVENT, Plan, Snapshot
+from agent.wire.events import EngineEvent
 
 pytestmark = pytest.mark.slow
 
@@ -287,9 +288,9 @@ async def test_killed_engine_is_restarted(make_agent: Any) -> None:
     names = [d["name"] for k, d in items if k == "event"]
     assert names.index("engine.crashed") < names.index("engine.restarting") < names.index("engine.ready")
     crashed = next(
-        Event.model_validate(d) for k, d in items if k == "event" and d["name"] == "engine.crashed"
+        EVENT.validate_python(d) for k, d in items if k == "event" and d["name"] == "engine.crashed"
     )
-    assert crashed.data["pid"] == old_pid
+    assert isinstance(crashed, EngineEvent) and crashed.data.pid == old_pid
     now = agent.status()
     assert now["engine_state"] == "ready" and now["engine_pid"] != old_pid
     assert pid_alive(now["engine_pid"])

@@ -287,7 +287,7 @@ async def test_stream_replays_after_a_cursor_then_follows() -> None:
     base = hub.last_seq  # a run's numbering starts at its start time (ms), above any earlier run's
     for _ in range(3):
         hub.publish_snapshot(lambda seq: Snapshot(seq=seq, time=time.time()))
-    hub.publish_event("agent", "agent.started", "hello")
+    hub.publish_event("agent.started", "hello")
     got: list[int] = []
 
     async def reader() -> None:

@@ -33,7 +33,7 @@ def test_stored_items_give_back_the_json_the_model_wrote() -> None:
     clock = Clock()
     hub = StreamHub(clock=clock)
     snap = hub.publish_snapshot(lambda seq: busy(seq, clock()))
-    event = hub.publish_event("engine", "engine.ready", "ready", {"pid": 7})
+    event = hub.publish_event("engine.ready", "ready", {"pid": 7})
     stored = hub.since(0)
     assert [s.kind for s in stored] == ["snapshot", "event"]
     assert stored[0].json() == snap.model_dump_json().encode()
@@ -46,7 +46,7 @@ def test_lists_built_from_stored_json_validate_as_the_wire_models() -> None:
     clock = Clock()
     hub = StreamHub(clock=clock)
     snaps = [hub.publish_snapshot(lambda seq: busy(seq, clock())) for _ in range(3)]
-    hub.publish_event("agent", "agent.started", "hello")
+    hub.publish_event("agent.started", "hello")
     listed = SnapshotList.model_validate_json(json_list("snapshots", hub.snapshots.since(0)))
     assert listed.snapshots == snaps
     events = EventList.model_validate(json.loads(json_list("events", hub.events.since(0))))
@@ -64,7 +64,7 @@ def test_the_stored_snapshots_are_bounded_by_count_and_by_age() -> None:
     assert len(hub.snapshots) == 10
     assert [s.seq for s in hub.snapshots.since(0)] == made[-10:]
     for i in range(5):
-        hub.publish_event("agent", "agent.started", f"e{i}")
+        hub.publish_event("agent.started", f"e{i}")
     assert [json.loads(s.json())["message"] for s in hub.events.since(0)] == ["e2", "e3", "e4"]
     clock.now += 60.0 - 0.25 * 4  # the four newest snapshots are now within the last minute
     assert [s.seq for s in hub.snapshots.since(0)] == made[-4:]

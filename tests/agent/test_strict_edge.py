@@ -21,6 +21,11 @@ from daemon_harness import Agent
         ("POST", "/v1/agent/stop", {"engine_too": "true"}, "engine_too"),
         ("PUT", "/v1/profiles/x", {"toml": 12}, "toml"),
         ("POST", "/v1/actions", {"request_id": "strict-0001", "kind": "threshold", "value": 3.0}, "value"),
+        # issue 38: each names the field and what that kind takes, not pydantic's list of types
+        ("POST", "/v1/actions", {"request_id": "strict-0003", "kind": "threshold", "value": 4.0}, "value"),
+        ("POST", "/v1/actions", {"request_id": "strict-0004", "kind": "steps", "value": 1.5}, "value"),
+        ("POST", "/v1/actions", {"request_id": "strict-0005", "kind": "steps", "value": []}, "value"),
+        ("POST", "/v1/actions", {"request_id": "strict-0006", "kind": "threshold", "value": {}}, "value"),
         ("POST", "/v1/actions", {"request_id": 12345678, "kind": "threshold", "value": 3}, "request_id"),
     ],
     ids=lambda v: v if isinstance(v, str) and not v.startswith("/") else None,
@@ -34,7 +39,13 @@ async def test_a_wrong_type_is_refused_naming_the_field_and_changes_nothing(
         assert answer.status_code == 422, answer.text
         detail = answer.json()["detail"]
         assert any(item["loc"][:2] == ["body", field] for item in detail), detail
-        assert all("Input should be" in item["msg"] for item in detail), detail
+        # an action's value says what its kind takes (the catalogue's words), any other field its type
+        said = (
+            f"{body['kind']} takes a whole number"
+            if path == "/v1/actions" and field == "value"
+            else "Input should be"
+        )
+        assert all(said in item["msg"] for item in detail), detail
         after = (await c.get("/v1/status")).json()
     assert after["tick_interval_s"] == before["tick_interval_s"]
     assert after["engine_pid"] == before["engine_pid"] and after["engine_state"] == "ready"

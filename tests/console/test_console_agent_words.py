@@ -18,7 +18,7 @@ from console_testkit import RunningAgent, text_of, until
 from textual.widgets import RichLog
 
 from agent.profile import parse_profile
-from agent.wire import WIRE_VERSION, Event
+from agent.wire import WIRE_VERSION, Event, read_event
 from agent.wire.api import AgentStatus, KvWhatIf, ProfileDiff, ProfileList, ProfileRead, VersionInfo
 from console.app import ConsoleApp
 from console.link import LinkError
@@ -198,10 +198,7 @@ async def test_the_events_pane_lists_the_agents_events_and_counts_the_step_chang
         await until(lambda: "speculation" in event_lines(app), what="the events pane")
         title = str(app.screen.query_one("#events-title").render())
         last = steps[-1]
-        assert (
-            f"{len(steps)} speculation step changes, the last {last.data['old']} → {last.data['new']}"
-            in title
-        )
+        assert f"{len(steps)} speculation step changes, the last {last.data.old} → {last.data.new}" in title
         lines = event_lines(app)
         assert "speculation steps" not in lines
         assert lines.count("speculation off: ") == sum(e.name == "speculation.off" for e in switches)
@@ -214,4 +211,4 @@ def load_events(recording: Path) -> list[tuple[int, Event]]:
     from console.link.replay import load_recording
 
     items, _ = load_recording(recording)
-    return [(item.seq, Event.model_validate(item.data)) for item in items if item.kind == "event"]
+    return [(item.seq, read_event(item.data)) for item in items if item.kind == "event"]

@@ -11,6 +11,7 @@ from console_testkit import RunningAgent, text_of, until
 from textual.widgets import Input, Select
 
 from agent.bench.store import BenchStore, new_bench_id
+from agent.wire.bench import StopRule
 from agent.wire.bench_result import BenchResult
 from console.app import ConsoleApp
 from console.link.local import LocalLink
@@ -77,9 +78,9 @@ async def test_a_ruled_result_shows_what_stopped_each_level_and_the_interval_eac
 
 def test_the_rule_is_read_as_an_operator_types_it() -> None:
     assert stop_fields("", "") is None
-    assert stop_fields("4%", "20m") == {"until": 0.04, "budget_s": 1200.0}
-    assert stop_fields("0.05", "1h") == {"until": 0.05, "budget_s": 3600.0}
-    assert stop_fields(" ", "90") == {"budget_s": 90.0}
+    assert stop_fields("4%", "20m") == StopRule(until=0.04, budget_s=1200.0)
+    assert stop_fields("0.05", "1h") == StopRule(until=0.05, budget_s=3600.0)
+    assert stop_fields(" ", "90") == StopRule(budget_s=90.0)
     assert stop_fields("lots", "") == "until: lots is not a share; type a percentage such as 4%"
     assert isinstance(stop_fields("", "soon"), str)
 

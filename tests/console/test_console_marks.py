@@ -6,7 +6,7 @@ the charts draw on.
 
 from __future__ import annotations
 
-from agent.wire import Event, Snapshot
+from agent.wire import Event, Snapshot, make_event
 from console.model import ConsoleModel
 from console.model.marks import BenchBand, BenchSpan, ChartMarks, SpecSwitch, chart_marks
 
@@ -20,8 +20,8 @@ SWITCHES = (
 
 
 def event(seq: int, t: float, name: str, **data: object) -> Event:
-    kind = name.split(".")[0]
-    return Event(seq=seq, time=t, kind=kind, name=name, message=name, data=data)  # type: ignore[arg-type]
+    progress = {"arm": "on", "concurrency": 1, "level_index": 0, "levels": 1, "completed": 0, "requests": 1}
+    return make_event(seq, t, name, name, {**progress, **data} if name == "bench.progress" else data)
 
 
 def test_without_a_bench_every_switch_in_the_window_keeps_its_marker() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.wire import Event, Load, Snapshot, Speculation, Throughput
+from agent.wire import Load, Snapshot, Speculation, Throughput, make_event
 from console.model import ConsoleModel, LinkStatus
 
 
@@ -21,7 +21,7 @@ def test_catch_up_overlap_is_dropped_not_doubled() -> None:
     for n in range(1, 4):
         assert model.ingest(snap(n, float(n), True))
     assert not model.ingest(snap(2, 2.0, True))
-    assert model.ingest(Event(seq=4, time=4.0, kind="engine", name="engine.ready", message="ready"))
+    assert model.ingest(make_event(4, 4.0, "engine.ready", "ready"))
     assert [s.seq for s in model.snapshots] == [1, 2, 3]
     assert model.last_seq == 4 and model.duplicates_dropped == 1
     assert len(model.events) == 1

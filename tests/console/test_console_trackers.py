@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.wire import Event, Finding, Load, Snapshot, Speculation
+from agent.wire import Event, Finding, Load, Snapshot, Speculation, make_event
 from agent.wire.bench_result import BenchResult
 from console.model import ConsoleModel
 from console.model.bench_result import parse_result
@@ -13,7 +13,14 @@ from console.widgets.findings import findings_text
 
 
 def event(seq: int, t: float, kind: str, name: str, **data: object) -> Event:
-    return Event(seq=seq, time=t, kind=kind, name=name, message=f"{name} message", data=data)  # type: ignore[arg-type]
+    assert name.startswith(f"{kind}.")
+    return make_event(
+        seq, t, name, f"{name} message", {**PROGRESS, **data} if name == "bench.progress" else data
+    )
+
+
+PROGRESS = {"arm": "sweep", "concurrency": 1, "level_index": 0, "levels": 1, "completed": 0, "requests": 1}
+"""What every bench.progress carries (``agent.wire.bench.BenchProgress``) where a test does not say."""
 
 
 def finding(code: str, severity: str = "warning") -> Finding:

@@ -8,7 +8,17 @@ from io import StringIO
 from rich.console import Console, RenderableType
 
 from agent.telemetry.throttle import THROTTLE_BITS
-from agent.wire import ActionRequest, Change, Event, Latency, Load, Plan, Snapshot, Speculation, Throughput
+from agent.wire import (
+    ActionRequest,
+    Change,
+    Latency,
+    Load,
+    Plan,
+    Snapshot,
+    Speculation,
+    Throughput,
+    make_event,
+)
 from console.model.actions import ActionTracker
 from console.model.bench import BenchRun
 from console.model.points import ChartPoint
@@ -85,11 +95,10 @@ def test_accept_length_is_a_dash_unless_drafting_with_traffic() -> None:
 def test_the_actions_log_uses_the_consoles_words_for_its_own_actions() -> None:
     tracker = ActionTracker()
     tracker.label("act-1", "adaptive → off")
-    applied = Event(seq=1, time=0.0, kind="action", name="action.applied", message="adaptive False: done",
-                    data={"action_id": "act-1"})  # fmt: skip
+    applied = make_event(1, 0.0, "action.applied", "adaptive False: done", {"action_id": "act-1"})
     assert action_line(applied, tracker).plain == "00:00:00 adaptive → off: applied"
-    failed = Event(seq=2, time=0.0, kind="action", name="action.failed", message="topk 2: engine crashed",
-                   data={"action_id": "act-2", "kind": "topk", "value": 2})  # fmt: skip
+    failed = make_event(2, 0.0, "action.failed", "topk 2: failed. engine crashed",
+                        {"action_id": "act-2", "kind": "topk", "value": 2, "detail": "engine crashed"})  # fmt: skip
     assert action_line(failed, tracker).plain == "00:00:00 topk → 2: failed — engine crashed"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.telemetry.ring import RingBuffer, SeqCursor
-from agent.wire import Event, Snapshot
+from agent.wire import Event, Snapshot, make_event
 
 
 class Clock:
@@ -37,7 +37,7 @@ def test_snapshots_and_events_share_one_cursor() -> None:
     snaps: RingBuffer[Snapshot] = RingBuffer(cursor=cursor, clock=clock)
     events: RingBuffer[Event] = RingBuffer(cursor=cursor, clock=clock)
     snaps.add(lambda seq: Snapshot(seq=seq, time=clock()))
-    events.add(lambda seq: Event(seq=seq, time=clock(), kind="agent", name="agent.started", message="hi"))
+    events.add(lambda seq: make_event(seq, clock(), "agent.started", "hi"))
     snaps.add(lambda seq: Snapshot(seq=seq, time=clock()))
     assert [s.seq for s in snaps.since(0)] == [1, 3]
     assert [e.seq for e in events.since(0)] == [2]

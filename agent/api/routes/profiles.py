@@ -18,7 +18,7 @@ from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import WriteGuard
 from agent.profile import ProfileError
 from agent.wire.api import ProfileDeleted, ProfileDiff, ProfileList, ProfileRead, ProfileSaved, RunningProfile
-from agent.wire.events import NAME_MAX, PRINTABLE
+from agent.wire.plans import NAME_MAX, PRINTABLE
 
 router = APIRouter()
 

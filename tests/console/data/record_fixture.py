@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.wire import ActionRequest, Event
+from agent.wire.bench import BenchRequest
 from console.demo.stack import DemoStack
 from console.link import LinkError
 from console.link.client import AgentClient
@@ -31,8 +32,7 @@ HERE = Path(__file__).parent
 GPU_FIXTURE = HERE.parents[1] / "fixtures" / "gpu" / "h200x2-loaded" / "nvml-loaded.json"
 ACTION_AT_S = 20.0
 BENCH_AT_S = 40.0
-BENCH = {"concurrency": [1, 8, 64], "mode": "compare", "requests_per_level": 16, "output_len": 64,
-         "input_len": 256}  # fmt: skip
+BENCH = BenchRequest(concurrency=[1, 8, 64], mode="compare", min_requests=16, output_len=64, input_len=256)
 
 
 async def operator(client: AgentClient, started: float) -> str | None:
@@ -42,7 +42,7 @@ async def operator(client: AgentClient, started: float) -> str | None:
     plan = await client.plan(request)
     await client.confirm(plan.action_id)
     await asyncio.sleep(max(0.0, started + BENCH_AT_S - time.monotonic()))
-    return await client.bench_start(dict(BENCH))
+    return await client.bench_start(BENCH)
 
 
 async def record(stack: DemoStack, out: Path, seconds: float) -> None:
