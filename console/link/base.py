@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 JsonDict = dict[str, Any]
 
 
@@ -41,11 +43,23 @@ class LinkError(Exception):
 
 @dataclass(frozen=True)
 class StreamItem:
-    """One item of the agent's event stream: a snapshot or an event, as raw JSON."""
+    """One item of the agent's event stream: a snapshot or an event, as raw JSON (the client reads
+    it into its ``agent.wire`` model: ``console.link.client``)."""
 
     seq: int
     kind: Literal["snapshot", "event"]
     data: JsonDict
+    time: float = 0.0
+    """Its agent time, where the link knows it (a replay keeps the recorded pace by it)."""
+
+
+class Stamp(BaseModel):
+    """What every stream item carries, read from its raw JSON before its model is: its cursor and time."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    seq: int = 0
+    time: float = 0.0
 
 
 class Link(abc.ABC):

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 import httpx
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from console.link.base import Link, LinkError, StreamItem
 from console.link.errors import agent_socket_error
@@ -18,12 +19,23 @@ STREAM_READ_TIMEOUT_S = 40.0
 """The agent sends a keep-alive every 15 s; two missed ones mean the stream is dead."""
 
 
+class ErrorBody(BaseModel):
+    """The agent's error answer: FastAPI's ``{"detail": ...}``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    detail: JsonValue = None
+
+
 def _detail(response: httpx.Response) -> Any:
     try:
         body = response.json()
     except ValueError:
         return response.text.strip() or response.reason_phrase
-    return body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(body, dict):
+        answer = ErrorBody.model_validate(body)
+        return answer.detail if "detail" in answer.model_fields_set else body
+    return body
 
 
 def _message(status: int, detail: Any) -> str:

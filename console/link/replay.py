@@ -16,13 +16,26 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from console.link.base import Link, LinkError, StreamItem
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from console.link.base import Link, LinkError, Stamp, StreamItem
 
 Recording = tuple[list[StreamItem], dict[str, Any]]
 
 
 def response_key(method: str, path: str) -> str:
     return f"{method} {path}"
+
+
+class RecordedLine(BaseModel):
+    """One line of a recording, as ``--record`` writes it: a stream item, or an answer the agent gave."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str | None = None
+    method: str = "GET"
+    path: str = ""
+    data: JsonValue = None
 
 
 def _line(line: str, where: str, responses: dict[str, Any]) -> StreamItem | None:
@@ -32,16 +45,24 @@ def _line(line: str, where: str, responses: dict[str, Any]) -> StreamItem | None
         raise LinkError(f"{where}: not JSON ({exc})", retryable=False) from exc
     if not isinstance(raw, dict):
         raise LinkError(f"{where}: expected a JSON object", retryable=False)
-    if raw.get("kind") == "response":
-        responses[response_key(str(raw.get("method", "GET")), str(raw.get("path", "")))] = raw.get("data")
+    try:
+        recorded = RecordedLine.model_validate(raw)
+    except ValidationError as exc:
+        raise LinkError(f"{where}: {exc.errors()[0]['msg']}", retryable=False) from exc
+    if recorded.kind == "response":
+        responses[response_key(recorded.method, recorded.path)] = recorded.data
         return None
-    if "kind" in raw and "data" in raw:
-        kind, data = raw["kind"], raw["data"]
-    else:
-        kind, data = "snapshot", raw
+    framed = {"kind", "data"} <= recorded.model_fields_set
+    kind, data = (recorded.kind, recorded.data) if framed else ("snapshot", raw)
     if kind not in ("snapshot", "event") or not isinstance(data, dict) or "seq" not in data:
         raise LinkError(f"{where}: expected a snapshot or event with a 'seq'", retryable=False)
-    return StreamItem(seq=int(data["seq"]), kind=kind, data=data)
+    try:
+        stamp = Stamp.model_validate(data)
+    except ValidationError as exc:
+        raise LinkError(f"{where}: {exc.errors()[0]['msg']}", retryable=False) from exc
+    return StreamItem(
+        seq=stamp.seq, kind="snapshot" if kind == "snapshot" else "event", data=data, time=stamp.time
+    )
 
 
 def load_recording(path: str | Path) -> Recording:
@@ -99,7 +120,7 @@ class ReplayLink(Link):
         for item in items:
             if since is not None and item.seq <= since:
                 continue
-            when = float(item.data.get("time", 0.0))
+            when = item.time
             if self.speed > 0 and previous_time is not None and when > previous_time:
                 await asyncio.sleep((when - previous_time) / self.speed)
             previous_time = when

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from console.link.base import LinkError, StreamItem
+from pydantic import ValidationError
+
+from console.link.base import LinkError, Stamp, StreamItem
 
 
 @dataclass
@@ -47,5 +49,13 @@ class SseParser:
             payload = json.loads(data)
         except ValueError as exc:
             raise LinkError(f"the agent sent a stream item that is not JSON: {exc}") from exc
-        seq = int(ident) if ident and ident.isdigit() else int(payload.get("seq", 0))
-        return StreamItem(seq=seq, kind="snapshot" if event == "snapshot" else "event", data=payload)
+        try:
+            stamp = Stamp.model_validate(payload)
+        except ValidationError as exc:
+            raise LinkError(
+                f"the agent sent a stream item without its seq and time: {exc.errors()[0]['msg']}"
+            ) from exc
+        seq = int(ident) if ident and ident.isdigit() else stamp.seq
+        return StreamItem(
+            seq=seq, kind="snapshot" if event == "snapshot" else "event", data=payload, time=stamp.time
+        )

@@ -1,0 +1,91 @@
+"""The console reads the wire as typed models: no ``.get(`` on wire data (issue 40).
+
+Every answer, event and stream item is read into its ``agent.wire`` model at the link
+(``console.link.client``), so a screen reads attributes: ``event.data.url``, never
+``event.data.get("url")``. This scans every module of the console the way the colour test scans for
+colour literals (``test_console_theme.py``): a ``.get(`` is allowed only on what the console itself
+owns, and each kind of owner is listed here with why; anything else fails, naming file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+CONSOLE = Path(__file__).resolve().parents[2] / "console"
+
+CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
+"""A module's own table (``STATE_STYLE``, ``_KIND_STYLE``): words and styles the console defines."""
+
+OWN: dict[str, str] = {
+    "os.environ": "the process environment",
+    "self._states": "ActionTracker's phases by action id (console.model.actions)",
+    "self.runs": "BenchTracker's runs by id (console.model.bench)",
+    "model.actions": "the ActionTracker's own lookup by id",
+    "model.bench.runs": "BenchTracker's runs by id",
+    "tracker.labels": "the words this console keeps for actions it knows",
+    "variables": "the theme's own variables (console.theme)",
+    "notes": "a history chart's notes, built on that screen",
+    "self.screen.active_bindings": "Textual's bindings of the screen in view",
+    "getattr(self, '__watchers', {})": "Textual's reactive watchers (the footer)",
+}
+"""Receivers of ``.get(`` that hold the console's own data, never the agent's."""
+
+
+def wire_gets(source: str) -> list[tuple[int, str]]:
+    """Every ``X.get(...)`` whose receiver is not the console's own (see ``OWN``, ``CONSTANT``): its
+    line and receiver. An HTTP GET of an agent route (a path as first argument) is a request, not a
+    read: its answer goes into its model next."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+        ):
+            continue
+        receiver = node.func.value
+        said = ast.unparse(receiver)
+        if isinstance(receiver, ast.Dict) or said in OWN:
+            continue
+        last = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+        if CONSTANT.match(last):
+            continue
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("/"):
+            continue
+        found.append((node.lineno, said))
+    return sorted(found)
+
+
+def test_the_scan_finds_gets_on_wire_data_and_passes_the_consoles_own() -> None:
+    spelled = """
+event.data.get("action_id")
+data.get("fraction")
+payload.get("seq", 0)
+raw.get("kind") == "response"
+body.get("detail", body)
+record.source.get("client")
+"""
+    assert [said for _, said in wire_gets(spelled)] == [
+        "event.data", "data", "payload", "raw", "body", "record.source",
+    ]  # fmt: skip
+    clean = """
+STATE_STYLE.get(run.state, "$bad")
+_KIND_STYLE.get(event.kind, "")
+{"a": 1}.get(kind)
+os.environ.get("HOME")
+model.actions.get(pending.action_id)
+await agent.get("/v1/status", timeout=5.0)
+"""
+    assert wire_gets(clean) == []
+
+
+def test_no_console_module_reads_wire_data_with_get() -> None:
+    modules = sorted(CONSOLE.rglob("*.py"))
+    assert len(modules) > 50
+    found = {
+        str(path.relative_to(CONSOLE.parent)): hits
+        for path in modules
+        if (hits := wire_gets(path.read_text()))
+    }
+    assert found == {}, f".get( on wire data (read the agent.wire model's attribute): {found}"
