@@ -102,14 +102,15 @@ def _and_skip(spec: Speculation) -> str:
     return " and the 0-step draft-extend skip" if spec.skip_zero_step_draft_extend else ""
 
 
-def _count(ask: Ask) -> int | Draft:
-    """The request's whole number within what its kind takes at all (the catalogue's bounds)."""
+def _count(ask: Ask, *, bounded: bool = True) -> int | Draft:
+    """The request's whole number within what its kind takes at all (the catalogue's bounds, unless
+    the rule says more precisely what this server allows)."""
     spec = CATALOGUE[ask.req.kind]
     value = ask.req.value
     wrong = spec.wrong_type(value)
     if wrong is not None or not isinstance(value, int):
         return _reject(spec.key, wrong or f"{spec.name} takes {spec.allowed}")
-    outside = spec.out_of_bounds(value)
+    outside = spec.out_of_bounds(value) if bounded else None
     return _reject(spec.key, outside) if outside is not None else value
 
 
@@ -155,13 +156,12 @@ def _steps(ask: Ask) -> Candidate | Draft:
     (``PINNED_KEY``), whatever the profile's own step count says. A server without live step
     control changes its launch step count (a restart)."""
     steps = CATALOGUE["steps"]
-    value = _count(ask)
+    unavailable = support.threshold_unavailable_reason(ask.built)
+    value = _count(ask, bounded=unavailable is not None)  # a live server: its built steps say more
     if isinstance(value, Draft):
         return value
-    releasing = value == live_control.RELEASE_PINNED_STEPS
-    unavailable = support.threshold_unavailable_reason(ask.built)
     if unavailable is not None:
-        if releasing:
+        if value == live_control.RELEASE_PINNED_STEPS:
             return _reject(steps.key, f"steps: this server has no step pin to release ({unavailable})")
         return _handed_off(ask, _with_speculation(ask.running, num_steps=value, **_hand_off(ask)))
     return _pin(ask, value)

@@ -33,7 +33,11 @@ def label_of(kind: str, value: object) -> str:
 
 
 def rejection_text(plan: Plan) -> Text:
-    field = f" ({plan.rejected_field})" if plan.rejected_field else ""
+    """The refusal in the agent's words; the field it names is said when it is not the setting the
+    action changes (a profile's broken key), the reason names that one already."""
+    spec = spec_of(plan.request.kind)
+    own = spec is not None and plan.rejected_field == spec.key
+    field = f" ({plan.rejected_field})" if plan.rejected_field and not own else ""
     return Text.assemble(
         ("Rejected", "$bad-bold"),
         f" {action_label(plan.request)}{field}: {plan.reason}. Nothing was changed.",
