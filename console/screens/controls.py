@@ -51,7 +51,7 @@ def live_hint(kind: ActionKind, live: LiveSettings, edited: bool, active: int | 
     value = live.value(kind)
     spec = CATALOGUE[kind]
     if kind == "steps" and value is None and live.adaptive:
-        words = spec.words(None, long=True) + (f", {active} now" if active else "")
+        words = spec.words(None) + (f", {active} now" if active else "")  # short: it fits 80 columns
     elif kind == "steps" and value is not None:
         words = f"pinned at {value}"
     else:
@@ -66,7 +66,11 @@ def built_text(prebuilt: list[int]) -> str:
     0-step state (no drafting, at and above the threshold) was built."""
     if not prebuilt:
         return f"built steps: {DASH}"
-    zero = "; the no-drafting state for a threshold too" if 0 in prebuilt else "; no state for a threshold"
+    zero = (
+        " (and the 0-step state a threshold uses)"
+        if 0 in prebuilt
+        else " (no 0-step state: a threshold needs a restart)"
+    )
     return f"built steps: {built_steps_words(prebuilt)}{zero}"
 
 

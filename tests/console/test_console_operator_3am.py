@@ -145,7 +145,7 @@ async def test_a_pin_is_released_from_controls_through_plan_and_confirm(agent: R
         assert "Release the pinned step count" in dialog.title_text
         await pilot.press("y")
         await until_async(lambda: _pinned(agent, -1), what="the release on the engine")
-        await until(lambda: "SGLang's policy chooses" in text_of(app, "#live-steps"), what="the live hint")
+        await until(lambda: "live not pinned" in text_of(app, "#live-steps"), what="the live hint")
     async with agent.client() as client:
         audit = (await client.get("/v1/audit")).json()["lines"]
     assert audit[-1]["action"]["kind"] == "steps" and audit[-1]["after"] == {"speculation.pinned_steps": None}
@@ -216,7 +216,7 @@ async def test_profiles_marks_what_changed_and_controls_forget_an_older_result(a
         await agent.act("threshold", 77)
         await until(lambda: "threshold → 77" in text_of(app, "#control-result"), what="the newer action")
         # Overview and Controls say the same about steps.
-        await until(lambda: "SGLang's policy" in text_of(app, "#live-steps"), what="the steps hint")
+        await until(lambda: "not pinned" in text_of(app, "#live-steps"), what="the steps hint")
         await pilot.press("p")
         table = app.screen.query_one("#profile-list", DataTable)
         await until(lambda: "changed: threshold" in str(table.get_cell("local-sim", "running")),
