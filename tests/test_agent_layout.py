@@ -45,6 +45,7 @@ OWN_KEYS = {
     ("wire/audit.py", "status"),  # the audit record's own result (agent audit, the Audit screen)
     ("serve/reconcile.py", "threshold"),  # the audit's "live" values (the read-back's names, our record)
     ("serve/reconcile.py", "pinned_steps"),
+    ("telemetry/changes.py", "threshold"),  # the action catalogue's kind (agent.wire.actions), for its words
 }
 
 

@@ -18,8 +18,9 @@ from console_testkit import RunningAgent, text_of, until
 from textual.widgets import RichLog
 
 from agent.profile import parse_profile
-from agent.wire import WIRE_VERSION, Event, read_event
+from agent.wire import WIRE_VERSION, ActionEvent, Event, EventBase, read_event
 from agent.wire.api import AgentStatus, KvWhatIf, ProfileDiff, ProfileList, ProfileRead, VersionInfo
+from agent.wire.events import EngineEvent, ReconciledEvent, UnknownEvent
 from console.app import ConsoleApp
 from console.link import LinkError
 from console.link.client import AgentClient
@@ -167,6 +168,27 @@ async def test_the_client_returns_the_agents_typed_models(agent: RunningAgent) -
         )
         lines = await client.logs(20)
         assert lines and all(isinstance(line, str) for line in lines)
+        # The stream's events come typed too: each family's payload, none an unknown event (issue 40).
+        assert status.speculation is not None and status.speculation.configured
+        await agent.act("threshold", 77)
+        events: list[Event] = []
+        async for item in client.stream(0):
+            if isinstance(item, EventBase):
+                events.append(item)
+                if isinstance(item, ActionEvent) and item.name == "action.applied":
+                    break
+        families = {type(e).__name__: e for e in events}
+        assert not [e for e in events if isinstance(e, UnknownEvent)], [e.data for e in events]
+        ready = families["EngineEvent"]
+        assert isinstance(ready, EngineEvent) and ready.data.pid == status.engine_pid
+        reconciled = families["ReconciledEvent"]
+        assert isinstance(reconciled, ReconciledEvent) and reconciled.data.engine is not None
+        applied = events[-1]
+        assert isinstance(applied, ActionEvent) and (applied.data.kind, applied.data.value) == (
+            "threshold",
+            77,
+        )
+        assert applied.data.terminal and applied.data.status == "applied"
     finally:
         await link.close()
 
