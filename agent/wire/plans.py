@@ -36,7 +36,8 @@ PlanMode = Literal["live", "restart", "rejected", "noop"]
 
 class ActionRequest(_Wire):
     """An operator's request; ``request_id`` makes a repeated request (after a timeout) idempotent.
-    Strict: ``3.0`` is no step count and ``"true"`` no boolean (the planner names what each kind wants)."""
+    Strict: ``3.0`` is no step count and ``"true"`` no boolean; a value of another type than its kind
+    takes is refused naming what that is (``agent.wire.actions``), the planner says what is in bounds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
