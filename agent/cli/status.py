@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.wire.actions import CATALOGUE
+
 # Start-up cost: `agent` imports every command module to build its parser, so what only this
 # command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
 # function that runs it; `agent --help` and the other commands do not load it.
@@ -90,7 +92,8 @@ def speculation_lines(spec: dict[str, Any] | None) -> list[str]:
         else "no live threshold"
     )
     pinned = spec.get("pinned_steps")
-    who = f"pinned at {pinned}" if isinstance(pinned, int) and pinned >= 0 else "SGLang's policy chooses"
+    # the catalogue's words (agent.wire.actions), as Controls, the dialogs and the audit say it
+    who = f"pinned at {pinned}" if isinstance(pinned, int) and pinned >= 0 else CATALOGUE["steps"].words(None)
     if spec.get("on") is None:
         return [f"speculation: unknown now; {where}, steps {who}"]
     if spec["on"]:

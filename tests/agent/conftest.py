@@ -28,10 +28,14 @@ def make_agent() -> Iterator[Callable[..., Agent]]:
         return agent
 
     yield make
+    logs = []
     for agent in made:
         agent.cleanup()
+        logs.append(agent.output())
     for root in roots:
         shutil.rmtree(root, ignore_errors=True)
+    for log in logs:
+        assert_events_fit(log)
 
 
 @pytest.fixture(scope="module")
@@ -48,4 +52,20 @@ def shared_agent() -> Iterator[Agent]:
         yield agent
     finally:
         agent.cleanup()
+        log = agent.output()
         shutil.rmtree(root, ignore_errors=True)
+    assert_events_fit(log)
+
+
+EVENT_PROBLEMS = (
+    "does not fit its payload",
+    "keys its payload does not have",
+    "is not in agent.wire.EventName",
+)
+"""What the stream hub logs when a part of the agent reports an event the wire does not type
+(``agent.serve.stream``): every agent these tests run must have logged none of it."""
+
+
+def assert_events_fit(log: str) -> None:
+    problems = [line for line in log.splitlines() if any(p in line for p in EVENT_PROBLEMS)]
+    assert problems == [], problems

@@ -46,7 +46,13 @@ async def _ready_agent(profile: str, *, production: bool = False) -> AsyncIterat
         yield running
     finally:
         _stop_agent(running)
+        log = running.output()
         shutil.rmtree(root, ignore_errors=True)
+    # every event the agent published fitted its typed payload (agent.serve.stream logs one that did not)
+    problems = [
+        line for line in log.splitlines() if "its payload" in line or "not in agent.wire.EventName" in line
+    ]
+    assert problems == [], problems
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ async def test_kv_screen_shows_off_against_no_drafter_and_says_when_it_does_not_
         running.focus()
         await pilot.press("enter")  # the Input's own submit asks again
         await until(
-            lambda: "fits: the pool holds all 4 requests" in text_of(app, "#whatif-result"),
+            lambda: "the pool holds all 4 requests" in text_of(app, "#whatif-result"),
             what="a fit",
             explain=lambda: text_of(app, "#whatif-result"),
         )
