@@ -82,7 +82,8 @@ async def test_every_read_route_answers_its_model(agent_api: tuple[httpx.AsyncCl
     runs = await _get(client, "/v1/bench", api.BenchList)
     assert [r.bench_id for r in runs.runs] == ["20261201-120000-abcdef"]
     record = await _get(client, "/v1/bench/20261201-120000-abcdef", BenchResult)
-    assert record.state == "finished" and record.options == {"concurrency": [1]}
+    assert record.state == "finished" and record.options.concurrency == [1]
+    assert record.stored()["options"] == {"concurrency": [1]}  # typed where read, stored as given
     assert record.stored()["levels"] == [{"c": 1}]  # the result's own keys pass through, nothing added
     cancel = await client.post("/v1/bench/20261201-120000-abcdef/cancel")
     assert api.BenchCancelled.model_validate(cancel.json()).cancelled is False
