@@ -125,12 +125,12 @@ async def test_refusals_say_what_is_allowed_and_keep_what_was_typed_whole(agent:
         # steps that were not built: the steps that were, never the schema's "less than or equal to 16"
         await type_into(pilot, "#in-steps", "99999")
         await pilot.click("#apply-steps")
-        said = await until(lambda: "99999" in text_of(app, "#control-result") and text_of(app, "#control-result"),
+        said = await until(lambda: "steps: 99999" in text_of(app, "#control-result") and text_of(app, "#control-result"),
                            what="the steps' refusal")  # fmt: skip
         assert f"steps: 99999 is not a step count this server built; {BUILT}" in said, said
         assert "16" not in said and "less than" not in said
         # recent actions say the refusal once, with its reason
-        log = await until(lambda: "99999" in text_of(app, "#action-log") and text_of(app, "#action-log"),
+        log = await until(lambda: "steps → 99999" in text_of(app, "#action-log") and text_of(app, "#action-log"),
                           what="the actions log")  # fmt: skip
         assert "steps → 99999: rejected — steps: 99999 is not a step count this server built" in log, log
         assert "rejected — rejected" not in log
