@@ -95,6 +95,7 @@ EventName = Literal[
     EngineDrainName,
     "engine.profile_differs",
     "engine.port_held",
+    "engine.record_unreadable",
     EngineLiveName,
     ActionName,
     SpeculationName,

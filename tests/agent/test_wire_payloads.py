@@ -19,6 +19,7 @@ RECORDING = REPO / "tests" / "console" / "data" / "local-sim.jsonl"
 REQUIRED = {
     "engine.profile_differs": {"running": "a", "given": "b"},
     "engine.port_held": {"host": "127.0.0.1", "port": 30000},
+    "engine.record_unreadable": {"record": "/state/engine.json", "problem": "torn"},
     "finding.raised": {"code": "queueing"},
     "finding.cleared": {"code": "queueing"},
     "agent.unknown_event": {"name": "engine.newer"},
@@ -53,7 +54,7 @@ def test_the_schema_discriminates_every_name() -> None:
     mapping = schema["discriminator"]["mapping"]
     assert set(mapping) == EVENT_NAMES
     members = {ref.rsplit("/", 1)[-1] for ref in mapping.values()}
-    assert len(members) == len(get_args(get_args(Event)[0])) == 14
+    assert len(members) == len(get_args(get_args(Event)[0])) == 15
 
 
 def test_a_newer_agents_name_is_kept_as_an_unknown_event() -> None:
