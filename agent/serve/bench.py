@@ -20,9 +20,10 @@ from agent.bench.store import BenchStore, UnknownBench, UnreadableBench
 from agent.control.audit import AuditUnavailable
 from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
+from agent.wire.actions import NAME_MAX
 from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
 from agent.wire.bench_result import BenchResult
-from agent.wire.plans import NAME_MAX, PRINTABLE
+from agent.wire.plans import PRINTABLE
 
 if TYPE_CHECKING:
     from pathlib import Path

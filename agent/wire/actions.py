@@ -34,6 +34,8 @@ RELEASE_PINNED_STEPS: Final = -1
 MAX_THRESHOLD: Final = 4096
 MAX_STEPS: Final = 16
 MAX_TOPK: Final = 16
+NAME_MAX: Final = 64
+"""The longest profile name (a text value) or operator a request may carry."""
 PINNED_KEY: Final = "speculation.pinned_steps"
 """The change a steps action shows: the engine's pinned step count (no pin: SGLang's policy chooses).
 A profile cannot say whether its step count is pinned, so plans and the audit name the pin."""
@@ -157,6 +159,8 @@ class ActionSpec:
         if not typed:
             raise ValueError(f"{self.name} needs a value: {self.allowed}")
         if self.takes == "name":
+            if len(typed) > NAME_MAX or not typed.isprintable():
+                raise ValueError(f"{self.name}: {self.allowed}, at most {NAME_MAX} printable characters")
             return typed
         lowered = typed.lower()
         if self.takes == "switch":

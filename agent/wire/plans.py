@@ -18,7 +18,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from agent.wire.actions import ActionKind, spec_of
+from agent.wire.actions import NAME_MAX, ActionKind, spec_of
 
 
 class _Wire(BaseModel):
@@ -28,8 +28,6 @@ class _Wire(BaseModel):
 PRINTABLE = r"^[^\p{C}\p{Zl}\p{Zp}]*$"
 """A name that reaches the logs, the audit and an operator's terminal (``operator``): printable
 characters only, no control characters, line breaks or terminal escapes (one could forge a line)."""
-NAME_MAX = 64
-"""The longest ``operator`` or text ``value`` (a profile name) a request may carry."""
 
 PlanMode = Literal["live", "restart", "rejected", "noop"]
 
@@ -51,6 +49,14 @@ class ActionRequest(_Wire):
     )
     operator: str | None = Field(
         None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
+    )
+    change_id: str | None = Field(
+        None,
+        min_length=8,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="One change asked of several hosts at once (the console's fleet change): every "
+        "host's audit records it, so the hosts' lines of one change can be found together",
     )
 
     @field_validator("value", mode="wrap")

@@ -22,9 +22,9 @@ from textual.binding import Binding, BindingType
 from textual.events import Mount, Unmount
 from textual.widget import AwaitMount
 
-from agent.wire import Event, Snapshot
+from agent.wire import ActionEvent, Event, Snapshot
 from console.app import SCREENS, STATUS_INTERVAL_S, ConsoleApp
-from console.fleet.change import KIND_WORDS, FleetChange
+from console.fleet.change import FleetChange
 from console.fleet.dialogs import AskChange, ConfirmFleetPlans
 from console.fleet.host import Host
 from console.fleet.hosts import HostTarget
@@ -37,7 +37,7 @@ from console.messages import ModelUpdated
 from console.model import ConsoleModel
 from console.session import Session
 from console.theme import DEFAULT_THEME
-from console.widgets.action_words import action_label
+from console.widgets.action_words import action_label, label_of
 
 FLEET_HISTORY = 16
 """Whole snapshots each host's model holds (the single-host console holds 1200): the GPU screen's
@@ -154,7 +154,7 @@ class FleetApp(ConsoleApp):
         if isinstance(item, Snapshot):
             self.tick_lateness[host.name].append(time.time() - item.time)
         self.post_message(ModelUpdated(host.model.version))
-        if isinstance(item, Event) and item.kind == "action":
+        if isinstance(item, ActionEvent):
             action_id = host.model.actions.needs_label(item)
             if action_id is not None:
                 host.model.actions.looking_up.add(action_id)
@@ -283,7 +283,7 @@ class FleetApp(ConsoleApp):
         self._note("asking each host for its plan…")
         plans = await change.plan({n: self.hosts[n].writable_client() for n in hosts})
         self._note("waiting for your confirm")
-        words = f"{KIND_WORDS[kind]} → {'release' if kind == 'steps' and value == -1 else value}"
+        words = label_of(kind, value)
         title = f"Fleet change {change.change_id}: {words} on {len(hosts)} host(s)"
         production = sorted(
             {

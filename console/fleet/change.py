@@ -13,14 +13,16 @@ import asyncio
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from agent.wire import ActionKind, ActionRequest, Plan
+from agent.wire.actions import CATALOGUE
 from console.link import LinkError
 from console.link.client import AgentClient
 
 FleetKind = Literal["threshold", "steps", "apply_profile"]
-KIND_WORDS: dict[str, str] = {"threshold": "threshold", "steps": "steps", "apply_profile": "profile"}
+KIND_WORDS: dict[FleetKind, str] = {kind: CATALOGUE[kind].name for kind in get_args(FleetKind)}
+"""The kinds a fleet change offers, in the action catalogue's words (``agent.wire.actions``)."""
 
 Outcome = Literal["applied", "applying", "failed", "rejected", "noop", "unreachable", "lost", "cancelled"]
 
@@ -45,21 +47,17 @@ class HostOutcome:
 
 
 def parse_value(kind: FleetKind, text: str) -> int | str:
-    """The operator's typed value, or ValueError saying what the kind takes."""
-    text = text.strip()
-    if kind == "apply_profile":
-        if not text or len(text) > 64 or not text.isprintable():
-            raise ValueError("a profile name (as the Profiles screen lists it)")
-        return text
-    if kind == "steps" and text in ("release", "-1"):
-        return -1
-    try:
-        value = int(text)
-    except ValueError:
-        allowed = "a whole number of steps, or release" if kind == "steps" else "a whole number (0 or more)"
-        raise ValueError(allowed) from None
-    if value < 0:
-        raise ValueError("0 or more")
+    """The operator's typed value as the action catalogue parses it ("release" is the step pin's),
+    within what the kind takes at all; ValueError says what it takes. Each host's agent then says
+    what that host allows (the steps it built)."""
+    spec = CATALOGUE[kind]
+    value = spec.parse(text)
+    if isinstance(value, bool):
+        raise ValueError(f"{spec.name} takes {spec.allowed}")
+    if isinstance(value, int):
+        outside = spec.out_of_bounds(value)
+        if outside is not None:
+            raise ValueError(outside)
     return value
 
 

@@ -13,14 +13,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
+from agent.wire.actions import setting_name
 from console.fleet.change import KIND_WORDS, FleetKind, HostPlan, parse_value
-from console.widgets.format import human
+from console.widgets.format import human_setting
 
-KINDS: list[tuple[str, FleetKind]] = [
-    ("threshold", "threshold"),
-    ("steps", "steps"),
-    ("profile", "apply_profile"),
-]
+KINDS: list[tuple[str, FleetKind]] = [(words, kind) for kind, words in KIND_WORDS.items()]
 
 
 class AskChange(ModalScreen[tuple[FleetKind, int | str] | None]):
@@ -63,9 +60,7 @@ class AskChange(ModalScreen[tuple[FleetKind, int | str] | None]):
         try:
             value = parse_value(kind, event.value)
         except ValueError as exc:
-            self.query_one("#ask-error", Static).update(
-                Text(f"{KIND_WORDS[kind]} wants {exc}; {event.value!r} is not that", style="$bad")
-            )
+            self.query_one("#ask-error", Static).update(Text(str(exc), style="$bad"))
             return
         self.dismiss((kind, value))
 
@@ -85,7 +80,8 @@ def plan_text(hp: HostPlan) -> Text:
     mode = {"live": "live", "restart": "RESTART", "rejected": "refused", "noop": "nothing to do"}[plan.mode]
     text.append(f"{mode}\n", style=style)
     for change in plan.changes:
-        text.append(f"{change.key}: {human(change.old)} → {human(change.new)}\n")
+        said = f"{human_setting(change.key, change.old)} → {human_setting(change.key, change.new)}"
+        text.append(f"{setting_name(change.key)}: {said}\n")
     if plan.mode == "restart" and plan.expected_downtime_s is not None:
         text.append(f"down about {plan.expected_downtime_s:.0f} s after a drain\n", style="$warn")
     text.append(plan.reason, style="dim")

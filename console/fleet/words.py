@@ -7,9 +7,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from console.fleet.change import KIND_WORDS
 from console.fleet.model import SORT_WORDS, FleetRow, FleetTotal
 from console.fleet.state import FleetState
+from console.widgets.action_words import label_of
 from console.widgets.findings import SEVERITY_GLYPH, SEVERITY_STYLE
 from console.widgets.format import DASH, num
 
@@ -192,10 +192,7 @@ def change_lines(state: FleetState) -> Text:
             style="dim",
         )
     text = Text()
-    value = "release" if change.kind == "steps" and change.value == -1 else str(change.value)
-    text.append(
-        f"Change {change.change_id}: {KIND_WORDS.get(change.kind, change.kind)} → {value}", style="bold"
-    )
+    text.append(f"Change {change.change_id}: {label_of(change.kind, change.value)}", style="bold")
     if state.change_note:
         text.append(f"  {state.change_note}", style="$warn")
     for outcome in change.outcomes:

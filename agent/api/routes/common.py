@@ -16,7 +16,8 @@ from agent.control.writes import PreconditionFailed, PreconditionRequired
 from agent.profile import ProfileError
 from agent.serve.daemon import Daemon
 from agent.serve.operations import source_of
-from agent.wire.plans import NAME_MAX, PRINTABLE
+from agent.wire.actions import NAME_MAX
+from agent.wire.plans import PRINTABLE
 
 T = TypeVar("T")
 

@@ -17,8 +17,9 @@ from agent.control.library import UnknownProfile
 from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import WriteGuard
 from agent.profile import ProfileError
+from agent.wire.actions import NAME_MAX
 from agent.wire.api import ProfileDeleted, ProfileDiff, ProfileList, ProfileRead, ProfileSaved, RunningProfile
-from agent.wire.plans import NAME_MAX, PRINTABLE
+from agent.wire.plans import PRINTABLE
 
 router = APIRouter()
 
