@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -54,7 +54,7 @@ from agent.telemetry.health import EngineCounts, HealthWatch
 from agent.telemetry.nvml import NoGpuSampler, make_sampler
 from agent.telemetry.sim_gpus import SimGpuLoad, SimulatedGpus
 from agent.wire import API_VERSION, WIRE_VERSION, Snapshot
-from agent.wire.events import EVENT_NAMES, EventKind, EventName
+from agent.wire.events import EventKind
 
 if TYPE_CHECKING:
     from agent.telemetry.collector import Observation
@@ -180,15 +180,7 @@ class Daemon:
         secrets = self.secrets()
         message, data = redact_text(message, secrets), redact_values(data, secrets)
         log.info("%s: %s", name, message)
-        if name in EVENT_NAMES:
-            self.hub.publish_event(cast(EventName, name), message, data)
-            return
-        log.error("event name %r is not in agent.wire.EventName", name)
-        self.hub.publish_event(
-            "agent.unknown_event",
-            message,
-            {"name": name, "data": data or {}, "problem": "a name the wire does not list"},
-        )
+        self.hub.publish_event(name, message, data)
 
     def _sim_gpu_load(self) -> Any:
         """What the simulated GPU host follows: the last snapshot's batch and the engine's memory."""

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from agent.telemetry.ring import RingBuffer, SeqCursor
 from agent.wire import Event, Snapshot
-from agent.wire.events import EventName, dropped_keys, make_event, read_event_json
+from agent.wire.events import EVENT_NAMES, dropped_keys, make_event, read_event_json
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class StreamHub:
 
     def publish_event(
         self,
-        name: EventName,
+        name: str,
         message: str,
         data: dict[str, Any] | None = None,
         *,
@@ -136,6 +136,17 @@ class StreamHub:
         checks that no part of the agent sends such a thing)."""
         seq = self.cursor.next()
         when = self._clock() if at is None else at
+        if name not in EVENT_NAMES:
+            log.error("event name %r is not in agent.wire.EventName", name)
+            event = make_event(
+                seq,
+                when,
+                "agent.unknown_event",
+                message,
+                _unknown(name, data, "a name the wire does not list"),
+            )
+            self._publish(event)
+            return event
         try:
             event = make_event(seq, when, name, message, data)
         except ValidationError as exc:
@@ -145,10 +156,13 @@ class StreamHub:
             dropped = dropped_keys(event, data)
             if dropped:
                 log.error("event %s: keys its payload does not have, dropped: %s", name, ", ".join(dropped))
+        self._publish(event)
+        return event
+
+    def _publish(self, event: Event) -> None:
         self.events.append(Stored.of(event))
         self._tell_listeners(event)
         self._notify()
-        return event
 
     def since(self, seq: int) -> list[Stored]:
         items = [*self.snapshots.since(seq), *self.events.since(seq)]

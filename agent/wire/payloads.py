@@ -85,6 +85,7 @@ class ActionPhase(_Payload):
     status: ActionStatus | None = None
     terminal: bool = False
     rejected_field: str | None = None
+    change_id: str | None = Field(None, description="The fleet change it belongs to (one id on every host)")
     detail: str = Field(
         "", description="Why it was refused, failed or expired, or what applying it did, in words (no prefix)"
     )
