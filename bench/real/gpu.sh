@@ -27,6 +27,7 @@
 #             $RULED_LEVELS, windows added until both intervals are within $RULED_UNTIL or the stage's
 #             time runs out (--until, --budget), triton pair (fa3 pair with RULED_PAIR=fa3)
 #   fa3swap   a card under 100 GiB serves two engines at a time: stop the triton pair, start the fa3 pair
+#   tritonswap  the reverse: stop the fa3 pair, start the triton pair again
 #   collect   bundle everything into $OUT (every command ends with it)
 # Everything that must outlive a command runs under setsid, every wait is bounded, every step prints
 # its time, so a stage that runs out of time says where it was and keeps what it measured.
@@ -185,6 +186,17 @@ fa3swap() {  # a card too small for four engines: stop the triton pair, serve th
         $A stop --state-dir "/tmp/st-$n" --engine-too > /dev/null 2>&1
     done
     STATES="big-chain-fa3 big-base-fa3"
+    launch $STATES
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader
+}
+
+tritonswap() {  # after fa3swap: stop the fa3 pair, serve the triton pair again
+    local n
+    for n in big-chain-fa3 big-base-fa3; do
+        say "stopping $n (agent and engine)"
+        $A stop --state-dir "/tmp/st-$n" --engine-too > /dev/null 2>&1
+    done
+    STATES="big-chain-triton big-base-triton"
     launch $STATES
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
 }
