@@ -203,27 +203,9 @@ def part_a(profile: str, seconds: float, realtime: bool, warmup: float = 30.0) -
     print(f"(a) speedup 1, 250 concurrent streaming clients, simulator on one core ({policy} scheduling), "
           f"{seconds:.0f} s measured")  # fmt: skip
     sim = start_sim(profile, speedup=1.0, core=0, realtime=realtime)
-    os.sched_setaffinity(0, {1})
-    proc = psutil.Process(sim.process.pid)
-    body = chat_body(1024, 256)
-    marks: dict[str, Any] = {}
-
-    async def measure() -> tuple[int, int]:
-        loop = asyncio.get_running_loop()
-        load = asyncio.create_task(closed_loop(sim.port, 250, warmup + seconds, body))
-        await asyncio.sleep(warmup)  # fill the batch before measuring
-        await loop.run_in_executor(None, sim.call, "reset")
-        marks["cpu"], marks["t"] = proc.cpu_times(), time.perf_counter()
-        return await load
-
-    try:
-        tokens, chunks = asyncio.run(measure())
-        wall = time.perf_counter() - marks["t"]
-        cpu1 = proc.cpu_times()
-        late = [x * 1000 for x in sim.call("stats")]
-    finally:
-        sim.stop()
-    cpu = (cpu1.user + cpu1.system - marks["cpu"].user - marks["cpu"].system) / wall
+    cpu, tokens, chunks, late = _measure_load(
+        sim, "/v1/chat/completions", chat_body(1024, 256), 250, seconds, warmup
+    )
     print(f"    host load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"    steps {len(late)}, scheduling delay per step: p50 {_pct(late, 0.5):.3f} ms, "
           f"p99 {_pct(late, 0.99):.3f} ms, max {max(late):.3f} ms (target p99 < 1 ms)")  # fmt: skip
@@ -274,7 +256,14 @@ def _measure_api(
     profile: str, path: str, body: bytes, concurrency: int, seconds: float, warmup: float
 ) -> tuple[float, int, int, list[float]]:
     """One simulator at speedup 20 under ``concurrency`` clients of one API: (CPU share, tokens, chunks, step delays ms)."""
-    sim = start_sim(profile, speedup=20.0, core=0)
+    return _measure_load(start_sim(profile, speedup=20.0, core=0), path, body, concurrency, seconds, warmup)
+
+
+def _measure_load(
+    sim: SimHandle, path: str, body: bytes, concurrency: int, seconds: float, warmup: float
+) -> tuple[float, int, int, list[float]]:
+    """``concurrency`` clients on a started simulator, measured after ``warmup`` s (the batch filled) for
+    ``seconds``: (its CPU share of one core, tokens, chunks, step delays ms); the simulator is stopped."""
     os.sched_setaffinity(0, {1})
     proc = psutil.Process(sim.process.pid)
     marks: dict[str, Any] = {}

@@ -179,27 +179,18 @@ launch() {  # launch NAME...: one agent per named profile (each supervises its e
     [ $limit -gt 30 ] && wait_ready $limit "$@"
 }
 
-fa3swap() {  # a card too small for four engines: stop the triton pair, serve the fa3 pair
+swap_pair() {  # swap_pair FROM TO: a card under 100 GiB serves one pair at a time: stop FROM's, serve TO's
     local n
-    for n in big-chain-triton big-base-triton; do
+    for n in "big-chain-$1" "big-base-$1"; do
         say "stopping $n (agent and engine)"
         $A stop --state-dir "/tmp/st-$n" --engine-too > /dev/null 2>&1
     done
-    STATES="big-chain-fa3 big-base-fa3"
+    STATES="big-chain-$2 big-base-$2"
     launch $STATES
     nvidia-smi --query-gpu=memory.used --format=csv,noheader
 }
-
-tritonswap() {  # after fa3swap: stop the fa3 pair, serve the triton pair again
-    local n
-    for n in big-chain-fa3 big-base-fa3; do
-        say "stopping $n (agent and engine)"
-        $A stop --state-dir "/tmp/st-$n" --engine-too > /dev/null 2>&1
-    done
-    STATES="big-chain-triton big-base-triton"
-    launch $STATES
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader
-}
+fa3swap() { swap_pair triton fa3; }
+tritonswap() { swap_pair fa3 triton; }  # after fa3swap: the triton pair again
 
 timing() {
     wait_ready 60 $STATES || return 1
