@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -32,7 +33,30 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(subparsers)
+    plain_help(parser)
     return parser
+
+
+_LITERAL = re.compile(r"``([^`]*)``")
+
+
+def plain_help(parser: argparse.ArgumentParser) -> None:
+    """Help is read on a terminal: a module docstring used as a description says ``name`` (its
+    reStructuredText literal), which reads there as noise; every command's and subcommand's
+    description, epilog and argument help says it as plain text."""
+    for attr in ("description", "epilog"):
+        text = getattr(parser, attr)
+        if text:
+            setattr(parser, attr, _LITERAL.sub(r"\1", text))
+    for action in parser._actions:
+        if action.help:
+            action.help = _LITERAL.sub(r"\1", action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:  # the one-line help each subcommand is listed with
+                if choice.help:
+                    choice.help = _LITERAL.sub(r"\1", choice.help)
+            for sub in dict.fromkeys(action.choices.values()):
+                plain_help(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -156,4 +156,4 @@ def register(subparsers: Any) -> None:
 
     from agent.cli import profile_remote
 
-    profile_remote.register(sub)
+    profile_remote.add_commands(sub)

@@ -20,7 +20,9 @@ import httpx
 from agent.cli.status import add_connection_args
 
 
-def register(sub: Any) -> None:
+def add_commands(sub: Any) -> None:
+    """``get`` and ``save`` under ``agent profile`` (named so that ``agent.cli.main``, which registers
+    every module with a ``register``, does not add them a second time at the top level)."""
     get = sub.add_parser(
         "get",
         help="print a profile of the running agent's library and its digest (what --replaces wants)",

@@ -23,6 +23,43 @@ def add_connection_args(p: argparse.ArgumentParser) -> None:
     where.add_argument("--listen", metavar="HOST:PORT", help="the agent's loopback address, if it uses one")
 
 
+def connect_or_demo(args: argparse.Namespace) -> tuple[Any, Path, str | None]:
+    """The client of the agent the arguments name: the default state directory's when none is given,
+    and, when no agent answers there, a running demo's (``./dev demo`` keeps its agent in a temp
+    directory). Returns the client, the state directory it reads and, for a demo, the line that says
+    so; raises ``AgentUnreachable`` with the default's reason when neither answers."""
+    from agent.api.client import AgentUnreachable, call, connect
+    from agent.serve.paths import default_state_dir, demo_state_dirs
+
+    state_dir = (args.state_dir or default_state_dir()).expanduser()
+    given = args.state_dir is not None or args.socket is not None or args.listen is not None
+    try:
+        client = connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen)
+        if given:
+            return client, state_dir, None
+        try:
+            call(client, "GET", "/v1/version")
+        except AgentUnreachable:
+            client.close()
+            raise
+        return client, state_dir, None
+    except AgentUnreachable as first:
+        if given:
+            raise
+        for demo in demo_state_dirs():
+            try:
+                client = connect(state_dir=demo, socket_path=None, listen=None)
+                call(client, "GET", "/v1/version")
+            except AgentUnreachable:
+                continue
+            note = (
+                f"no agent at {state_dir}; the demo's agent answers at {demo} "
+                f"(--state-dir {demo} reaches it from any agent command)"
+            )
+            return client, demo, note
+        raise first
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("status", help="ask the running agent how it and its engine are")
     add_connection_args(p)
@@ -31,13 +68,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent.api.client import AgentUnreachable, call, connect
-    from agent.serve.paths import default_state_dir
+    from agent.api.client import AgentUnreachable, call
 
-    state_dir = (args.state_dir or default_state_dir()).expanduser()
     try:
-        with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
+        client, state_dir, note = connect_or_demo(args)
+        try:
             status = call(client, "GET", "/v1/status")
+        finally:
+            client.close()
     except AgentUnreachable as exc:
         if args.json:
             print(json.dumps({"running": False, "detail": str(exc)}))
@@ -45,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"agent: not running ({exc})", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"running": True, **status}, indent=1))
+        print(json.dumps({"running": True, "state_dir": str(state_dir), **status}, indent=1))
         return 0
+    if note is not None:
+        print(note)
     print(f"agent {status['agent_version']} (pid {status['agent_pid']}), profile {status['profile']}")
     pid = status.get("engine_pid")
     print(

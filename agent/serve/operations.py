@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.control.audit import AuditLog
 from agent.profile.words import printable_words
+from agent.wire.audit import AgentOperation
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class Operations:
 
     def begin(
         self,
-        kind: str,
+        kind: AgentOperation,
         *,
         operator: str | None,
         source: dict[str, Any] | None,
@@ -77,7 +78,7 @@ class Operations:
 
     def record(
         self,
-        kind: str,
+        kind: AgentOperation,
         *,
         operator: str | None,
         source: dict[str, Any] | None,

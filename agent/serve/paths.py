@@ -9,13 +9,37 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from agent.wire.api import DEMO_STATE_PREFIX
 
 
 def default_state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "k25console"
+
+
+def demo_state_dirs() -> list[Path]:
+    """The state directories of this user's running demos (``./dev demo`` makes one in the temp
+    directory), newest first: private directories of this user whose agent socket exists. A demo
+    that crashed leaves none behind that answers; the caller asks each in turn."""
+    found = []
+    for path in Path(tempfile.gettempdir()).glob(f"{DEMO_STATE_PREFIX}*"):
+        try:
+            st = path.lstat()
+            if (
+                not stat.S_ISDIR(st.st_mode)
+                or st.st_uid != os.getuid()
+                or stat.S_IMODE(st.st_mode) & 0o077
+                or not (path / "run" / "agent.sock").is_socket()
+            ):
+                continue
+        except OSError:
+            continue
+        found.append((st.st_mtime, path))
+    return [path for _, path in sorted(found, reverse=True)]
 
 
 class UnsafePathError(Exception):

@@ -91,6 +91,11 @@ class FindingStatus(_Wire):
     since: float | None = None
 
 
+DEMO_STATE_PREFIX = "k25demo-"
+"""The name a demo's state directory starts with (``console.demo.stack`` makes it in the temp
+directory); ``agent status`` looks there when no agent answers at the default state directory."""
+
+
 class AgentStatus(_Wire):
     """``GET /v1/status``."""
 

@@ -9,8 +9,27 @@ two) stays, and says so. Records of earlier versions (no ``phase``) read as sing
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agent.wire.actions import spec_of
+from agent.wire.autopilot import MoveKind
+
+AgentOperation = Literal[
+    "engine_start", "engine_stop", "engine_restart", "agent_stop", "profile_save", "profile_delete",
+    "bench_start", "bench_end", "bench_cancel",
+]  # fmt: skip
+"""The changes the agent audits that are no operator action of the catalogue (``agent.wire.actions``):
+the engine's and the agent's start and stop, profile saves, benchmarks (``agent.serve.operations``)."""
+AGENT_KINDS: Final[tuple[str, ...]] = (
+    *get_args(AgentOperation),
+    "reconcile",
+    "live_restore",
+    *(f"autopilot.{move}" for move in get_args(MoveKind)),
+)
+"""Every audit kind besides the catalogue's actions: the operations above, the start-up reconcile and
+live restore (``agent.serve.reconcile``) and the autopilot's moves (``agent.control.autopilot``)."""
 
 
 class _Open(BaseModel):
@@ -91,6 +110,38 @@ class AuditRecord(_Open):
         if self.source.via == "api":
             return self.source.peer or "the API"
         return "the agent"
+
+    @property
+    def subject(self) -> str:
+        """What was acted on, for a record that names no setting before and after: the profile saved
+        ("profile night-shift"), the run started or ended with its mode and levels ("run 2026…-9c5c63,
+        compare at 1, 8, 64"), the value an action asked for ("threshold → -5", when it was refused)."""
+        action = self.action
+        spec = spec_of(action.kind or "")
+        if spec is not None:
+            return spec.action_label(action.value) if action.value is not None else ""
+        extra = action.model_extra or {}
+        name, run = extra.get("name"), extra.get("bench_id")
+        if isinstance(name, str) and name:
+            return f"profile {name}"
+        run_words = _run_words(action.mode, extra.get("levels"))
+        if isinstance(run, str) and run:
+            return f"run {run}" + (f", {run_words}" if run_words else "")
+        return run_words
+
+
+def _run_words(mode: str | None, levels: object) -> str:
+    """ "compare at 1, 8, 64": a benchmark's mode and levels, as its audit records keep them."""
+    words = mode if mode in ("sweep", "compare") else ""
+    if isinstance(levels, list) and levels and all(isinstance(n, int) for n in levels):
+        words += (" at " if words else "at ") + ", ".join(map(str, levels))
+    return words
+
+
+def change_or_subject(record: AuditRecord, change: str) -> str:
+    """An audit line's change column: the settings it changed (``change``, in the catalogue's words),
+    else what it acted on (:attr:`AuditRecord.subject`), else a dash."""
+    return change or record.subject or "–"
 
 
 class CorruptLine(BaseModel):

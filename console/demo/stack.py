@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from agent.wire.api import AgentStatus
+from agent.wire.api import DEMO_STATE_PREFIX, AgentStatus
 from console.demo.profiles import find_profile
 
 READY_TIMEOUT_S = 20.0
@@ -55,8 +55,8 @@ class DemoStack:
         self.traffic = traffic
         self.peak = peak
         self.period_s = period_s
-        # Short path: UNIX socket paths are limited to ~108 bytes.
-        self.state_dir = Path(tempfile.mkdtemp(prefix="k25demo-"))
+        # Short path: UNIX socket paths are limited to ~108 bytes. `agent status` finds it by its prefix.
+        self.state_dir = Path(tempfile.mkdtemp(prefix=DEMO_STATE_PREFIX))
         self.processes: list[subprocess.Popen[bytes]] = []
         self.agent_log = self.state_dir / "agent-stderr.log"
         self.profiles_dir = self.state_dir / "profiles"

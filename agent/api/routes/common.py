@@ -17,6 +17,7 @@ from agent.profile import ProfileError
 from agent.serve.daemon import Daemon
 from agent.serve.operations import source_of
 from agent.wire.actions import NAME_MAX
+from agent.wire.audit import AgentOperation
 from agent.wire.plans import PRINTABLE
 
 T = TypeVar("T")
@@ -59,7 +60,7 @@ def issues(exc: ProfileError) -> dict[str, Any]:
 
 
 def begin(
-    daemon: Daemon, kind: str, http: Request, operator: str | None, detail: dict[str, Any]
+    daemon: Daemon, kind: AgentOperation, http: Request, operator: str | None, detail: dict[str, Any]
 ) -> dict[str, Any]:
     """The audit's intent first; when it cannot be written the request is refused (503)."""
     try:
