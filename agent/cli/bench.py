@@ -362,6 +362,12 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _user() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
 class Announcer:
     """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
     draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""
@@ -390,7 +396,8 @@ class Announcer:
     def __call__(self, state: str, error: str | None = None) -> None:
         if self.client is None:
             return
-        body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error}
+        body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
+                "operator": _user()}  # fmt: skip
         try:
             self.client.post("/v1/bench/external", json=body).raise_for_status()
         except httpx.HTTPError as exc:

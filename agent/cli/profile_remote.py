@@ -10,6 +10,7 @@ was read is refused (412), so a stale copy never overwrites someone else's save.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ def add_commands(sub: Any) -> None:
     save.add_argument("path", type=Path, metavar="PATH", help="the profile TOML to save")
     save.add_argument("--replaces", metavar="DIGEST", help="the digest of the version it replaces (from get)")
     save.add_argument("--confirm-production", metavar="NAME", help="replacing a production profile: its name")
+    save.add_argument("--operator", default=None, help="who asks, for the audit (default: this user)")
     add_connection_args(save)
     save.set_defaults(handler=_save)
 
@@ -106,7 +108,7 @@ def _save(args: argparse.Namespace) -> int:
         print(f"agent profile save: cannot read {args.path}: {exc}", file=sys.stderr)
         return 2
     headers = {"If-Match": f'"{args.replaces}"'} if args.replaces else {"If-None-Match": "*"}
-    body: dict[str, Any] = {"toml": text}
+    body: dict[str, Any] = {"toml": text, "operator": args.operator or getpass.getuser()}
     if args.confirm_production is not None:
         body["confirm_production"] = args.confirm_production
     try:

@@ -30,7 +30,7 @@ from agent.control.faults import fault_point
 from agent.control.live import apply_live
 from agent.control.planner import Draft, plan_request
 from agent.profile import Profile
-from agent.sglang.live_control import READBACK_OF
+from agent.sglang.live_control import LIVE_STEPS_KEY, READBACK_OF
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
 from agent.wire.actions import CATALOGUE
 from agent.wire.snapshot import EngineState
@@ -43,7 +43,8 @@ MAX_ACTIONS = 1000
 TERMINAL: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled", "expired", "rejected"})
 """An action in one of these states is over: nothing more happens to it, and its event says so."""
 AUDITED: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled"})
-"""What the operator decided and what came of it; a plan nobody confirmed yet is not an audit line."""
+"""What the operator decided and what came of it; a plan nobody confirmed yet is not an audit line. A
+request refused at its plan is audited where it is refused (``ActionBook._audit_refusal``)."""
 EVENT_OF: dict[ActionStatus, str] = {
     "planned": "action.planned",
     "rejected": "action.rejected",
@@ -135,7 +136,9 @@ class ActionBook:
         engine_headers: Callable[[], dict[str, str]],
         audit: AuditLog,
         emit: Callable[[str, str, dict[str, Any]], None],
-        on_profile_applied: Callable[[Profile], Awaitable[str | None] | None] = lambda p: None,
+        on_profile_applied: Callable[
+            [Profile, int | None], Awaitable[str | None] | None
+        ] = lambda p, pinned: None,
         drain_timeout_s: float = 60.0,
         live_pinned: Callable[[], int | None] = lambda: None,
         audited: dict[str, str] | None = None,
@@ -199,7 +202,10 @@ class ActionBook:
             rejected_field=draft.rejected_field,
         )
         status: ActionStatus = "rejected" if draft.mode == "rejected" else "planned"
-        result = ActionResult(action_id=action_id, status=status, plan=plan, message=draft.reason)
+        message = draft.reason
+        if status == "rejected" and not self._audit_refusal(plan, source):
+            message = f"{message} (its audit line waits for space on the state disk)"
+        result = ActionResult(action_id=action_id, status=status, plan=plan, message=message)
         self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock(), source)
         self._by_request[request.request_id] = action_id
         self._evict()
@@ -213,6 +219,20 @@ class ActionBook:
         )
         fault_point("plan")
         return plan
+
+    def _audit_refusal(self, plan: Plan, source: dict[str, Any] | None) -> bool:
+        """A refused request is a change someone asked for: one audit line, with who asked, from where,
+        the value asked (the action's ``value``) and why it was refused. Nothing was applied, so there
+        is no intent to write first; a full disk delays the line, never the answer. False: delayed."""
+        return self.audit.append_or_later(
+            f"the refusal of {plan.action_id}",
+            operator=plan.request.operator,
+            action=self._audit_action(plan),
+            before=None,
+            after=None,
+            result={"status": "rejected", "message": plan.reason},
+            source=source,
+        )
 
     def _evict(self) -> None:
         while len(self._entries) > MAX_ACTIONS:
@@ -363,7 +383,7 @@ class ActionBook:
         else:
             message, live = "applied by the agent; SGLang is not touched", None
         self.engine.update_running_profile(draft.new_profile)
-        maybe = self.on_profile_applied(draft.new_profile)
+        maybe = self.on_profile_applied(draft.new_profile, draft.live_args.get(LIVE_STEPS_KEY))
         if maybe is not None:
             said = await maybe
             if said:  # what the agent's own parts did about it (the autopilot restoring a threshold)
@@ -395,7 +415,7 @@ class ActionBook:
             await self.engine.restart(
                 draft.new_profile, drain_timeout_s=self.drain_timeout_s, launch=draft.launch
             )
-            maybe = self.on_profile_applied(draft.new_profile)
+            maybe = self.on_profile_applied(draft.new_profile, None)
             if maybe is not None:
                 await maybe
             await self.engine.wait_for_state({"ready", "crash_loop", "stopped", "unknown"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.estimate import estimate, request_time
@@ -95,6 +95,28 @@ def bounded(body: dict[str, Any]) -> None:
             raise HTTPException(422, f"{key}: text of {len(value)} characters; at most {MAX_FIELD_TEXT}")
 
 
+def split_operator(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The body without ``operator`` (who asks, for the audit; no option of the run), and the operator;
+    a 422 names the field when it is no printable name of at most ``NAME_MAX`` characters."""
+    rest = {k: v for k, v in body.items() if k != "operator"}
+    try:
+        return rest, _Asker.model_validate({"operator": body.get("operator")}).operator
+    except ValidationError:
+        raise HTTPException(
+            422, f"operator: who asks, for the audit: printable text of at most {NAME_MAX} characters"
+        ) from None
+
+
+class _Asker(BaseModel):
+    operator: str | None = Field(None, max_length=NAME_MAX, pattern=PRINTABLE)
+
+
+def _levels(body: dict[str, Any]) -> list[int] | None:
+    levels = body.get("concurrency")
+    ok = isinstance(levels, list) and 0 < len(levels) <= 64 and all(type(n) is int for n in levels)
+    return list(levels) if ok and isinstance(levels, list) else None
+
+
 def unreadable(bench_id: str, exc: Exception) -> BenchResult:
     """A stored result that is torn or damaged, as the list shows it: failed, saying why."""
     return BenchResult(bench_id=bench_id, state="failed", error=f"unreadable result file: {exc}")
@@ -109,16 +131,20 @@ class BenchService:
     def __init__(self, daemon: BenchHost) -> None:
         self.daemon = daemon
         self.runs = BenchRuns(BenchStore(daemon.paths.root), publish=self._publish)
+        self._started: dict[str, tuple[str | None, list[int] | None]] = {}
+        """Who started each run of this agent and at which levels: its end is audited under their name."""
         daemon.supervisor.drain_hooks.append(self.cancel_running)
 
     def _publish(self, event: BenchEvent) -> None:
         self.daemon.emit("bench", event.name, event.message, event.data)
         ended = _ENDED.get(event.name)
-        if ended is not None:  # the run's end, audited
+        if ended is not None:  # the run's end, audited under the name of whoever started it
             data = event.data
+            bench_id = str(data.get("bench_id"))
+            operator, levels = self._started.pop(bench_id, (None, None))
             self.daemon.ops.record(
-                "bench_end", operator=None, source={"via": "agent"}, status=ended,
-                detail={"bench_id": data.get("bench_id"), "mode": data.get("mode")}, message=event.message,
+                "bench_end", operator=operator, source={"via": "agent"}, status=ended,
+                detail={"bench_id": bench_id, "mode": data.get("mode"), "levels": levels}, message=event.message,
             )  # fmt: skip
 
     async def cancel_running(self) -> None:
@@ -181,8 +207,16 @@ class BenchService:
         )
         return {**est.as_dict(), "busy_now": busy}
 
-    def announce(self, body: BenchAnnounce) -> None:
-        """A run driven from ``agent bench`` straight at this agent's engine starts or ends."""
+    def announce(self, body: BenchAnnounce, source: dict[str, Any] | None = None) -> None:
+        """A run driven from ``agent bench`` straight at this agent's engine starts or ends: said on the
+        stream, and audited (its start and its end, with who runs it), as a run of the agent's is."""
+        detail = {"bench_id": body.bench_id, "mode": body.mode, "external": True}
+        if body.state == "running":
+            self.daemon.ops.record("bench_start", operator=body.operator, source=source, detail=detail,
+                                   message=f"benchmark {body.bench_id} started (agent bench straight at the engine)")  # fmt: skip
+        else:
+            self.daemon.ops.record("bench_end", operator=body.operator, source=source, detail=detail,
+                                   status=body.state, message=body.error or f"benchmark {body.bench_id} {body.state}")  # fmt: skip
         data = {"bench_id": body.bench_id, "mode": body.mode, "state": body.state, "url": body.url,
                 "error": body.error, "external": True}  # fmt: skip
         words = "started" if body.state == "running" else body.state
@@ -212,49 +246,67 @@ class BenchService:
             daemon.supervisor.kind,
         )
 
+    async def start(self, body: dict[str, Any], http: Request) -> str:
+        """Start a run after its intent is audited; a refusal (the engine not ready, a bad field, a
+        run going, a production name not repeated, a compare this server cannot measure) is one audit
+        line too, with who asked and what: one record per start, applied or rejected."""
+        daemon = self.daemon
+        bounded(body)  # a body no client of ours sends: refused unquoted and unaudited (hostile input)
+        body, operator = split_operator(body)
+        identity = daemon.profile.identity
+        detail = {"mode": body.get("mode", "compare"), "levels": _levels(body), "profile": identity.name}
+        source = source_of(http)
+
+        def refuse(status: int, why: str) -> HTTPException:
+            daemon.ops.record("bench_start", operator=operator, source=source, detail=detail,
+                              status="rejected", message=why)  # fmt: skip
+            return HTTPException(status, why)
+
+        url = daemon.supervisor.url
+        if url is None or daemon.supervisor.state != "ready":
+            raise refuse(409, f"the engine is not ready (state {daemon.supervisor.state})")
+        if daemon.actions.audit.using_reserve:
+            raise HTTPException(
+                503, "refused: the state disk is full (the audit writes into its reserve, which is kept for "
+                "the engine's changes); no benchmark was started",
+            )  # fmt: skip
+        key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
+        try:
+            self.runs.check(body)  # a bad field is named before anything else is said
+            refused = production_refusal(body, identity.name, identity.production)
+            busy = self.runs.running()
+            if refused is None and busy is not None:
+                raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")
+            if refused is None:
+                refused = compare_refusal(body, await self._server_info(url))
+            if refused is not None:
+                raise refused
+            op = daemon.ops.begin("bench_start", operator=operator, source=source, detail=detail)
+            try:
+                bench_id = self.runs.start(
+                    url, body, api_key=key, profile=identity.name, context=self._context()
+                )
+            except Exception as exc:
+                daemon.ops.end(op, "failed", f"not started: {exc}")
+                raise
+            self._started[bench_id] = (operator, detail["levels"])
+            daemon.ops.end(op | {"bench_id": bench_id}, "applied", f"benchmark {bench_id} started")
+        except BenchOptionError as exc:
+            raise refuse(422, str(exc)) from None
+        except BenchBusy as exc:
+            raise refuse(409, str(exc)) from None
+        except EngineError as exc:
+            raise refuse(409, f"the engine did not answer before the benchmark: {exc}") from None
+        except AuditUnavailable as exc:
+            raise HTTPException(503, f"refused: {exc}; no benchmark was started") from None
+        return bench_id
+
     def add_routes(self, api: APIRouter) -> None:
         runs = self.runs
-        daemon = self.daemon
 
         @api.post("/bench", status_code=202, response_model=BenchStarted)
         async def start_bench(body: dict[str, Any], http: Request) -> dict[str, Any]:
-            url = daemon.supervisor.url
-            if url is None or daemon.supervisor.state != "ready":
-                raise HTTPException(409, f"the engine is not ready (state {daemon.supervisor.state})")
-            bounded(body)
-            if daemon.actions.audit.using_reserve:
-                raise HTTPException(
-                    503, "refused: the state disk is full (the audit writes into its reserve, which is kept for "
-                    "the engine's changes); no benchmark was started",
-                )  # fmt: skip
-            identity = daemon.profile.identity
-            key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
-            try:
-                runs.check(body)  # a bad field is named before anything else is said
-                refused = production_refusal(body, identity.name, identity.production)
-                if refused is None and runs.running() is None:
-                    refused = compare_refusal(body, await self._server_info(url))
-                if refused is not None:
-                    raise refused
-                op = daemon.ops.begin("bench_start", operator=body.get("operator"), source=source_of(http),
-                                      detail={"mode": body.get("mode"), "profile": identity.name})  # fmt: skip
-                try:
-                    bench_id = runs.start(
-                        url, body, api_key=key, profile=identity.name, context=self._context()
-                    )
-                except Exception as exc:
-                    daemon.ops.end(op, "failed", f"not started: {exc}")
-                    raise
-                daemon.ops.end(op, "applied", f"benchmark {bench_id} started")
-            except BenchOptionError as exc:
-                raise HTTPException(422, str(exc)) from None
-            except BenchBusy as exc:
-                raise HTTPException(409, str(exc)) from None
-            except EngineError as exc:
-                raise HTTPException(409, f"the engine did not answer before the benchmark: {exc}") from None
-            except AuditUnavailable as exc:
-                raise HTTPException(503, f"refused: {exc}; no benchmark was started") from None
-            return {"bench_id": bench_id}
+            return {"bench_id": await self.start(body, http)}
 
         @api.get("/bench", response_model=BenchList)
         async def list_bench() -> dict[str, Any]:
@@ -272,14 +324,15 @@ class BenchService:
         @api.post("/bench/plan", response_model=BenchPlan)
         async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:
             bounded(body)
+            body, _ = split_operator(body)
             try:
                 return self.plan(body)
             except BenchOptionError as exc:
                 raise HTTPException(422, str(exc)) from None
 
         @api.post("/bench/external", status_code=204)
-        async def announce_bench(body: BenchAnnounce) -> None:
-            self.announce(body)
+        async def announce_bench(body: BenchAnnounce, http: Request) -> None:
+            self.announce(body, source_of(http))
 
         @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
         async def cancel_bench(

@@ -235,11 +235,11 @@ class Daemon:
         url = self.supervisor.url
         return None if url is None else await requests_in_flight(self.http, url)
 
-    async def _profile_applied(self, profile: Profile) -> str | None:
+    async def _profile_applied(self, profile: Profile, pinned: int | None = None) -> str | None:
         self.set_tick_interval(profile.telemetry.tick_interval_s)
         if self.collector is not None:
             self.collector.refresh_server_info()  # show the read-back on the next tick
-        return await self.autopilot.configure(profile)
+        return await self.autopilot.configure(profile, pinned)
 
     async def _apply_live(self, args: dict[str, int]) -> LiveOutcome:
         """The autopilot's changes go the way an operator's live action goes (``control.live``)."""

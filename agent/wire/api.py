@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent.wire.plans import Change
+from agent.wire.actions import NAME_MAX
+from agent.wire.plans import PRINTABLE, Change
 from agent.wire.snapshot import EngineState, Severity, SpecOffReason
 
 
@@ -333,3 +334,9 @@ class BenchAnnounce(_Wire):
     mode: Literal["sweep", "compare"]
     url: str | None = Field(None, max_length=500)
     error: str | None = Field(None, max_length=2000)
+    operator: str | None = Field(
+        None,
+        max_length=NAME_MAX,
+        pattern=PRINTABLE,
+        description="Who runs it, for the audit (agent bench: this user)",
+    )

@@ -190,6 +190,9 @@ class BenchRequest(BaseModel):
     budget_s: float | None = Field(None, description="The stopping rule's time budget for the whole run")
     arms: list[str] | None = Field(None, description="A compare's arms; None: every arm the server allows")
     confirm_production: str | None = Field(None, description="A production profile's name, typed to confirm")
+    operator: str | None = Field(
+        None, description="Who asks, for the audit (the console passes the SSH user)"
+    )
 
     def body(self) -> dict[str, object]:
         """The JSON body: only what was said."""
@@ -199,7 +202,7 @@ class BenchRequest(BaseModel):
     def options(self) -> BenchOptions:
         """The options the agent runs with for this body (its defaults where it says nothing)."""
         given = self.model_dump(
-            exclude_none=True, exclude={"mode", "confirm_production", "until", "budget_s", "arms"}
+            exclude_none=True, exclude={"mode", "confirm_production", "until", "budget_s", "arms", "operator"}
         )
         rule = (
             None

@@ -127,12 +127,20 @@ class AgentClient:
         return _parse(ProfileDiff, data, "profile diff")
 
     async def save_profile(
-        self, name: str, toml_text: str, *, replaces: str | None = None, confirm_production: str | None = None
+        self,
+        name: str,
+        toml_text: str,
+        *,
+        replaces: str | None = None,
+        confirm_production: str | None = None,
+        operator: str | None = None,
     ) -> ProfileSaved:
         """Write a profile: over the version whose digest is ``replaces`` (If-Match; the agent answers
         412 when the file changed since), or, without it, as a new file only (If-None-Match: *)."""
         headers = {"If-Match": f'"{replaces}"'} if replaces else {"If-None-Match": "*"}
         body: dict[str, Any] = {"toml": toml_text}
+        if operator is not None:  # who asks, for the audit (an older agent's body had no such field)
+            body["operator"] = operator
         if confirm_production is not None:
             body["confirm_production"] = confirm_production
         data = await self.link.request("PUT", f"/v1/profiles/{name}", body=body, headers=headers)

@@ -1,21 +1,24 @@
 """Audit: the agent's audit log, one row per change (what changed, who asked, from where, what came
 of it), newest first, with the "/" filter of every list here (any cell). Fetched when the screen
 comes into view and again after any action ends while it is in view; damaged lines the agent
-skipped are counted above the table (the agent's ``corrupt`` list)."""
+skipped are counted above the table (the agent's ``corrupt`` list).
+
+The table fits the screen's width (``console.widgets.table_fit``): the change wraps over more lines,
+a name too long for its column ends with "…", and nothing runs past the edge, at 80 columns too."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.widgets import DataTable, Input, Static
 
 from agent.profile.words import change_words, count_words
 from agent.wire.actions import audit_kind_words, said
-from agent.wire.audit import AuditPage, AuditRecord, one_line_per_change
+from agent.wire.audit import AuditPage, AuditRecord, change_or_subject, one_line_per_change
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.registry import screen_bindings
@@ -23,6 +26,7 @@ from console.screens.base import LiveScreen
 from console.session import Session
 from console.widgets.filter import row_matches
 from console.widgets.format import clock
+from console.widgets.table_fit import ended, fit_widths, natural_widths, wrapped
 
 FETCH_RECORDS = 500
 """Records asked of the agent per fetch (the newest); the screen shows one row per change of them."""
@@ -36,6 +40,10 @@ STATUS_STYLE = {
 COLUMNS = ("time", "operator", "kind", "outcome", "change", "from")
 """The outcome before the change, so that 100 columns show whether each change held; the message
 of the row under the cursor is shown whole below the table."""
+CHANGE = COLUMNS.index("change")
+FLOORS = (8, 6, 9, 8, 16, 11)
+"""The narrowest each column gets before the table scrolls: the time whole, "unix socket" whole,
+a change wrapped at no fewer than 16 cells, a name or a kind with its first letters and "…"."""
 
 
 def audit_row(record: AuditRecord) -> tuple[str, ...]:
@@ -46,7 +54,7 @@ def audit_row(record: AuditRecord) -> tuple[str, ...]:
         record.operator or "unknown",
         audit_kind_words(record.kind) if record.kind else "unknown",
         record.status,
-        change_words(record.before, record.after, said) or "–",
+        change_or_subject(record, change_words(record.before, record.after, said)),
         record.where,
     )
 
@@ -72,9 +80,20 @@ class AuditScreen(LiveScreen):
         yield Static(id="audit-detail")
 
     def on_mount(self) -> None:
-        table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
-        for name in COLUMNS:
-            table.add_column(name, key=name)
+        self._fit(self.query_one("#audit-table", DataTable), [])
+
+    def _fit(self, table: DataTable[str | Text], rows: list[tuple[str, ...]]) -> list[int]:
+        """The columns again, each as wide as the table's width allows (module docstring)."""
+        available = table.scrollable_content_region.width or table.size.width or self.size.width
+        widths = fit_widths(natural_widths(COLUMNS, rows), available, wraps=CHANGE, floors=FLOORS)
+        table.clear(columns=True)
+        for name, width in zip(COLUMNS, widths, strict=True):
+            table.add_column(name, key=name, width=width)
+        return widths
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.changes:
+            self._fill()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
@@ -112,15 +131,25 @@ class AuditScreen(LiveScreen):
 
     def _fill(self) -> None:
         table: DataTable[str | Text] = self.query_one("#audit-table", DataTable)
-        table.clear()
+        row = table.cursor_row
         shown = self.shown()
+        widths = self._fit(table, [cells for _, cells in shown])
         self.rows = [r for r, _ in shown]
         for n, (record, cells) in enumerate(shown):
             when, who, kind, status, change, where = cells
             outcome = Text(status, style=STATUS_STYLE.get(record.status, ""))
-            table.add_row(when, who, kind, outcome, change, where, key=record.id or f"row-{n}")
+            first: tuple[str | Text, ...] = (when, who, kind, outcome)
+            table.add_row(
+                *(ended(v, w) for v, w in zip(first, widths, strict=False)),
+                wrapped(change),
+                ended(where, widths[-1]),
+                key=record.id or f"row-{n}",
+                height=None,
+            )
+        if shown and 0 < row < len(shown):
+            table.move_cursor(row=row)
         self._show_status(len(shown))
-        self._show_detail(0 if shown else None)
+        self._show_detail(table.cursor_row if shown else None)
 
     @on(DataTable.RowHighlighted, "#audit-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -542,6 +542,7 @@ class BenchScreen(LiveScreen):
             return
         if dialog.typed is not None:  # the agent checks the name again itself
             request = request.model_copy(update={"confirm_production": dialog.typed})
+        request = request.model_copy(update={"operator": self.session.operator})  # who asks, for the audit
         try:
             bench_id = await self.session.client.bench_start(request)
         except LinkError as exc:

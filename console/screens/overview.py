@@ -122,7 +122,7 @@ class OverviewScreen(LiveScreen):
             return
         raw = self.session.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load, stale=model.stale))
-        self.query_one(AutopilotLine).show(snap.autopilot)
+        self.query_one(AutopilotLine).show(snap.autopilot, snap.speculation.pinned_steps)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
         self.query_one("#figures", Static).update(figures)
         note = bench_note(model.bench.latest, snap.throughput.output_counter)

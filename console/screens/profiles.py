@@ -24,6 +24,7 @@ from console.session import Pending, Session
 from console.widgets.action_words import ended_text
 from console.widgets.filter import row_matches
 from console.widgets.format import human_setting
+from console.widgets.table_fit import PADDING, ended, wrapped
 
 
 def issues_text(detail: object) -> Text:
@@ -106,7 +107,7 @@ class ProfilesScreen(LiveScreen):
         with Horizontal(id="profiles-panes"):
             with Vertical(id="profiles-left"):
                 yield Input(id="profile-filter", placeholder="/ filter", compact=True)
-                table: DataTable[str] = DataTable(id="profile-list", cursor_type="row")
+                table: DataTable[str | Text] = DataTable(id="profile-list", cursor_type="row")
                 yield table
                 yield Button("Diff", id="profile-diff", compact=True)
                 yield Button("Load…", id="profile-load", classes="apply", compact=True)
@@ -157,28 +158,35 @@ class ProfilesScreen(LiveScreen):
         if self.selected is None and profiles:
             first = self.running or profiles[0].name
             self.selected = first
-            table: DataTable[str] = self.query_one(DataTable)
+            table: DataTable[str | Text] = self.query_one(DataTable)
             if first in table.rows:
                 table.move_cursor(row=table.get_row_index(first))
             self.show_profile(first)
 
     def _fill(self) -> None:
-        """The list as the filter keeps it; the running profile says what changed since its file."""
-        table: DataTable[str] = self.query_one(DataTable)
-        if not table.columns:  # added on first use: a paint may reload the list before on_mount
-            table.add_column("profile", key="name")
-            table.add_column("", key="running")
+        """The list as the filter keeps it, one column as wide as the panel: the running profile's row
+        says under its name what changed since its file, wrapped rather than cut (a second column was
+        cut to "● running," and scrolled sideways, its scrollbar a stray block in the panel)."""
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        at = table.cursor_row
+        width = max(8, (table.scrollable_content_region.width or table.size.width) - PADDING)
+        table.clear(columns=True)
+        table.add_column("profile", key="name", width=width)
         term = self.query_one("#profile-filter", Input).value.strip()
         shown = [e for e in self.entries if row_matches(term, e.name, running_mark(e))]
-        keep = {e.name for e in shown}
-        for gone in [str(k.value) for k in table.rows if str(k.value) not in keep]:
-            table.remove_row(gone)
         for entry in shown:
             mark = running_mark(entry)
-            if entry.name in table.rows:
-                table.update_cell(entry.name, "running", mark)
-            else:
-                table.add_row(entry.name, mark, key=entry.name)
+            cell = ended(entry.name, width)
+            if mark:
+                cell.append("\n")
+                cell.append_text(wrapped(Text(mark, style="$ok")))
+            table.add_row(cell, key=entry.name, height=None)
+        if shown:
+            table.move_cursor(row=min(at, len(shown) - 1))
+
+    def on_resize(self) -> None:
+        if self.entries:
+            self._fill()
 
     @on(Input.Changed, "#profile-filter")
     def _filtered(self) -> None:
@@ -187,6 +195,11 @@ class ProfilesScreen(LiveScreen):
     @on(Input.Submitted, "#profile-filter")
     def _filter_done(self) -> None:
         self.set_focus(self.query_one("#profile-list"))
+
+    @on(Input.Submitted, "#profile-new-name")
+    def _name_done(self) -> None:
+        """A name typed and Enter: saves the running settings under it (as "Save running as" does)."""
+        self.act("save")
 
     def action_profile(self, what: str) -> None:
         """The registry's "Load profile", "Save running as profile" (palette and help)."""
@@ -280,6 +293,7 @@ class ProfilesScreen(LiveScreen):
                 dump_profile(profile),
                 replaces=existing.digest if existing is not None else None,
                 confirm_production=typed,
+                operator=self.session.operator,
             )
         except LinkError as exc:
             if exc.status not in (412, 428):

@@ -56,8 +56,13 @@ def move_words(move: AutopilotMove) -> str:
     return f"{clock(move.time)} {what}{failed}: {change}"
 
 
-def autopilot_text(state: AutopilotState | None) -> Text:
-    """Overview's lines: on/off, what it holds, the crossover with its uncertainty, the last move and why."""
+def autopilot_text(state: AutopilotState | None, pinned: int | None = None) -> Text:
+    """Overview's lines: on/off, what it holds, the crossover with its uncertainty, the last move and why.
+
+    Off, the operator's setting is what runs, and who decides the steps is said from ``pinned``, the
+    engine's read-back (``Speculation.pinned_steps``, -1: SGLang's policy) that the badge, Controls
+    and ``agent status`` read too: one source, so no line says "steps 3" while the badge says
+    SGLang's policy chooses. None: no read-back this tick (a dash)."""
     text = Text()
     if state is None:
         return text  # an agent without one: nothing to say
@@ -65,7 +70,7 @@ def autopilot_text(state: AutopilotState | None) -> Text:
         text.append(" AUTOPILOT OFF ", style="$badge-off")
         text.append(
             f" the operator's setting runs: threshold {threshold_words(state.operator_threshold)}, "
-            f"steps {steps_words(state.operator_steps)}",
+            f"steps {steps_words(pinned)}",
             style="dim",
         )
     else:
@@ -95,10 +100,10 @@ class AutopilotLine(Static):
     def on_mount(self) -> None:
         self.display = False
 
-    def show(self, state: AutopilotState | None) -> None:
+    def show(self, state: AutopilotState | None, pinned: int | None = None) -> None:
         self.display = state is not None
         if state is not None:
-            self.update(autopilot_text(state))
+            self.update(autopilot_text(state, pinned))
 
 
 class AutopilotToggle(Horizontal):

@@ -19,8 +19,11 @@ REPR = re.compile(r"\{'|\bNone\b|\bTrue\b|\bFalse\b|\[\]")
 
 
 def test_off_says_what_runs_instead() -> None:
-    shown = autopilot_text(AutopilotState(operator_threshold=125, operator_steps=-1)).plain
+    # who decides the steps is the engine's read-back (the badge's): -1, SGLang's policy chooses
+    shown = autopilot_text(AutopilotState(operator_threshold=125, operator_steps=-1), -1).plain
     assert "AUTOPILOT OFF" in shown and "threshold 125" in shown and "steps not pinned" in shown
+    pinned = autopilot_text(AutopilotState(operator_threshold=125, operator_steps=3), 2).plain
+    assert "steps 2" in pinned and "steps 3" not in pinned  # the read-back, not the agent's last note
     assert autopilot_text(None).plain == ""  # an older agent: nothing, not a guess
 
 

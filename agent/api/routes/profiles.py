@@ -12,7 +12,7 @@ from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import Response
 from pydantic import Field
 
-from agent.api.routes.common import Body, DaemonDep, audited, begin, guarded, issues
+from agent.api.routes.common import OPERATOR, Body, DaemonDep, audited, begin, guarded, issues
 from agent.control.library import UnknownProfile
 from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import WriteGuard
@@ -32,6 +32,7 @@ class ProfileText(Body):
         pattern=PRINTABLE,
         description="Replacing a production profile: its name, repeated",
     )
+    operator: str | None = OPERATOR
 
 
 class ProfileDelete(Body):
@@ -41,6 +42,7 @@ class ProfileDelete(Body):
         pattern=PRINTABLE,
         description="Deleting a production profile: its name, repeated",
     )
+    operator: str | None = OPERATOR
 
 
 @router.get("/profiles", response_model=ProfileList)
@@ -90,7 +92,7 @@ async def save_profile(
     if_none_match: str | None = Header(None, max_length=16, description="'*': create only"),
 ) -> dict[str, Any]:
     guard = WriteGuard(if_match, if_none_match, body.confirm_production)
-    op = begin(daemon, "profile_save", http, None, {"name": name})
+    op = begin(daemon, "profile_save", http, body.operator, {"name": name})
     saved = audited(daemon, op, lambda: daemon.library.save(name, body.toml, guard, daemon.profile), "saved")
     response.headers["ETag"] = f'"{saved.digest}"'
     return {"name": name, "saved": True, "digest": saved.digest, "comments_kept": saved.comments_kept}
@@ -108,7 +110,7 @@ async def delete_profile(
     if Path(path).resolve() == daemon.config.profile_path.resolve():
         raise HTTPException(409, f"{name} is the profile this agent was started with; it stays")
     guard = WriteGuard(if_match, None, body.confirm_production if body else None)
-    op = begin(daemon, "profile_delete", http, None, {"name": name})
+    op = begin(daemon, "profile_delete", http, body.operator if body else None, {"name": name})
     audited(daemon, op, lambda: daemon.library.delete(name, guard), "deleted")
     return {"name": name, "deleted": True}
 

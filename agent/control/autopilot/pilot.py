@@ -123,6 +123,10 @@ class Pilot:
             self.readback = Setting(sample.threshold, sample.pinned)
         if not self.enabled:
             self.engine_pid = sample.engine_pid
+            if (
+                self.readback is not None
+            ):  # off, the operator's steps are what the engine runs: its pin or none
+                self.operator_steps = self.readback.steps
             return []
         effects = self._watch_engine(sample)
         if not sample.usable:

@@ -97,10 +97,16 @@ class AutopilotRunner:
 
     # ---- the operator -----------------------------------------------------------------------------
 
-    async def configure(self, profile: Profile) -> str | None:
-        """Follow the running profile; returns what an action's result should say about the autopilot."""
+    async def configure(self, profile: Profile, pinned: int | None = None) -> str | None:
+        """Follow the running profile; returns what an action's result should say about the autopilot.
+
+        ``pinned``: the step pin the operator's action put in force live (-1: released). A profile's
+        step count cannot say whether it is pinned (a release puts back the launched count), so the
+        pin the action applied is the operator's steps; without one, a changed count is."""
         old, self.profile = self.profile, profile
-        if old.speculation.num_steps != profile.speculation.num_steps:
+        if pinned is not None:
+            self.pilot.operator_steps = pinned
+        elif old.speculation.num_steps != profile.speculation.num_steps:
             self.pilot.operator_steps = profile.speculation.num_steps or live_control.RELEASE_PINNED_STEPS
         self.pilot.now = max(self.pilot.now, self._clock())
         enabled = profile.speculation.autopilot.enabled
