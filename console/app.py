@@ -315,7 +315,7 @@ class ConsoleApp(App[None]):
             self.refresh_bindings()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.readonly))
+        self.push_screen(HelpScreen(self.readonly, self.session.command_words()))
 
     def action_go_to_command(self) -> None:
         """``:`` as in k9s: the command palette, to type a command's name and run it."""

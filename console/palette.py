@@ -13,13 +13,15 @@ class ConsoleCommands(Provider):
     def _available(self) -> list[tuple[str, Command]]:
         readonly = bool(getattr(self.app, "readonly", False))
         blocked = writing_actions() if readonly else frozenset()
+        session = getattr(self.app, "session", None)
+        words = session.command_words() if session is not None else None
         out = []
         for c in COMMANDS:
             name = c.action.removeprefix("app.").split("(")[0]
             if name in blocked:
                 continue
             key = f"  ({key_label(c)})" if c.key else ""
-            out.append((f"{c.group}: {c.title}{key}", c))
+            out.append((f"{c.group}: {c.title_in(words)}{key}", c))
         return out
 
     async def _run(self, command: Command) -> None:

@@ -6,6 +6,7 @@ server is marked ``writes`` and is greyed everywhere under ``--readonly`` or whi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +35,15 @@ class Command:
     @property
     def footer_label(self) -> str:
         return self.short or self.title
+
+    def title_in(self, words: Mapping[str, str] | None = None) -> str:
+        """The title with the view's words in it ("Start bench {bench_mode}" → "Start bench compare"):
+        a command that acts as the screen is set says what it will do now (``Session.command_words``)."""
+        return self.title.format_map({**VIEW_WORDS, **(words or {})})
+
+
+VIEW_WORDS: dict[str, str] = {"bench_mode": "compare"}
+"""The words a command title may name (``{bench_mode}``), as a new session has them."""
 
 
 SCREENS: tuple[tuple[str, str, str, str], ...] = (
@@ -138,9 +148,10 @@ COMMANDS: tuple[Command, ...] = (
         screens=("kv",),
     ),
     Command(
-        "Start bench sweep",
+        "Start bench {bench_mode}",
         "bench_start",
-        "Start a concurrency sweep on the server",
+        "Start a benchmark in the Bench screen's mode (compare: on, off and adaptive at each level; "
+        "sweep: the server as it runs), after a confirm",
         "Bench",
         footer=False,
         screens=("bench",),

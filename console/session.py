@@ -25,6 +25,7 @@ from console.link import Link, LinkError
 from console.link.client import AgentClient
 from console.model import ConsoleModel
 from console.model.window import DEFAULT_WINDOW_S, next_window
+from console.registry import VIEW_WORDS
 from console.widgets.action_words import action_label, rejection_text, result_text
 
 ConfirmPlan = Callable[[Plan, str | None, bool], Awaitable[bool]]
@@ -93,6 +94,8 @@ class Session:
         """Whether the last tick's raw tok/s (``Throughput.output_tok_s_raw``) is shown beside the
         smoothed rate (r)."""
         self.paused = False
+        self.bench_mode = VIEW_WORDS["bench_mode"]
+        """The Bench screen's mode as the operator set it: the palette's start says it."""
         self.host_name: str | None = None
         """The fleet's name for this host (the status line leads with it); None for a single host."""
         self.in_view: View | None = None
@@ -118,6 +121,10 @@ class Session:
 
     def toggle_raw(self) -> None:
         self.show_raw = not self.show_raw
+
+    def command_words(self) -> dict[str, str]:
+        """What a command title names as this session is set (``console.registry.VIEW_WORDS``)."""
+        return {"bench_mode": self.bench_mode}
 
     def paint_now(self) -> None:
         """Draw the screen in view now (it comes into view, or an action changed what it shows)."""

@@ -65,7 +65,7 @@ class BenchScreen(LiveScreen):
             yield Input("1,2,4,8,16,32,64,128,250", id="bench-levels", compact=True)
             yield Select(
                 [("compare on/off", "compare"), ("sweep as it runs", "sweep")],
-                value="compare",
+                value=self.session.bench_mode,
                 allow_blank=False,
                 id="bench-mode",
                 compact=True,
@@ -90,7 +90,7 @@ class BenchScreen(LiveScreen):
             yield Button("Cancel run…", id="bench-cancel", classes="apply", compact=True, disabled=True)
             yield Static("", id="bench-progress-text")
         yield Static("", id="bench-status")
-        with Horizontal(classes="form-row"):
+        with Horizontal(classes="form-row", id="bench-apply-row"):
             yield Button("Apply recommended threshold", id="bench-apply", classes="apply", compact=True)
             yield Static("", id="bench-apply-result")
         with Horizontal(id="bench-results"):
@@ -104,7 +104,7 @@ class BenchScreen(LiveScreen):
     def on_mount(self) -> None:
         if self.session.readonly:
             self.query_one("#bench-start", Button).disabled = True
-        self.query_one("#bench-apply", Button).disabled = True
+        self._offer_apply()
         self.load_runs()
 
     def _runs_table(self) -> DataTable[str]:
@@ -158,6 +158,11 @@ class BenchScreen(LiveScreen):
             threshold = "" if run.recommended_threshold is None else str(run.recommended_threshold)
             table.add_row(run.bench_id, run.mode, run.state, threshold, key=run.bench_id)
 
+    @on(Select.Changed, "#bench-mode")
+    def _mode_changed(self, event: Select.Changed) -> None:
+        """The palette's "Start bench …" says the mode chosen here."""
+        self.session.bench_mode = "sweep" if event.value == "sweep" else "compare"
+
     @on(Input.Changed, "#bench-filter")
     def _filtered(self) -> None:
         self._fill_runs()
@@ -188,10 +193,12 @@ class BenchScreen(LiveScreen):
             self.session.readonly or going is None or going.external or model.link.state != "connected"
         )
         row = self.query_one("#bench-progress-row")
-        row.display = run is not None
+        # A run that ended without a result has no progress to show (a bar left part-filled would say
+        # it goes on): the status line says, once, how it ended. A finished one shows its full bar.
+        row.display = run is not None and run.state in ("running", "finished")
         if run is None:
             return
-        self.query_one(ProgressBar).update(progress=run.fraction)
+        self.query_one(ProgressBar).update(progress=1.0 if run.state == "finished" else run.fraction)
         self.query_one("#bench-progress-text", Static).update(progress_text(run))
         if run.state != "running" and run.bench_id not in self._ended_seen:
             self._ended_seen.add(run.bench_id)
@@ -202,9 +209,18 @@ class BenchScreen(LiveScreen):
             elif run.state == "finished":
                 self.show_result(run.bench_id)
             else:
-                self._status(ended_words(run))
+                self._status(ended_words(run, self._newest_finished()))
                 if self.shown_result is None:
-                    self.query_one("#bench-table", Static).update(ended_words(run))
+                    self.query_one("#bench-table", Static).update("")
+
+    def _newest_finished(self) -> str | None:
+        """The newest finished run the list holds (its result can be opened there), or None."""
+        return next((r.bench_id for r in self.runs if r.state == "finished"), None)
+
+    def _offer_apply(self) -> None:
+        """ "Apply recommended threshold" is there only while a shown result recommends one."""
+        self.query_one("#bench-apply-row").display = self.recommended is not None
+        self.query_one("#bench-apply", Button).disabled = self.session.readonly or self.recommended is None
 
     def _status(self, text: Text | str) -> None:
         self.query_one("#bench-status", Static).update(text)
@@ -289,11 +305,12 @@ class BenchScreen(LiveScreen):
         self.bench_id = bench_id
         self.shown_result = None
         self.recommended = None
-        self.query_one("#bench-apply", Button).disabled = True
+        self._offer_apply()
+        earlier = self._newest_finished()
         self.query_one("#bench-table", Static).update(
             Text(
-                f"Run {bench_id} is running; its table appears here when it ends. The previous result "
-                "is in the list below.",
+                f"Run {bench_id} is running; its table appears here when it ends."
+                + (f" The newest finished run, {earlier}, is in the list below." if earlier else ""),
                 style="dim",
             )
         )
@@ -327,7 +344,8 @@ class BenchScreen(LiveScreen):
         body.add_row("now", progress_text(run))
         body.add_row("then", "its requests in flight are cut, the live threshold it forced is put back, "
                      "and what it measured so far is not kept")  # fmt: skip
-        if not await self.session.ask(ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body)):
+        asked = ConfirmDialog(f"Cancel benchmark {run.bench_id}?", body, yes="Stop run", no="Keep running")
+        if not await self.session.ask(asked):
             self._status(Text(f"Run {run.bench_id} keeps running.", style="$warn"))
             return
         try:
@@ -335,6 +353,8 @@ class BenchScreen(LiveScreen):
         except LinkError as exc:
             self._status(Text(f"The agent did not cancel run {run.bench_id}: {exc}", style="$bad"))
             return
+        if run.bench_id in self._ended_seen:
+            return  # it ended while the answer came back: the status line says how, once
         style = "$warn" if answer.cancelled else "$bad"
         self._status(Text(answer.message or f"Run {run.bench_id}: cancel sent.", style=style))
 
@@ -363,7 +383,7 @@ class BenchScreen(LiveScreen):
         self.query_one("#bench-table", Static).update(result_table(result))
         self._status(recommendation_text(result))
         self.recommended = result.recommended_threshold if result.state == "finished" else None
-        self.query_one("#bench-apply", Button).disabled = self.session.readonly or self.recommended is None
+        self._offer_apply()
         panel = self.query_one("#bench-chart", ChartPanel)
         panel.add_class("-shown")
         panel.show(result_chart(result), note="(log concurrency)")

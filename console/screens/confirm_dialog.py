@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
@@ -25,8 +25,19 @@ class ConfirmDialog(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Cancel"),
     ]
 
-    def __init__(self, title: str, body: RenderableType, *, challenge: str | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        body: RenderableType,
+        *,
+        challenge: str | None = None,
+        yes: str = "Confirm",
+        no: str = "Cancel",
+    ) -> None:
+        """``yes``/``no``: what each button does, named ("Stop run", "Keep running"): where "Cancel"
+        would mean the opposite of what is asked (cancelling a run keeps it going), say what happens."""
         super().__init__()
+        self.yes, self.no = yes, no
         self.title_text = title
         self.body = body
         self.challenge = challenge
@@ -36,7 +47,8 @@ class ConfirmDialog(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
             yield Static(Text(self.title_text, style="bold"), id="confirm-title")
-            yield Static(self.body, id="confirm-plan")
+            with VerticalScroll(id="confirm-scroll"):  # a long plan scrolls; the buttons stay in view
+                yield Static(self.body, id="confirm-plan")
             if self.challenge is not None:
                 yield Static(
                     Text.assemble(
@@ -50,12 +62,12 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Input(id="confirm-challenge", placeholder=self.challenge, compact=True)
             with Horizontal(id="confirm-buttons"):
                 yield Button(
-                    "Confirm" if self.challenge else "Confirm (y)",
+                    self.yes if self.challenge else f"{self.yes} (y)",
                     id="confirm-yes",
                     variant="warning",
                     disabled=self.challenge is not None,
                 )
-                yield Button("Cancel (esc)", id="confirm-no")
+                yield Button(f"{self.no} (esc)", id="confirm-no")
 
     def on_mount(self) -> None:
         if self.challenge is not None:

@@ -280,11 +280,15 @@ def stop_fields(until: str, budget: str) -> StopRule | str | None:
     return StopRule.model_validate(fields) if fields else None
 
 
-def ended_words(run: BenchRun) -> Text:
-    """What the table area says once a run ended without a result (cancelled, failed)."""
+def ended_words(run: BenchRun, earlier: str | None = None) -> Text:
+    """What the screen says, once, when a run ended without a result (cancelled, failed): how and
+    why, and the newest finished run ``earlier`` when the list has one (nothing is pointed to that
+    is not there)."""
     how = run.error or run.message or "no reason given"
-    return Text(
-        f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC: {how}. It has no table; an "
-        "earlier result can be opened from the list below.",
+    text = Text(
+        f"Run {run.bench_id} {run.state} at {clock(run.updated_at)} UTC: {how}. It has no table.",
         style=STATE_STYLE.get(run.state, "$bad"),
     )
+    if earlier is not None:
+        text.append(f" The newest finished run, {earlier}, is in the list below.", style="dim")
+    return text
