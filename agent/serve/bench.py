@@ -122,6 +122,8 @@ def unreadable(bench_id: str, exc: Exception) -> BenchResult:
     return BenchResult(bench_id=bench_id, state="failed", error=f"unreadable result file: {exc}")
 
 
+ANNOUNCED_MAX = 4
+"""Announced runs of ``agent bench`` kept as on the engine (each announce is bounded, so is their number)."""
 _ENDED = {"bench.finished": "finished", "bench.failed": "failed", "bench.cancelled": "cancelled"}
 _ANNOUNCED = {"running": "bench.started", "finished": "bench.finished", "failed": "bench.failed",
               "cancelled": "bench.cancelled"}  # fmt: skip
@@ -133,6 +135,9 @@ class BenchService:
         self.runs = BenchRuns(BenchStore(daemon.paths.root), publish=self._publish)
         self._started: dict[str, tuple[str | None, list[int] | None]] = {}
         """Who started each run of this agent and at which levels: its end is audited under their name."""
+        self._announced: dict[str, None] = {}
+        """Runs of ``agent bench`` straight at this agent's engine, announced running and not yet ended,
+        oldest first (at most ``ANNOUNCED_MAX``: one whose end never came is forgotten in time)."""
         daemon.supervisor.drain_hooks.append(self.cancel_running)
 
     def _publish(self, event: BenchEvent) -> None:
@@ -146,6 +151,11 @@ class BenchService:
                 "bench_end", operator=operator, source={"via": "agent"}, status=ended,
                 detail={"bench_id": bench_id, "mode": data.get("mode"), "levels": levels}, message=event.message,
             )  # fmt: skip
+
+    def on_engine(self) -> str | None:
+        """The benchmark whose requests are on the engine now (this agent's run, or one ``agent bench``
+        announced): the health findings its load raises say that it caused them."""
+        return self.runs.running() or next(iter(self._announced), None)
 
     async def cancel_running(self) -> None:
         running = self.runs.running()
@@ -212,9 +222,13 @@ class BenchService:
         stream, and audited (its start and its end, with who runs it), as a run of the agent's is."""
         detail = {"bench_id": body.bench_id, "mode": body.mode, "external": True}
         if body.state == "running":
+            self._announced[body.bench_id] = None
+            while len(self._announced) > ANNOUNCED_MAX:
+                del self._announced[next(iter(self._announced))]
             self.daemon.ops.record("bench_start", operator=body.operator, source=source, detail=detail,
                                    message=f"benchmark {body.bench_id} started (agent bench straight at the engine)")  # fmt: skip
         else:
+            self._announced.pop(body.bench_id, None)
             self.daemon.ops.record("bench_end", operator=body.operator, source=source, detail=detail,
                                    status=body.state, message=body.error or f"benchmark {body.bench_id} {body.state}")  # fmt: skip
         data = {"bench_id": body.bench_id, "mode": body.mode, "state": body.state, "url": body.url,

@@ -329,7 +329,7 @@ class Daemon:
         # The collector derives build facts (KV shapes, the 0-step state) from the launch profile.
         collector = Collector(None, self.launched_profile, gpus, self.http)
         self.collector = collector
-        health = HealthWatch()
+        health = HealthWatch(traffic_window_s=collector.windows.longest_s)
         pointed_at: tuple[str | None, Profile] | None = None
         while True:
             started = time.monotonic()
@@ -341,9 +341,9 @@ class Daemon:
             try:
                 observed = await collector.tick(self.supervisor.state, self.supervisor.pid)
                 counts = EngineCounts(self.supervisor.restarts, self.supervisor.failures)
-                judged = functools.partial(
-                    health.observe, limits=profile.health, counts=counts, scrape_error=collector.last_error
-                )
+                bench = self.bench.on_engine() if self.bench is not None else None
+                judged = functools.partial(health.observe, limits=profile.health, counts=counts,
+                                           scrape_error=collector.last_error, bench=bench)  # fmt: skip
                 self._publish(observed, profile, judged)
             except Exception:
                 log.exception("telemetry tick failed")

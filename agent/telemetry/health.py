@@ -21,6 +21,7 @@ from typing import Final
 
 from agent.profile.schema import Health
 from agent.sglang import paths
+from agent.telemetry.bench_load import BenchLoad, caused_by_bench
 from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
 from agent.wire import Finding, Snapshot
@@ -305,6 +306,11 @@ class HealthWatch:
     _held: dict[str, tuple[Finding, float]] = field(default_factory=dict)
     """Each raised finding as last seen, and when: kept up to ``clear_after_s`` once it stops holding."""
     clear_after_s: float = CLEAR_AFTER_S
+    traffic_window_s: float = 60.0
+    """The longest window the telemetry judges traffic over (the collector's ``Windows``): a
+    benchmark's requests weigh on the load findings this long after it ends."""
+    _bench: tuple[str, float] | None = None
+    """The agent's last benchmark seen running on the engine, and the last tick it ran."""
 
     def observe(
         self,
@@ -312,7 +318,10 @@ class HealthWatch:
         limits: Health,
         counts: EngineCounts | None = None,
         scrape_error: str | None = None,
+        bench: str | None = None,
     ) -> Snapshot:
+        """``bench``: the id of the agent's own benchmark running on the engine at this tick, if any
+        (its load findings say that it caused them: ``bench_load``)."""
         now = snap.time
         self._engine(snap, counts, limits)
         up = snap.engine_state in UP_STATES
@@ -342,9 +351,25 @@ class HealthWatch:
         )
         found = list(snap.findings)
         found.extend(f for f in (rule(moment) for rule in RULES) if f is not None)
+        load = self._bench_load(bench, now, limits)
+        if load is not None:
+            found = [caused_by_bench(f, load) for f in found]
         stamped = self._stamp(found, now)
         stamped.sort(key=lambda f: SEVERITY_ORDER[f.severity])
         return snap.model_copy(update={"findings": stamped})
+
+    def _bench_load(self, bench: str | None, now: float, limits: Health) -> BenchLoad | None:
+        """The benchmark whose requests the windows still hold at ``now``, if any."""
+        if bench is not None:
+            self._bench = (bench, now)
+        if self._bench is None:
+            return None
+        bench_id, last_ran = self._bench
+        clears_s = max(self.traffic_window_s, limits.queue_window_s)
+        if bench is None and now - last_ran > clears_s:
+            self._bench = None
+            return None
+        return BenchLoad(bench_id, running=bench is not None, clears_s=clears_s)
 
     def _engine(self, snap: Snapshot, counts: EngineCounts | None, limits: Health) -> None:
         """Restarts and crashes, from the supervisor's counters (a tick may miss the short states)."""

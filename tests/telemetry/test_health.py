@@ -170,3 +170,35 @@ def test_a_finding_that_flickers_is_held_and_clears_only_after_its_hysteresis() 
     cleared_at = next(i for i, f in enumerate(after) if f is None) + 20
     assert cleared_at - 18 >= 10  # last held at t=18, cleared 10 s later, not before
     assert all(f is None for f in after[cleared_at - 20 :])
+
+
+def test_a_load_finding_the_agents_benchmark_caused_says_so_until_its_requests_leave_the_window() -> None:
+    """Issue 39, item 7: the agent's own benchmark raised "Time to first token p99 39.6 s" with advice
+    to tune chunked_prefill_size, as if clients caused it. While the benchmark runs, and for the
+    telemetry's longest window after it ends, the finding names it, is info and advises nothing for
+    it; after that a TTFT still over the target is the clients' again, a warning with its advice."""
+    slow = Latency(ttft_p99_s=39.6, ttft_p50_s=20.0)
+    watch = HealthWatch(traffic_window_s=30)
+    running = watch.observe(snap(0, latency=slow), LIMITS, bench="20261206-064512-ab12cd")
+    f = found(running, "ttft_over_target")
+    assert f is not None and f.severity == "info", f
+    assert "Time to first token p99 39.6 s" in f.title and "benchmark 20261206-064512-ab12cd" in f.title
+    assert "its requests, not clients'" in f.explanation
+    assert f.action.startswith("Nothing to change for the benchmark's load: this clears within 30 s")
+    assert "chunked_prefill_size" in f.action  # the usual advice, for a finding that outlives the run
+    ended = found(watch.observe(snap(25, latency=slow), LIMITS), "ttft_over_target")
+    assert ended is not None and ended.severity == "info" and "benchmark 20261206" in ended.title
+    assert "ended less than a window ago" in ended.explanation
+    clients = found(watch.observe(snap(31, latency=slow), LIMITS), "ttft_over_target")
+    assert clients is not None and clients.severity == "warning" and "benchmark" not in clients.title
+    assert clients.action.startswith("Check prompt lengths")
+
+
+def test_a_benchmark_leaves_findings_about_the_deployment_as_they_are() -> None:
+    """A finding about the deployment or the engine holds whoever sends the requests: a restart during
+    a benchmark is still the engine's, and says nothing of the benchmark."""
+    watch = HealthWatch()
+    watch.observe(snap(0), LIMITS, EngineCounts(0, 0), bench="b1")
+    out = watch.observe(snap(1, engine_pid=101), LIMITS, EngineCounts(1, 0), bench="b1")
+    f = found(out, "engine_restarted")
+    assert f is not None and "benchmark" not in f.title + f.explanation + f.action
