@@ -24,6 +24,7 @@ from console.screens.base import LiveScreen
 from console.session import Session
 from console.widgets.action_words import action_words
 from console.widgets.format import clock
+from console.widgets.wrap_log import WrappingLog
 
 TAIL_LINES = 300
 """Lines asked of the agent per fetch; consecutive fetches overlap and are joined."""
@@ -76,9 +77,9 @@ class LogsScreen(LiveScreen):
                         compact=True)  # fmt: skip
         yield Static(id="log-status")
         yield Label("Engine log", classes="section")
-        yield RichLog(id="engine-log", max_lines=KEEP_LINES, wrap=True, auto_scroll=True)
+        yield WrappingLog(id="engine-log", max_lines=KEEP_LINES)
         yield Label("Events and audit", id="events-title", classes="section")
-        yield RichLog(id="event-log", max_lines=EVENT_LINES, wrap=True)
+        yield WrappingLog(id="event-log", max_lines=EVENT_LINES)
 
     def on_mount(self) -> None:
         self.refresh_log()

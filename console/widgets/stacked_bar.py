@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -49,24 +50,39 @@ def render_bar(segments: list[Segment], width: int) -> Text:
     return bar
 
 
+def legend_lines(segments: list[Segment], unit: str, width: int) -> list[Text]:
+    """``■ label value (share)`` for each segment, as many to a line as fit in ``width``: a segment
+    moves to the next line whole (at 80 columns one line cut off the free count)."""
+    total = sum(max(0.0, s.value) for s in segments) or 1.0
+    lines: list[Text] = []
+    for segment in segments:
+        entry = Text("■ ", style=segment.style)
+        entry.append(f"{segment.label} {segment.value:,.0f}{unit} ({segment.value / total:.0%})")
+        if lines and lines[-1].cell_len + 3 + entry.cell_len <= width:
+            lines[-1].append("   ")
+            lines[-1].append_text(entry)
+        else:
+            lines.append(entry)
+    return lines
+
+
 class StackedBar(Widget):
-    """The bar on the first line, ``label value (share)`` for each segment on the second."""
+    """The bar on the first line, ``label value (share)`` for each segment below, wrapped by segment."""
 
     DEFAULT_CSS = """
-    StackedBar { height: 2; }
+    StackedBar { height: auto; }
     """
 
-    segments: reactive[tuple[Segment, ...]] = reactive(tuple)
+    segments: reactive[tuple[Segment, ...]] = reactive(tuple, layout=True)
     unit: reactive[str] = reactive("")
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 1 + len(legend_lines(list(self.segments), self.unit, width))
 
     def render(self) -> Text:
         segments = list(self.segments)
         text = render_bar(segments, self.size.width)
-        text.append("\n")
-        total = sum(max(0.0, s.value) for s in segments) or 1.0
-        for n, segment in enumerate(segments):
-            if n:
-                text.append("   ")
-            text.append("■ ", style=segment.style)
-            text.append(f"{segment.label} {segment.value:,.0f}{self.unit} ({segment.value / total:.0%})")
+        for line in legend_lines(segments, self.unit, self.size.width):
+            text.append("\n")
+            text.append_text(line)
         return text

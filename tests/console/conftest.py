@@ -26,9 +26,18 @@ async def production_agent() -> AsyncIterator[RunningAgent]:
         yield running
 
 
-async def _ready_agent(profile: str, *, production: bool = False) -> AsyncIterator[RunningAgent]:
+@pytest.fixture
+async def sim_gpus_agent() -> AsyncIterator[RunningAgent]:
+    """The same, with the demo's simulated GPUs (``agent serve --gpus sim``) in its telemetry."""
+    async for running in _ready_agent("local-sim", extra_args=["--gpus", "sim"]):
+        yield running
+
+
+async def _ready_agent(
+    profile: str, *, production: bool = False, extra_args: list[str] | None = None
+) -> AsyncIterator[RunningAgent]:
     root = Path(tempfile.mkdtemp(prefix="k25c-"))
-    running = _start_agent(root, profile, production=production)
+    running = _start_agent(root, profile, production=production, extra_args=extra_args)
     try:
 
         async def ready() -> bool:

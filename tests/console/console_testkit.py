@@ -143,15 +143,18 @@ def sim_profile_variant(
     return path
 
 
-def _start_agent(root: Path, profile: str = "local-sim", *, production: bool = False) -> RunningAgent:
-    """Launched, not waited for (the fixture waits for the engine with the event loop turning)."""
+def _start_agent(
+    root: Path, profile: str = "local-sim", *, production: bool = False, extra_args: list[str] | None = None
+) -> RunningAgent:
+    """Launched, not waited for (the fixture waits for the engine with the event loop turning);
+    ``extra_args`` go to ``agent serve`` (``--gpus sim``: the demo's simulated GPUs)."""
     profiles = root / "profiles"
     profiles.mkdir(parents=True)
     for shipped in PROFILES.glob("*.toml"):
         shutil.copy(shipped, profiles / shipped.name)
     if profile != "local-sim":
         sim_profile_variant(profiles, profile, production=production)
-    agent = RunningAgent(root=root, profile=profiles / f"{profile}.toml")
+    agent = RunningAgent(root=root, profile=profiles / f"{profile}.toml", extra_args=list(extra_args or []))
     agent.launch()
     return agent
 
