@@ -8,6 +8,7 @@ minute"."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from console_testkit import RunningAgent, screen_text, until
 from textual.widget import Widget
@@ -15,8 +16,11 @@ from textual.widgets import RichLog
 
 from console.app import ConsoleApp
 from console.link.local import LocalLink
+from console.link.replay import ReplayLink
 from console.screens.logs import LogsScreen
 
+RECORDING = Path(__file__).parent / "data" / "local-sim.jsonl"
+"""The snapshot tests' recording of the real agent on the sim (a benchmark's band, one finding)."""
 LONG_LINE = (
     "[2026-12-06 06:58:31] Decode batch, #running-req: 71, token usage: 0.17, accept len: "
     "2.68, cuda graph: True, gen throughput (token/s): 1030.12, #queue-req: 3, tail-word-zebra"
@@ -83,3 +87,20 @@ async def test_the_gpu_header_kv_legend_and_autopilot_row_are_whole_at_80_column
         )
         await pilot.pause()
         assert "changes a minute" in words(screen_text(app)), screen_text(app)
+
+
+async def test_the_overviews_findings_stay_on_screen_at_80x24() -> None:
+    """The charts give way to the findings: at 80x24 the recording's finding (its title and what to
+    do) was below the screen's bottom, under the charts; only the status line's count said it."""
+    app = ConsoleApp(ReplayLink(RECORDING, speed=0), clock=lambda: 1000.0, operator="pilot")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(lambda: app.model.link.state == "ended", what="the whole recording")
+        await pilot.pause()
+        app.paint_now()
+        await pilot.pause()
+        items = app.model.health.items
+        assert items, "the recording has a finding"
+        shown = words(screen_text(app))
+        for item in items:
+            assert words(item.finding.title) in shown, shown
+            assert words(item.finding.action)[:40] in shown, shown
