@@ -54,6 +54,7 @@ def caused_by_bench(finding: Finding, load: BenchLoad) -> Finding:
     if finding.code not in LOAD_CODES:
         return finding
     when = "runs" if load.running else "ended less than a window ago"
+    usual = finding.action[:1].lower() + finding.action[1:]
     return finding.model_copy(
         update={
             "severity": "info",
@@ -64,7 +65,7 @@ def caused_by_bench(finding: Finding, load: BenchLoad) -> Finding:
             ),
             "action": (
                 f"Nothing to change for the benchmark's load: this clears within {load.clears_s:.0f} s "
-                f"of the run's end. If it holds after that, the clients cause it: {finding.action}"
+                f"of the run's end. If it holds after that, the clients cause it: {usual}"
             ),
         }
     )

@@ -287,9 +287,11 @@ class BenchScreen(LiveScreen):
             f"Start a benchmark on {profile}?",
             confirm_body(request, profile, self.session.link.describe(), plan),
             challenge=profile if production else None,
+            yes="Start run",
+            no="Don't start",
         )
         if not await self.session.ask(dialog):
-            self._status(Text("Cancelled; no benchmark started.", style="$warn"))
+            self._status(Text("Not started; no benchmark runs.", style="$warn"))
             return
         if dialog.typed is not None:  # the agent checks the name again itself
             request = request.model_copy(update={"confirm_production": dialog.typed})

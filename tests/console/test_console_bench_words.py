@@ -47,6 +47,14 @@ async def test_the_palette_names_the_start_by_the_benchs_mode(agent: RunningAgen
         await pilot.pause()
         shown = await palette_text(app, pilot, "start bench")
         assert "Start bench sweep" in shown and "Start bench compare" not in shown, shown
+        await until(lambda: screen.available, what="the bench runner")
+        await pilot.press("ctrl+p", *"start bench", "enter")
+        await until(lambda: isinstance(app.screen, ConfirmDialog), what="the start's dialog")
+        dialog = screen_text(app)
+        assert "Start run (y)" in dialog and "Don't start (esc)" in dialog, dialog
+        await pilot.press("escape")
+        await until(lambda: "Not started; no benchmark runs." in screen_text(app), what="the refusal said")
+        assert await agent.bench_runs() == []
 
 
 async def test_after_a_cancel_the_bench_screen_says_once_what_happened_and_offers_only_what_exists(

@@ -185,7 +185,10 @@ def test_a_load_finding_the_agents_benchmark_caused_says_so_until_its_requests_l
     assert "Time to first token p99 39.6 s" in f.title and "benchmark 20261206-064512-ab12cd" in f.title
     assert "its requests, not clients'" in f.explanation
     assert f.action.startswith("Nothing to change for the benchmark's load: this clears within 30 s")
-    assert "chunked_prefill_size" in f.action  # the usual advice, for a finding that outlives the run
+    assert (
+        "the clients cause it: check prompt lengths" in f.action
+    )  # the usual advice, if it outlives the run
+    assert "chunked_prefill_size" in f.action
     ended = found(watch.observe(snap(25, latency=slow), LIMITS), "ttft_over_target")
     assert ended is not None and ended.severity == "info" and "benchmark 20261206" in ended.title
     assert "ended less than a window ago" in ended.explanation
