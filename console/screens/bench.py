@@ -291,7 +291,7 @@ class BenchScreen(LiveScreen):
             no="Don't start",
         )
         if not await self.session.ask(dialog):
-            self._status(Text("Not started; no benchmark runs.", style="$warn"))
+            self._status(Text("Not confirmed: no benchmark started.", style="$warn"))
             return
         if dialog.typed is not None:  # the agent checks the name again itself
             request = request.model_copy(update={"confirm_production": dialog.typed})

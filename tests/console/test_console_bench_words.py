@@ -53,7 +53,9 @@ async def test_the_palette_names_the_start_by_the_benchs_mode(agent: RunningAgen
         dialog = screen_text(app)
         assert "Start run (y)" in dialog and "Don't start (esc)" in dialog, dialog
         await pilot.press("escape")
-        await until(lambda: "Not started; no benchmark runs." in screen_text(app), what="the refusal said")
+        await until(
+            lambda: "Not confirmed: no benchmark started." in screen_text(app), what="the refusal said"
+        )
         assert await agent.bench_runs() == []
 
 

@@ -123,6 +123,6 @@ async def test_loading_a_profile_ends_when_the_agent_says_and_the_list_marks_the
         await pilot.press("y")
         await until(lambda: "applied at" in text_of(app, "#profile-result"), timeout_s=60,
                     what="the load's end", explain=lambda: text_of(app, "#profile-result"))  # fmt: skip
-        await until(lambda: "running" in str(table.get_cell("local-sim-b", "running")),
+        await until(lambda: "running" in str(table.get_cell("local-sim-b", "name")),
                     what="the running mark on the loaded profile")  # fmt: skip
-        assert "running" not in str(table.get_cell("local-sim", "running"))
+        assert "running" not in str(table.get_cell("local-sim", "name"))

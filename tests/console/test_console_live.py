@@ -63,7 +63,7 @@ async def test_every_screen_renders_what_the_agent_sends(agent: RunningAgent) ->
         assert isinstance(app.screen, ProfilesScreen)
         table = app.screen.query_one("#profile-list", DataTable)
         await until(lambda: "local-sim" in [str(k.value) for k in table.rows], what="the profile list")
-        assert "running" in str(table.get_cell("local-sim", "running"))
+        assert "running" in str(table.get_cell("local-sim", "name"))
 
         await pilot.press("l")
         assert isinstance(app.screen, LogsScreen)

@@ -168,7 +168,13 @@ async def test_agent_control_pins_and_releases_steps_and_sets_the_threshold(agen
     async with agent.client() as client:
         audit = (await client.get("/v1/audit")).json()["lines"]
     outcomes = [line for line in audit if line["phase"] != "intent"]  # each change: its intent, then this
-    assert [line["result"]["status"] for line in outcomes[-3:]] == ["applied", "applied", "cancelled"]
+    # the pin, the release, the refused 7 (audited as rejected since issue 39) and the unconfirmed 40
+    assert [line["result"]["status"] for line in outcomes[-4:]] == [
+        "applied",
+        "applied",
+        "rejected",
+        "cancelled",
+    ]
 
 
 async def _pinned(agent: RunningAgent, steps: int) -> bool:
@@ -219,7 +225,7 @@ async def test_profiles_marks_what_changed_and_controls_forget_an_older_result(a
         await until(lambda: "not pinned" in text_of(app, "#live-steps"), what="the steps hint")
         await pilot.press("p")
         table = app.screen.query_one("#profile-list", DataTable)
-        await until(lambda: "changed: threshold" in str(table.get_cell("local-sim", "running")),
+        await until(lambda: "changed: threshold" in str(table.get_cell("local-sim", "name")),
                     what="the running mark saying what changed")  # fmt: skip
 
 
