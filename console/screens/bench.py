@@ -1,4 +1,4 @@
-"""Bench: start a concurrency sweep on the server (after a confirm), watch it, read the result.
+"""Bench: start a benchmark on the server (compare on/off or a sweep, after a confirm), watch it, read the result.
 
 Starting a benchmark puts up to hundreds of concurrent streams on the engine, so it is confirmed
 like any change, and on a production profile the operator types the profile's name. A run the
