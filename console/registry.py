@@ -58,7 +58,12 @@ SCREENS: tuple[tuple[str, str, str, str], ...] = (
     ("kv", "k", "KV", "The KV pool, the reserve speculation costs, and what fits at a context length"),
     ("gpus", "g", "GPUs", "One row per GPU with a short history"),
     ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
-    ("bench", "b", "Bench", "Benchmark the server (compare on/off or sweep) and see the recommended threshold"),
+    (
+        "bench",
+        "b",
+        "Bench",
+        "Benchmark the server (compare on/off or sweep) and see the recommended threshold",
+    ),
     ("profiles", "p", "Profiles", "List, view, diff, load and save operator profiles"),
     ("logs", "l", "Logs", "Engine log tail with search; events and audit lines"),
     ("audit", "a", "Audit", "The audit log: what changed, who asked, from where, what came of it"),
