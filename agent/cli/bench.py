@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import sys
 from collections.abc import Callable
@@ -362,12 +363,6 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _user() -> str:
-    import getpass
-
-    return getpass.getuser()
-
-
 class Announcer:
     """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
     draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""
@@ -397,7 +392,7 @@ class Announcer:
         if self.client is None:
             return
         body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
-                "operator": _user()}  # fmt: skip
+                "operator": getpass.getuser()}  # fmt: skip
         try:
             self.client.post("/v1/bench/external", json=body).raise_for_status()
         except httpx.HTTPError as exc:
@@ -408,8 +403,6 @@ class Announcer:
 
 def cancel_run(args: argparse.Namespace) -> int:
     """``agent bench cancel``: the agent's running benchmark, after a confirm on a terminal."""
-    import getpass
-
     from agent.api.client import AgentUnreachable, call, connect
     from agent.serve.paths import default_state_dir
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from agent.control.action_events import EVENT_OF, MODE_WORDS, action_words, event_data
 from agent.control.audit import AuditLog, AuditUnavailable
 from agent.control.faults import fault_point
 from agent.control.live import apply_live
@@ -32,7 +33,6 @@ from agent.control.planner import Draft, plan_request
 from agent.profile import Profile
 from agent.sglang.live_control import LIVE_STEPS_KEY, READBACK_OF
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
-from agent.wire.actions import CATALOGUE
 from agent.wire.snapshot import EngineState
 
 PLAN_TTL_S = 15 * 60
@@ -40,49 +40,9 @@ PLAN_TTL_S = 15 * 60
 
 MAX_ACTIONS = 1000
 
-TERMINAL: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled", "expired", "rejected"})
-"""An action in one of these states is over: nothing more happens to it, and its event says so."""
 AUDITED: frozenset[ActionStatus] = frozenset({"applied", "failed", "cancelled"})
 """What the operator decided and what came of it; a plan nobody confirmed yet is not an audit line. A
 request refused at its plan is audited where it is refused (``ActionBook._audit_refusal``)."""
-EVENT_OF: dict[ActionStatus, str] = {
-    "planned": "action.planned",
-    "rejected": "action.rejected",
-    "applying": "action.applying",
-    "applied": "action.applied",
-    "failed": "action.failed",
-    "cancelled": "action.cancelled",
-    "expired": "action.expired",
-}
-_MODE_WORDS = {
-    "live": "applied live, the server keeps serving",
-    "restart": "needs an engine restart",
-    "noop": "nothing to change",
-    "rejected": "rejected",
-}
-
-
-def action_words(request: ActionRequest) -> str:
-    """ "threshold → 64", "release the step pin", "load profile kimi-k25-eagle3": what the operator
-    asked for, in the catalogue's words (the console's actions log says the same)."""
-    return CATALOGUE[request.kind].action_label(request.value)
-
-
-def event_data(plan: Plan, status: ActionStatus, detail: str = "") -> dict[str, Any]:
-    """The same fields on every action event, so a console can follow one action from plan to end;
-    ``detail`` is why it was refused, failed or expired (or what applying it did), without a prefix."""
-    return {
-        "detail": detail,
-        "action_id": plan.action_id,
-        "request_id": plan.request.request_id,
-        "kind": plan.request.kind,
-        "value": plan.request.value,
-        "mode": plan.mode,
-        "status": status,
-        "terminal": status in TERMINAL,
-        "rejected_field": plan.rejected_field,
-        "change_id": plan.request.change_id,
-    }
 
 
 class EngineControl(Protocol):
@@ -214,7 +174,7 @@ class ActionBook:
             EVENT_OF[status],
             f"{what}: rejected: {draft.reason}"
             if status == "rejected"
-            else f"{what}: planned ({_MODE_WORDS[draft.mode]}); waiting for the operator to confirm",
+            else f"{what}: planned ({MODE_WORDS[draft.mode]}); waiting for the operator to confirm",
             event_data(plan, status, draft.reason),
         )
         fault_point("plan")
@@ -292,7 +252,7 @@ class ActionBook:
                 action=self._audit_action(plan),
                 before={c.key: c.old for c in plan.changes},
                 after={c.key: c.new for c in plan.changes},
-                result={"status": "intent", "message": f"about to apply ({_MODE_WORDS[plan.mode]})"},
+                result={"status": "intent", "message": f"about to apply ({MODE_WORDS[plan.mode]})"},
                 phase="intent",
                 source=entry.source,
                 live={READBACK_OF[k]: v for k, v in args.items()} if plan.mode == "live" and args else None,
