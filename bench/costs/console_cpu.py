@@ -16,22 +16,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import os
-import pty
 import signal
 import statistics
-import struct
 import subprocess
 import sys
-import termios
-import threading
 import time
 from pathlib import Path
 
 import httpx
 import psutil
 
+from bench.kit.pty_child import spawn_in_pty
 from console.app import ConsoleApp
 from console.demo.stack import DemoStack
 from console.link.local import LocalLink
@@ -49,25 +45,9 @@ def set_tick(stack: DemoStack, seconds: float) -> None:
 
 def measure_cpu(stack: DemoStack, seconds: float, cols: int, rows: int, warmup: float) -> tuple[float, float]:
     """(CPU % of one core, snapshots/s seen by the agent) for k25console in a pty."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
     argv = [sys.executable, "-m", "console.cli", "--socket", str(stack.socket_path),
             "--token-file", str(stack.token_path)]  # fmt: skip
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-    os.close(slave)
-    done = threading.Event()
-
-    def drain() -> None:  # a terminal reads what the app writes; so do we
-        while not done.is_set():
-            try:
-                if not os.read(master, 65536):
-                    break
-            except OSError:
-                break
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    proc, done, master = spawn_in_pty(argv, cols, rows)
     try:
         process = psutil.Process(proc.pid)
         time.sleep(warmup)

@@ -24,19 +24,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import itertools
 import json
 import os
-import pty
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +39,7 @@ from typing import Any
 import psutil
 
 from bench import REPO
+from bench.kit.pty_child import spawn_in_pty
 
 RECORDING = REPO / "tests" / "console" / "data" / "local-sim.jsonl"
 ME = [sys.executable, "-m", "bench.costs.fleet_console"]
@@ -166,28 +162,6 @@ def run_console(root: Path, hosts: int, total_s: float, out: Path) -> None:
 
 
 # -- 3. the measurement ------------------------------------------------------------------------------
-def _pty_child(argv: list[str], cols: int, rows: int) -> tuple[subprocess.Popen[bytes], threading.Event]:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
-    proc = subprocess.Popen(
-        argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO, start_new_session=True
-    )
-    os.close(slave)
-    done = threading.Event()
-
-    def drain() -> None:  # a terminal reads what the app writes; so do we
-        while not done.is_set():
-            try:
-                if not os.read(master, 65536):
-                    break
-            except OSError:
-                break
-
-    threading.Thread(target=drain, daemon=True).start()
-    return proc, done
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
@@ -226,10 +200,10 @@ def main() -> int:
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the replayed agents did not start")
             time.sleep(0.1)
-        console, done = _pty_child(
+        console, done, _ = spawn_in_pty(
             [*me, "--console", str(root), "--hosts", str(args.hosts), "--out", str(out),
              "--seconds", str(args.seconds), "--warmup", str(args.warmup)],
-            args.cols, args.rows,
+            args.cols, args.rows, cwd=REPO,
         )  # fmt: skip
         proc = psutil.Process(console.pid)
         time.sleep(args.warmup)
