@@ -28,9 +28,15 @@ async def test_console_over_ssh_reads_snapshots_and_changes_the_threshold_live(
     async with app.run_test(size=(110, 32)) as pilot:
         await until(lambda: app.model.link.state == "connected", what="the SSH link", timeout_s=30)
         await until(lambda: len(app.model.snapshots) >= 2, what="two snapshots over SSH")
-        latest = app.model.latest
-        assert latest is not None and latest.wire_version == WIRE_VERSION
-        assert latest.engine_kind == "sim" and latest.engine_state == "ready"
+        # A snapshot is the sampler's tick: one taken as the engine came up may still say "starting"
+        # after the supervisor (which the fixture waited on) says ready; the next one says ready.
+        latest = await until(
+            lambda: (
+                app.model.latest if app.model.latest and app.model.latest.engine_state == "ready" else None
+            ),
+            what="a snapshot of the ready engine",
+        )
+        assert latest.wire_version == WIRE_VERSION and latest.engine_kind == "sim"
         assert latest.profile_name == "local-sim"
         assert isinstance(app.screen, OverviewScreen)
         await until(lambda: "ssh" in app.link.describe(), what="the link description")
