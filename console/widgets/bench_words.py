@@ -212,18 +212,11 @@ def duration_text(plan: BenchPlan | str) -> Text:
 
 
 def rule_words(request: BenchRequest) -> str:
-    """The stopping rule of a start, in the confirm's words."""
-    parts = []
-    if request.until is not None:
-        parts.append(f"until every arm's 95 % interval is within ±{request.until * 100:g} %")
-    if request.budget_s is not None:
-        budget = f"the run's {duration(request.budget_s)} are spent"
-        parts.append(f"or {budget}" if parts else f"until {budget}")
-    return (
-        "the first windows of every arm at every level (the duration below says how many), then more at a level "
-        + " ".join(parts)
-        + ", up to the most a level may take"
-    )
+    """The stopping rule of a start, in the confirm's words: the rule's own (``StopRule.words``, as
+    the result's table says it) after the first windows, which the agent's plan below counts."""
+    rule = request.options.stop
+    said = rule.words() if rule is not None else "as asked"
+    return f"the first windows of every arm at every level, then more at a level {said}"
 
 
 def confirm_body(
