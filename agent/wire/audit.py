@@ -114,8 +114,9 @@ class AuditRecord(_Open):
     @property
     def subject(self) -> str:
         """What was acted on, for a record that names no setting before and after: the profile saved
-        ("profile night-shift"), the run started or ended with its mode and levels ("run 2026…-9c5c63,
-        compare at 1, 8, 64"), the value an action asked for ("threshold → -5", when it was refused)."""
+        ("profile night-shift"), the run started or ended with its mode and levels ("run 2026…-9c5c63
+        (compare at 1, 8, 64)": the id a word of its own, for a table that wraps), the value an action
+        asked for ("threshold → -5", when it was refused)."""
         action = self.action
         spec = spec_of(action.kind or "")
         if spec is not None:
@@ -126,7 +127,7 @@ class AuditRecord(_Open):
             return f"profile {name}"
         run_words = _run_words(action.mode, extra.get("levels"))
         if isinstance(run, str) and run:
-            return f"run {run}" + (f", {run_words}" if run_words else "")
+            return f"run {run}" + (f" ({run_words})" if run_words else "")
         return run_words
 
 

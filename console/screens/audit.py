@@ -26,7 +26,7 @@ from console.screens.base import LiveScreen
 from console.session import Session
 from console.widgets.filter import row_matches
 from console.widgets.format import clock
-from console.widgets.table_fit import ended, fit_widths, natural_widths, wrapped
+from console.widgets.table_fit import ended, fit_widths, longest_word, natural_widths, wrapped
 
 FETCH_RECORDS = 500
 """Records asked of the agent per fetch (the newest); the screen shows one row per change of them."""
@@ -43,7 +43,8 @@ of the row under the cursor is shown whole below the table."""
 CHANGE = COLUMNS.index("change")
 FLOORS = (8, 6, 9, 8, 16, 11)
 """The narrowest each column gets before the table scrolls: the time whole, "unix socket" whole,
-a change wrapped at no fewer than 16 cells, a name or a kind with its first letters and "…"."""
+a change wrapped at no fewer than 16 cells (and at its longest word where the others leave room:
+a run's id keeps to one line), a name or a kind with its first letters and "…"."""
 
 
 def audit_row(record: AuditRecord) -> tuple[str, ...]:
@@ -85,7 +86,8 @@ class AuditScreen(LiveScreen):
     def _fit(self, table: DataTable[str | Text], rows: list[tuple[str, ...]]) -> list[int]:
         """The columns again, each as wide as the table's width allows (module docstring)."""
         available = table.scrollable_content_region.width or table.size.width or self.size.width
-        widths = fit_widths(natural_widths(COLUMNS, rows), available, wraps=CHANGE, floors=FLOORS)
+        word = longest_word([cells[CHANGE] for cells in rows])
+        widths = fit_widths(natural_widths(COLUMNS, rows), available, wraps=CHANGE, floors=FLOORS, word=word)
         table.clear(columns=True)
         for name, width in zip(COLUMNS, widths, strict=True):
             table.add_column(name, key=name, width=width)

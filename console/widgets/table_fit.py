@@ -29,13 +29,26 @@ def natural_widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
     return widths
 
 
-def fit_widths(natural: Sequence[int], available: int, *, wraps: int, floors: Sequence[int]) -> list[int]:
+def longest_word(cells: Sequence[str]) -> int:
+    """The widest word (between spaces) of ``cells``, in terminal cells."""
+    return max((cell_len(word) for cell in cells for word in cell.split()), default=0)
+
+
+def fit_widths(
+    natural: Sequence[int], available: int, *, wraps: int, floors: Sequence[int], word: int = 0
+) -> list[int]:
     """Widths (without padding) whose sum with the padding is at most ``available``: the natural ones
     when they fit; else column ``wraps`` narrows first (to its floor), then every other column narrows
     in turn, the widest first, each to its floor. Below the floors' sum the floors are returned (the
-    table then scrolls sideways, the one case left where a value is out of sight, never cut)."""
+    table then scrolls sideways, the one case left where a value is out of sight, never cut).
+
+    ``word``, the wrapping column's longest word (:func:`longest_word`), raises that column's floor
+    as far as the other columns' floors leave room: a word such as a run's id then keeps to one line
+    rather than folding in two, and a word wider than any room folds rather than scroll the table."""
     widths = list(natural)
     room = available - PADDING * len(widths)
+    others = sum(f for n, f in enumerate(floors) if n != wraps)
+    floors = [max(f, min(word, room - others)) if n == wraps else f for n, f in enumerate(floors)]
     over = sum(widths) - room
     if over <= 0:
         return widths
