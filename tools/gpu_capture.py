@@ -1,13 +1,18 @@
 """Capture real NVML readings from every GPU on this host, as JSON, for test fixtures."""
 
+from __future__ import annotations
+
 import json
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pynvml as N
 
 
-def safe(f, *a):
+def safe(f: Callable[..., Any], *a: object) -> Any:
+    """What NVML answered (pynvml is untyped: Any), bytes decoded; or, when it raised, its error as a dict."""
     try:
         v = f(*a)
         return v.decode() if isinstance(v, bytes) else v
@@ -16,7 +21,7 @@ def safe(f, *a):
 
 
 N.nvmlInit()
-out = {
+out: dict[str, Any] = {
     "driver": safe(N.nvmlSystemGetDriverVersion),
     "nvml": safe(N.nvmlSystemGetNVMLVersion),
     "cuda_driver": safe(N.nvmlSystemGetCudaDriverVersion_v2),

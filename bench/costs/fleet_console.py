@@ -76,9 +76,9 @@ def _agent_app(index: int, snaps: list[dict[str, Any]], tick_s: float) -> Any:
             next_at = time.monotonic()
             while True:
                 snap = dict(snaps[n % len(snaps)], seq=seq, time=time.time())
-                body = f"id: {seq}\nevent: snapshot\ndata: {json.dumps(snap, separators=(',', ':'))}\n\n"
+                event = f"id: {seq}\nevent: snapshot\ndata: {json.dumps(snap, separators=(',', ':'))}\n\n"
                 try:
-                    await send({"type": "http.response.body", "body": body.encode(), "more_body": True})
+                    await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
                 except OSError:
                     return
                 seq, n = seq + 1, n + 1

@@ -28,6 +28,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import psutil
@@ -72,7 +73,7 @@ def _sim_process(
 
 @dataclass
 class SimHandle:
-    process: mp.Process
+    process: BaseProcess  # the spawn context's process (not mp.Process, the default context's)
     conn: Connection
     port: int
 

@@ -105,7 +105,7 @@ async def console_child(socket_path: Path, seconds: float, report: Path, switch_
             state = app.model.link.state
             if state == "connected":
                 was_connected = True
-            elif was_connected and state != "connected":
+            elif was_connected:
                 drops += 1
                 was_connected = False
                 errors.append(f"link {state}: {app.model.link.message}")

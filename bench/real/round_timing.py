@@ -139,7 +139,8 @@ async def under_load(
         stop.set()
         loaded.requests_sent = await load
         if live is not None:
-            await engine.set_live(adaptive_spec_threshold=live.threshold)
+            if live.threshold is not None:  # as the 0-step path: what was read back is given back
+                await engine.set_live(adaptive_spec_threshold=live.threshold)
             if live.zero_step is not None and live.zero_step.path:
                 await engine.set_zero_step_path(live.zero_step.path)
 

@@ -147,12 +147,12 @@ def iterations(events: list[dict[str, Any]]) -> list[Iteration]:
                 owner = h
         if owner is None:
             continue
-        it = _iteration_at(its, owner["ts"])
-        if it is None:
+        ran_in = _iteration_at(its, owner["ts"])
+        if ran_in is None:
             continue
         lo, hi = _span(g)
         busy = sum(b - a for a, b in clip(kernels, lo, hi))
-        it.gpu_parts_us[part] = it.gpu_parts_us.get(part, 0.0) + busy
+        ran_in.gpu_parts_us[part] = ran_in.gpu_parts_us.get(part, 0.0) + busy
     # the draft's forward runs inside its extend: report the extend without it
     for it in its:
         inner = it.gpu_parts_us.get("draft_forward", 0.0)

@@ -41,7 +41,7 @@ def frames(
         (e for e in events if (e.get("pid"), e.get("tid")) == key),
         key=lambda e: (e["ts"], -e.get("dur", 0.0)),
     )
-    out: collections.Counter[tuple[int, str]] = collections.Counter()
+    out: collections.defaultdict[tuple[int, str], float] = collections.defaultdict(float)  # µs
     n = 0
     i = 0
     for top in sorted(tops, key=lambda e: e["ts"]):

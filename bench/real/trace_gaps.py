@@ -28,8 +28,10 @@ from __future__ import annotations
 import argparse
 import collections
 import gzip
+import heapq
 import itertools
 import json
+import operator
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,7 +125,9 @@ def analyse(events: list[dict[str, Any]], min_gap_us: float = 20.0, top: int = 1
         key=lambda e: (e["ts"], -e.get("dur", 0.0)),
     )
     tops = [e for e in top_level(host) if e["ts"] < hi and e["ts"] + e.get("dur", 0.0) > lo]
-    by_op: collections.Counter[str] = collections.Counter()
+    # µs of gap per operation: floats, which a Counter's type does not hold; read largest first with
+    # heapq.nlargest, as Counter.most_common does
+    by_op: collections.defaultdict[str, float] = collections.defaultdict(float)
     gaps = [g for g in gaps_of(busy, lo, hi) if g[1] - g[0] >= min_gap_us]
     i = 0
     for gap in gaps:
@@ -174,7 +178,9 @@ def analyse(events: list[dict[str, Any]], min_gap_us: float = 20.0, top: int = 1
             "ms_per_round": round(gap_us / rounds / 1000, 3),
         },
         "gap_by_host_op_ms_per_round": {
-            name: round(us / rounds / 1000, 4) for name, us in by_op.most_common(top) if us > 0
+            name: round(us / rounds / 1000, 4)
+            for name, us in heapq.nlargest(top, by_op.items(), key=operator.itemgetter(1))
+            if us > 0
         },
         "waits_per_round": {
             name: {"count": round(len(d) / rounds, 2), "ms": round(sum(d) / rounds / 1000, 4)}

@@ -110,7 +110,7 @@ def shifting(profile_path: Path, workload: Workload, grid: list[int], seed: int)
 
 
 def ramp(acceptance: str, seconds: float) -> Workload:
-    return Workload(name=f"ramp-{acceptance}", phase=[Phase(seconds=seconds, acceptance=acceptance, **RAMP)])  # type: ignore[arg-type]
+    return Workload(name=f"ramp-{acceptance}", phase=[Phase(seconds=seconds, acceptance=acceptance, **RAMP)])
 
 
 def never_pays(profile_path: Path, seed: int) -> dict[str, Any]:

@@ -339,11 +339,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.splitlines()[1:]))  # fmt: skip
     parser.add_argument("--state-dir", type=Path, required=True, help="the agent's --state-dir")
-    best = parser.add_mutually_exclusive_group(required=True)
-    best.add_argument(
+    best_from = parser.add_mutually_exclusive_group(required=True)
+    best_from.add_argument(
         "--compare", type=Path, help="agent bench compare --json result: its recommended threshold"
     )
-    best.add_argument("--best-threshold", type=int, help="the best fixed threshold (0 = none)")
+    best_from.add_argument("--best-threshold", type=int, help="the best fixed threshold (0 = none)")
     parser.add_argument(
         "--profile-threshold", type=int, help="default: the threshold in the agent's profile file"
     )
