@@ -156,9 +156,9 @@ class ControlsScreen(LiveScreen):
         self._active = spec.steps if spec.on else None
         self._follow_pending(model)  # first: an action that just ended puts its field back on live
         self._follow(live)
-        text = badge_text(spec, snap.load, stale=model.stale)
-        text.append(f"\n{built_text(spec.prebuilt_steps)}", style="dim")
-        self.query_one("#controls-now", Static).update(text)
+        badge = badge_text(spec, snap.load, stale=model.stale)
+        badge.add_line(Text(built_text(spec.prebuilt_steps), style="dim"))
+        self.query_one("#controls-now", Static).update(badge)
         for button in self.query("Button.sentinel").results(Button):
             kind = str(button.id).rsplit("-", 1)[1]
             button.disabled = self.session.readonly or live.value(kind) is None

@@ -25,6 +25,7 @@ from console.widgets.badge import accept_text, badge_text
 from console.widgets.chart import ChartData, Rule, Series
 from console.widgets.chart_panel import ChartPanel, bench_bands, window_legend
 from console.widgets.findings import findings_text
+from console.widgets.flow import Flow
 from console.widgets.format import latency, num
 from console.widgets.ticks import fmt_count
 from console.widgets.windows import COUNTER_WORDS, over, raw_label
@@ -34,47 +35,47 @@ CHART_INTERVAL_S = 1.0
 figures above them with every snapshot."""
 
 
-def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = None) -> Text:
+def figures_text(snap: Snapshot, *, raw: bool, switched_on_at: float | None = None) -> Flow:
     """The headline numbers, each with the window the agent computed it over. Throughput is the
     agent's count of output tokens (every client together), smoothed; ``raw`` adds the last tick's
-    rate on its own line, the value one key away. ``switched_on_at``: the agent's last switch on."""
+    rate on its own line, the value one key away. ``switched_on_at``: the agent's last switch on.
+    Each figure is a group of the :class:`Flow`: a narrow screen moves it whole to the next line."""
     t, load, lat, kv = snap.throughput, snap.load, snap.latency, snap.kv
-    text = Text()
-    text.append("Output ", style="dim")
-    text.append(num(t.output_tok_s, unit=" tok/s"), style="bold")
-    text.append(over(t.window_s), style="dim")
-    text.append("   prompt ", style="dim")
-    text.append(num(t.prompt_tok_s, unit=" tok/s"))
-    text.append("   ")
-    text.append(num(t.requests_per_s, ".1f"))
-    text.append(" req/s", style="dim")
+    output = Text.assemble(
+        ("Output ", "dim"), (num(t.output_tok_s, unit=" tok/s"), "bold"), (over(t.window_s), "dim")
+    )
+    prompt = Text.assemble(("prompt ", "dim"), num(t.prompt_tok_s, unit=" tok/s"))
+    rate = Text.assemble(num(t.requests_per_s, ".1f"), (" req/s", "dim"))
+    flow = Flow(output, prompt, rate)
     if raw:
-        text.append(f"\n{raw_label(t)}: output ", style="dim")
-        text.append(num(t.output_tok_s_raw, unit=" tok/s"), style="$note-bold")
-        text.append("   prompt ", style="dim")
-        text.append(num(t.prompt_tok_s_raw, unit=" tok/s"), style="$note")
-    text.append("\nRunning ", style="dim")
-    text.append(num(load.running), style="bold")
-    text.append("  Queued ", style="dim")
-    text.append(num(load.queued), style="bold")
+        flow.add_line(
+            Text.assemble(
+                (f"{raw_label(t)}: output ", "dim"), (num(t.output_tok_s_raw, unit=" tok/s"), "$note-bold")
+            ),
+            Text.assemble(("prompt ", "dim"), (num(t.prompt_tok_s_raw, unit=" tok/s"), "$note")),
+        )
+    counts = Text.assemble(
+        ("Running ", "dim"), (num(load.running), "bold"), ("  Queued ", "dim"), (num(load.queued), "bold")
+    )
+    used = None
     if kv.pool_tokens and kv.used_tokens is not None:
-        text.append("   KV used ", style="dim")
-        text.append(f"{kv.used_tokens / kv.pool_tokens:.0%}")
-    text.append("   Accept len ", style="dim")
+        used = Text.assemble(("KV used ", "dim"), f"{kv.used_tokens / kv.pool_tokens:.0%}")
     since_on = None if switched_on_at is None else snap.time - switched_on_at
-    text.append_text(accept_text(snap.speculation, load, since_switch_on=since_on))
-    text.append("\nTTFT p50 ", style="dim")
-    text.append(latency(lat.ttft_p50_s, lat.ttft_p50_above_top))
-    text.append(" p99 ", style="dim")
-    text.append(latency(lat.ttft_p99_s, lat.ttft_p99_above_top))
+    accept = Text("Accept len ", style="dim")
+    accept.append_text(accept_text(snap.speculation, load, since_switch_on=since_on))
+    flow.add_line(counts, used or "", accept)
+    ttft = Text.assemble(
+        ("TTFT p50 ", "dim"), latency(lat.ttft_p50_s, lat.ttft_p50_above_top),
+        (" p99 ", "dim"), latency(lat.ttft_p99_s, lat.ttft_p99_above_top),
+    )  # fmt: skip
     if lat.ttft_count is not None:
-        text.append(f" ({count_words(lat.ttft_count, 'request')})", style="dim")
-    text.append("   ITL p50 ", style="dim")
-    text.append(latency(lat.itl_p50_s, lat.itl_p50_above_top))
-    text.append(" p99 ", style="dim")
-    text.append(latency(lat.itl_p99_s, lat.itl_p99_above_top))
-    text.append(f"  {over(lat.window_s).strip()}", style="dim")
-    return text
+        ttft.append(f" ({count_words(lat.ttft_count, 'request')})", style="dim")
+    itl = Text.assemble(
+        ("ITL p50 ", "dim"), latency(lat.itl_p50_s, lat.itl_p50_above_top),
+        (" p99 ", "dim"), latency(lat.itl_p99_s, lat.itl_p99_above_top),
+        (f"  {over(lat.window_s).strip()}", "dim"),
+    )  # fmt: skip
+    return flow.add_line(ttft, itl)
 
 
 def bench_note(run: BenchRun | None, counter: OutputCounter | None) -> Text | None:

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Button, Label, Static
 
 from agent.wire import CATALOGUE, AutopilotMove, AutopilotState
+from console.widgets.flow import Flow
 from console.widgets.format import DASH, clock
 
 _MODE_STYLE = {
@@ -56,42 +57,43 @@ def move_words(move: AutopilotMove) -> str:
     return f"{clock(move.time)} {what}{failed}: {change}"
 
 
-def autopilot_text(state: AutopilotState | None, pinned: int | None = None) -> Text:
+def autopilot_text(state: AutopilotState | None, pinned: int | None = None) -> Flow:
     """Overview's lines: on/off, what it holds, the crossover with its uncertainty, the last move and why.
 
     Off, the operator's setting is what runs, and who decides the steps is said from ``pinned``, the
     engine's read-back (``Speculation.pinned_steps``, -1: SGLang's policy) that the badge, Controls
     and ``agent status`` read too: one source, so no line says "steps 3" while the badge says
-    SGLang's policy chooses. None: no read-back this tick (a dash)."""
-    text = Text()
+    SGLang's policy chooses. None: no read-back this tick (a dash). Each figure is a group of the
+    :class:`Flow` (the crossover with its span, the expected gain): a narrow screen moves it whole."""
+    flow = Flow()
     if state is None:
-        return text  # an agent without one: nothing to say
+        return flow  # an agent without one: nothing to say
     if not state.enabled:
-        text.append(" AUTOPILOT OFF ", style="$badge-off")
-        text.append(
+        off = Text.assemble((" AUTOPILOT OFF ", "$badge-off"))
+        off.append(
             f" the operator's setting runs: threshold {threshold_words(state.operator_threshold)}, "
             f"steps {steps_words(pinned)}",
             style="dim",
         )
+        flow.add_line(off)
     else:
-        text.append(f" AUTOPILOT {state.mode.upper()} ", style=_MODE_STYLE.get(state.mode, "bold"))
-        text.append(f" threshold {threshold_words(state.threshold)} · steps {steps_words(state.steps)}")
-        text.append(" · crossover ", style="dim")
-        text.append(crossover_words(state), style="bold")
+        holds = Text.assemble((f" AUTOPILOT {state.mode.upper()} ", _MODE_STYLE.get(state.mode, "bold")))
+        holds.append(f" threshold {threshold_words(state.threshold)} · steps {steps_words(state.steps)}")
+        crossover = Text.assemble(("crossover ", "dim"), (crossover_words(state), "bold"))
+        gain = ""
         if state.expected_gain is not None:
-            text.append(
-                f" · est. {state.expected_gain * 100:+.1f} % over the operator's "
-                f"{threshold_words(state.operator_threshold)}",
-                style="dim",
+            gain = (
+                f"est. {state.expected_gain * 100:+.1f} % over the operator's "
+                f"{threshold_words(state.operator_threshold)}"
             )
+        flow.add_line(holds, crossover, Text(gain, style="dim"), separator=" · ")
         if state.detail and state.mode in ("holding", "unavailable", "waiting"):
-            text.append(f"\n{state.detail}", style="$warn")
+            flow.add_line(Text(state.detail, style="$warn"))
     move = state.last_move
     if move is not None:
-        text.append("\nlast: ", style="dim")
-        text.append(move_words(move), style="" if move.ok else "$bad")
-        text.append(f" — {move.why}", style="dim")
-    return text
+        last = Text.assemble(("last: ", "dim"), (move_words(move), "" if move.ok else "$bad"))
+        flow.add_line(last, Text(f"— {move.why}", style="dim"), separator=" ")  # the move whole, then why
+    return flow
 
 
 class AutopilotLine(Static):
@@ -141,8 +143,8 @@ class AutopilotToggle(Horizontal):
             shown.append(f"steps {steps_words(state.steps)}; crossover {crossover_words(state)}")
         else:
             shown.append(f": the operator's threshold {threshold_words(state.operator_threshold)} runs")
-        shown.append(f"   at most {state.max_moves_per_minute or DASH} changes a minute", style="dim")
-        now.update(shown)
+        limit = Text(f"at most {state.max_moves_per_minute or DASH} changes a minute", style="dim")
+        now.update(Flow(shown, limit))  # the limit moves whole to the next line, never "4" / "changes"
 
     class Asked(Message):
         """The operator pressed the toggle: ``enable`` is the opposite of what the agent reports,

@@ -1,7 +1,8 @@
 """The speculation badge: ON with steps/topk, or OFF and why, with the threshold always in view.
 
-The threshold and the running batch come first on the line, the reason after them and wrapping
-below: a long reason must never push the threshold off the screen (it did at 160 columns). Accept
+The state, then the threshold with the running batch (a group of its own, which moves whole to the
+next line on a narrow screen), then the reason on a line of its own: a long reason must never push
+the threshold off the screen (it did at 160 columns). Accept
 length is written by ``accept_text`` for the badge's screens and the figures alike, one source.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from agent.wire import Load, Speculation
+from console.widgets.flow import Flow
 from console.widgets.format import DASH, num, span
 from console.widgets.windows import accept_note
 
@@ -60,33 +62,35 @@ def steps_words(spec: Speculation) -> str:
     return f"{spec.steps} steps" + (f" ({who})" if who else "")
 
 
-def badge_text(spec: Speculation, load: Load | None = None, *, stale: bool = False) -> Text:
-    """``stale``: the link is down; the badge shows the last state it heard, greyed and saying so."""
-    text = Text()
+def badge_text(spec: Speculation, load: Load | None = None, *, stale: bool = False) -> Flow:
+    """``stale``: the link is down; the badge shows the last state it heard, greyed and saying so.
+    The state and the threshold with the running batch are two groups of a :class:`Flow`: on a
+    narrow screen the threshold moves whole to the next line (it read "threshold 130 · 65" with
+    "running" below at 100 columns)."""
     threshold = threshold_words(spec)
     running = load.running if load is not None else None
     if stale and spec.on is not None:
-        text.append(f" SPEC {'ON' if spec.on else 'OFF'} (last heard) ", style="$badge-off")
-        text.append(" not connected: the server's state now is unknown", style="dim")
-        if threshold is not None:
-            text.append(f"   {threshold}", style="dim")
-        return text
+        state = Text.assemble((f" SPEC {'ON' if spec.on else 'OFF'} (last heard) ", "$badge-off"))
+        state.append(" not connected: the server's state now is unknown", style="dim")
+        return Flow(state, Text(threshold, style="dim") if threshold is not None else "")
     if spec.on:
-        text.append(" SPEC ON ", style="$badge-ok")
+        state = Text.assemble((" SPEC ON ", "$badge-ok"))
         parts = [spec.algorithm or "", steps_words(spec), f"topk {spec.topk}"]
         if spec.draft_tokens is not None:
             parts.append(f"{spec.draft_tokens} draft tokens")
-        text.append(" " + " · ".join(p for p in parts if p))
+        state.append(" " + " · ".join(p for p in parts if p))
     elif spec.on is False:
-        text.append(" SPEC OFF ", style="$badge-bad")
-        text.append(" " + _OFF_WORDS.get(spec.off_reason or "unknown", _OFF_WORDS["unknown"]))
+        state = Text.assemble((" SPEC OFF ", "$badge-bad"))
+        state.append(" " + _OFF_WORDS.get(spec.off_reason or "unknown", _OFF_WORDS["unknown"]))
     else:
-        text.append(" SPEC ? ", style="$badge-warn")
-        text.append(" no speculation state yet")
+        state = Text.assemble((" SPEC ? ", "$badge-warn"))
+        state.append(" no speculation state yet")
+    limit = Text(style="bold")
     if threshold is not None:
-        text.append(f"   {threshold}", style="bold")
+        limit.append(threshold)
     if running is not None and spec.configured:
-        text.append(f" · {running} running", style="bold")
+        limit.append(f"{' · ' if threshold is not None else ''}{running} running")
+    flow = Flow(state, limit)
     if spec.on is False and spec.off_detail:
-        text.append(f"\n{spec.off_detail}", style="dim")
-    return text
+        flow.add_line(Text(spec.off_detail, style="dim"))
+    return flow

@@ -104,3 +104,40 @@ async def test_the_overviews_findings_stay_on_screen_at_80x24() -> None:
         for item in items:
             assert words(item.finding.title) in shown, shown
             assert words(item.finding.action)[:40] in shown, shown
+
+
+async def test_a_figure_is_never_split_across_two_lines_at_80_or_100_columns() -> None:
+    """Each figure keeps to one line, its value with its unit and its label: the badge read
+    "threshold 130 · 65" with "running" below at 100 columns, the latencies "over 29" with "s"
+    below at 80, and Controls "at most 4" with "changes a minute" below."""
+    app = ConsoleApp(ReplayLink(RECORDING, speed=0), clock=lambda: 1000.0, operator="pilot")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: app.model.link.state == "ended", what="the whole recording")
+        snap = app.model.latest
+        assert snap is not None and snap.speculation.threshold and snap.load.running is not None
+        window = snap.latency.window_s
+        assert window is not None
+        expected = {
+            "o": [
+                f"threshold {snap.speculation.threshold} · {snap.load.running} running",
+                f"over {window:.0f} s",
+            ],
+            "c": [
+                f"threshold {snap.speculation.threshold} · {snap.load.running} running",
+                "changes a minute",
+            ],
+        }
+        for size in ((100, 30), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await until(lambda s=size: app.size == s, what=f"the resize to {size}")
+            for key, figures in expected.items():
+                await pilot.press(key)
+                await pilot.pause()
+                app.paint_now()
+                await pilot.pause()
+                lines = [words(line) for line in screen_text(app).splitlines()]
+                for figure in figures:
+                    assert any(figure in line for line in lines), (size, key, figure, screen_text(app))
+                if key == "c":
+                    limit = next(line for line in lines if "changes a minute" in line)
+                    assert re.search(r"at most \S+ changes a minute", limit), (size, limit)
