@@ -36,13 +36,6 @@ class Flow:
         self.lines.append((separator, [g if isinstance(g, Text) else Text(g) for g in groups if g]))
         return self
 
-    def extend(self, *groups: Text | str) -> Flow:
-        """More groups on the last line."""
-        if not self.lines:
-            return self.add_line(*groups)
-        self.lines[-1][1].extend(g if isinstance(g, Text) else Text(g) for g in groups if g)
-        return self
-
     @property
     def plain(self) -> str:
         """The text as it reads on a screen wide enough for every line (what tests and logs read)."""
