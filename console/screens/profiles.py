@@ -146,7 +146,9 @@ class ProfilesScreen(LiveScreen):
         self.query_one("#profile-result", Static).update(text)
 
     @work(exclusive=True, group="profiles-list")
-    async def reload(self) -> None:
+    async def reload(self, select: str | None = None, note: Text | None = None) -> None:
+        """The list again; ``select``: a profile just saved, put under the cursor and shown with
+        ``note`` (what the save said) kept below it."""
         try:
             profiles = (await self.session.client.profiles()).profiles
         except LinkError as exc:
@@ -155,13 +157,13 @@ class ProfilesScreen(LiveScreen):
         self.entries = profiles
         self.running = next((e.name for e in profiles if e.running), None)
         self._fill()
-        if self.selected is None and profiles:
-            first = self.running or profiles[0].name
+        if (self.selected is None or select is not None) and profiles:
+            first = select or self.running or profiles[0].name
             self.selected = first
             table: DataTable[str | Text] = self.query_one(DataTable)
             if first in table.rows:
                 table.move_cursor(row=table.get_row_index(first))
-            self.show_profile(first)
+            self.show_profile(first, note)
 
     def _fill(self) -> None:
         """The list as the filter keeps it, one column as wide as the panel: the running profile's row
@@ -220,7 +222,7 @@ class ProfilesScreen(LiveScreen):
             self.show_profile(str(event.row_key.value))
 
     @work(exclusive=True, group="profiles-view")
-    async def show_profile(self, name: str) -> None:
+    async def show_profile(self, name: str, note: Text | None = None) -> None:
         self.selected = name
         try:
             read = await self.session.client.profile(name)
@@ -228,7 +230,7 @@ class ProfilesScreen(LiveScreen):
             self._say(Text(f"Cannot read {name}: {exc}", style="$bad"))
             return
         self.query_one(TextArea).text = read.toml
-        self._say(warnings_text(read.warnings) if read.warnings else "")
+        self._say(warnings_text(read.warnings) if read.warnings else (note or ""))
 
     @on(Button.Pressed, "#profile-diff")
     def _diff_pressed(self) -> None:
@@ -301,5 +303,7 @@ class ProfilesScreen(LiveScreen):
             self._say(Text(f"Not saved: {exc}", style="$bad"))
             self.reload()
             return
-        self._say(Text(f"Saved the running settings as {new_name}.", style="$ok"))
-        self.reload()
+        saved = Text(f"Saved the running settings as {new_name}.", style="$ok")
+        self._say(saved)
+        # What was saved is under the list's cursor and shown (the name stays, for saving it again).
+        self.reload(select=new_name, note=saved)

@@ -7,7 +7,7 @@ in the left panel."""
 from __future__ import annotations
 
 from console_testkit import RunningAgent, screen_text, text_of, until
-from textual.widgets import Button, Input
+from textual.widgets import Button, DataTable, Input, TextArea
 
 from console.app import ConsoleApp
 from console.link.local import LocalLink
@@ -34,6 +34,13 @@ async def test_a_name_and_enter_saves_and_tab_then_enter_on_save_running_as_save
         await until(
             lambda: any(e.name == "night-shift" for e in screen.entries), what="the new profile listed"
         )
+        # what was saved is under the list's cursor and shown, the save's words kept below it
+        table = screen.query_one("#profile-list", DataTable)
+        await until(lambda: 'name = "night-shift"' in screen.query_one(TextArea).text, what="the saved TOML")
+        assert screen.selected == "night-shift" and "Saved the running settings" in text_of(
+            app, "#profile-result"
+        )
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "night-shift"
         name.focus()
         await pilot.press("ctrl+u", *"day-shift", "tab")
         assert isinstance(app.focused, Button) and app.focused.id == "profile-save", app.focused
