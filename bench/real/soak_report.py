@@ -1,0 +1,128 @@
+"""The soak's table (``bench/real/soak.sh``): per minute and engine, what the sampler's windows held.
+
+    python -m bench.real.soak_report soak-c64-triton.jsonl
+
+For each engine, one row per minute of its loaded windows (running > 0): tokens/s, running
+requests, GPU busy and SM clock, and per SGLang process that the engine's port names its RSS and
+CPU seconds per second; then the first and the last minute side by side (the issue's goals: the last
+minute's tokens/s within 3 % of the first's, GPU busy within 5 points of the baseline's), and every
+number in patch 03's read-back that moved during the engine's loaded stretch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+
+def loaded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if (r.get("running") or 0) > 0 and r.get("tok_s") is not None]
+
+
+def own_cpu(rows: list[dict[str, Any]]) -> list[float | None]:
+    """Host CPU seconds per second of the busiest SGLang process, window by window (its scheduler)."""
+    out: list[float | None] = []
+    last: dict[int, float] = {}
+    for r in rows:
+        best = None
+        for p in r.get("processes") or []:
+            before = last.get(p["pid"])
+            last[p["pid"]] = p["cpu_s"]
+            if before is not None and r.get("span_s"):
+                rate = (p["cpu_s"] - before) / r["span_s"]
+                best = rate if best is None or rate > best else best
+        out.append(best)
+    return out
+
+
+def minutes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_min: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    t0 = rows[0]["t_s"]
+    for r in rows:
+        by_min[int((r["t_s"] - t0) // 60)].append(r)
+    table = []
+    for minute, group in sorted(by_min.items()):
+        busy = [g["gpu_busy_pct"] for g in group if g.get("gpu_busy_pct") is not None]
+        sm = [g["sm_mhz"] for g in group if g.get("sm_mhz") is not None]
+        rss = [max((p["rss_mib"] for p in g.get("processes") or []), default=0.0) for g in group]
+        cpu = [c for c in (g.get("_cpu") for g in group) if c is not None]
+        table.append(
+            {
+                "minute": minute,
+                "windows": len(group),
+                "tok_s": mean(g["tok_s"] for g in group),
+                "running": mean(g["running"] for g in group),
+                "gpu_busy_pct": mean(busy) if busy else None,
+                "sm_mhz": mean(sm) if sm else None,
+                "max_rss_mib": max(rss) if rss else None,
+                "host_cpu": mean(cpu) if cpu else None,
+            }
+        )
+    return table
+
+
+def moved(rows: list[dict[str, Any]]) -> dict[str, tuple[Any, Any]]:
+    first, last = rows[0].get("zero_step") or {}, rows[-1].get("zero_step") or {}
+    return {
+        k: (first.get(k), last[k])
+        for k in sorted(last)
+        if isinstance(last[k], (int, float)) and not isinstance(last[k], bool) and first.get(k) != last[k]
+    }
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def report(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [f"soak {path.name}: {len(rows)} engine windows"]
+    busy_of: dict[str, float | None] = {}
+    for engine in sorted({r["engine"] for r in rows}):
+        mine = loaded([r for r in rows if r["engine"] == engine])
+        if not mine:
+            lines.append(f"\n{engine}: no loaded window")
+            continue
+        for r, cpu in zip(mine, own_cpu(mine), strict=True):
+            r["_cpu"] = cpu
+        table = minutes(mine)
+        lines.append(f"\n{engine}: {len(mine)} loaded windows, {mine[-1]['t_s'] - mine[0]['t_s']:.0f} s")
+        lines.append("  min  win    tok/s  running  GPU busy %  SM MHz  max RSS MiB  host CPU s/s")
+        for t in table:
+            lines.append(
+                f"  {t['minute']:>3}  {t['windows']:>3}  {t['tok_s']:>7.0f}  {t['running']:>7.1f}"
+                f"  {fmt(t['gpu_busy_pct'], '>10.1f')}  {fmt(t['sm_mhz'], '>6.0f')}"
+                f"  {fmt(t['max_rss_mib'], '>11.0f')}  {fmt(t['host_cpu'], '>12.2f')}"
+            )
+        whole = [t for t in table if t["windows"] >= 3]
+        if len(whole) >= 2:
+            first, last = whole[0], whole[-1]
+            lines.append(
+                f"  last ÷ first whole minute: tok/s {last['tok_s'] / first['tok_s']:.3f} (goal within 3 %),"
+                f" GPU busy {fmt(first['gpu_busy_pct'], '.1f')} → {fmt(last['gpu_busy_pct'], '.1f')}"
+            )
+        busy = [r["gpu_busy_pct"] for r in mine if r.get("gpu_busy_pct") is not None]
+        busy_of[engine] = mean(busy) if busy else None
+        for key, (a, b) in moved(mine).items():
+            lines.append(f"  zero_step.{key}: {a} → {b}")
+    spec_busy, base_busy = busy_of.get("spec"), busy_of.get("base")
+    if spec_busy is not None and base_busy is not None:
+        gap = spec_busy - base_busy
+        lines.append(f"\nGPU busy, off − no drafter: {gap:+.1f} points (goal within 5)")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__.splitlines()[2].strip())
+        return 2
+    print(report(Path(sys.argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
