@@ -1,26 +1,31 @@
 """The soak's table (``bench/real/soak.sh``): per minute and engine, what the sampler's windows held.
 
-    python -m bench.real.soak_report soak-c64-triton.jsonl
+    python -m bench.real.soak_report soak-c64-triton.jsonl [--decode-lines decode.log[.gz] --batch 64]
 
 For each engine, one row per minute of its loaded windows (running > 0): tokens/s, running
 requests, GPU busy and SM clock, and per SGLang process that the engine's port names its RSS and
 CPU seconds per second; then the first and the last minute side by side (the issue's goals: the last
 minute's tokens/s within 3 % of the first's, GPU busy within 5 points of the baseline's), and every
-number in patch 03's read-back that moved during the engine's loaded stretch.
+number in patch 03's read-back that moved during the engine's loaded stretch. With
+``--decode-lines``, the engine's own ``Decode batch`` lines at the full batch, per minute of the
+stretch: their median and upper-quartile ``gen throughput`` (decode rounds only, no prefill waves).
 """
 
 from __future__ import annotations
 
+import argparse
+import gzip
 import json
-import sys
+import re
 from collections import defaultdict
 from pathlib import Path
-from statistics import mean
+from statistics import mean, median, quantiles
 from typing import Any
 
 
 def loaded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if (r.get("running") or 0) > 0 and r.get("tok_s") is not None]
+    """The windows under load, less the first: it holds the loop's ramp (streams starting mid-window)."""
+    return [r for r in rows if (r.get("running") or 0) > 0 and r.get("tok_s") is not None][1:]
 
 
 def own_cpu(rows: list[dict[str, Any]]) -> list[float | None]:
@@ -116,11 +121,45 @@ def report(path: Path) -> str:
     return "\n".join(lines)
 
 
+DECODE_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d) (\d\d):(\d\d):(\d\d)\] Decode batch, #running-req: (\d+),.*"
+    r"gen throughput \(token/s\): ([\d.]+)"
+)
+
+
+def decode_minutes(path: Path, batch: int) -> str:
+    """Per minute from the first line at ``batch`` running: the decode lines' gen throughput there."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        rows = []
+        for line in f:
+            hit = DECODE_LINE.search(line)
+            if hit and int(hit.group(5)) == batch:
+                h, mi, se = (int(x) for x in hit.group(2, 3, 4))
+                rows.append((h * 3600 + mi * 60 + se, float(hit.group(6))))
+    if not rows:
+        return f"{path.name}: no decode line at {batch} running"
+    by_min: dict[int, list[float]] = defaultdict(list)
+    for t, rate in rows:
+        by_min[(t - rows[0][0]) // 60].append(rate)
+    out = [f"{path.name}: decode lines at {batch} running, gen throughput (token/s) per minute"]
+    out.append("  min  lines   median  upper quartile")
+    for minute, rates in sorted(by_min.items()):
+        upper = quantiles(rates, n=4)[2] if len(rates) > 1 else rates[0]
+        out.append(f"  {minute:>3}  {len(rates):>5}  {median(rates):>7.0f}  {upper:>14.0f}")
+    return "\n".join(out)
+
+
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__.splitlines()[2].strip())
-        return 2
-    print(report(Path(sys.argv[1])))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("jsonl", type=Path, help="the sampler's windows (bench/real/soak_sampler.py)")
+    parser.add_argument("--decode-lines", type=Path, help="the engine's Decode batch lines, plain or .gz")
+    parser.add_argument("--batch", type=int, default=64, help="the running count the load holds (default 64)")
+    args = parser.parse_args()
+    print(report(args.jsonl))
+    if args.decode_lines:
+        print()
+        print(decode_minutes(args.decode_lines, args.batch))
     return 0
 
 
