@@ -24,6 +24,7 @@ from typing import Any
 from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
+from agent.bench.guard import LiveGuard, restore_args
 from agent.bench.options import BenchOptions
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment
@@ -154,10 +155,12 @@ async def run_compare(
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
     context: RunContext | None = None,
+    guard: LiveGuard | None = None,
 ) -> dict[str, Any]:
     """Every arm (``options.arms``, default all), over the levels until the stopping rule says
     (``stopping``; without one ``repeats`` times, ``schedule.plan``); ``context``: what the caller
-    knows of where the server runs (``provenance``)."""
+    knows of where the server runs (``provenance``); ``guard``: told what is to be put back before
+    anything is forced, and whether it was (``agent.bench.guard``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -188,6 +191,8 @@ async def run_compare(
         arms, missing = choose_arms(available, options.arms, reason)
         if reason is None and any(name in LIVE_ARMS for name in arms):
             original, reset_steps = await _original_threshold_and_reset_steps(session, info)
+            if guard is not None:  # written ahead: refused (raises) before anything is forced
+                guard.forcing(restore_args(original, reset_steps is not None))
             live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
             if "adaptive" in arms:
                 arms["adaptive"] = (session, original)
@@ -203,7 +208,9 @@ async def run_compare(
         if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
-        outcomes, switches, stops = await _measure(arms, steps, tracker, live, session, options, started)
+        outcomes, switches, stops = await _measure(
+            arms, steps, tracker, live, session, options, started, guard
+        )
     figures, noise = arm_estimates(outcomes)
     measured: dict[str, list[dict[str, Any]] | str] = {
         name: [
@@ -279,6 +286,7 @@ async def _measure(
     live_session: SweepSession,
     options: BenchOptions,
     started: float,
+    guard: LiveGuard | None = None,
 ) -> tuple[Outcomes, list[dict[str, Any]], dict[int, LevelStop]]:
     """Run the steps (and those the stopping rule adds); the live threshold is written back
     afterwards whatever happened."""
@@ -323,11 +331,13 @@ async def _measure(
         raise
     finally:
         if "original_threshold" in live:
-            await _restore(live_session, live, failure)
+            await _restore(live_session, live, failure, guard)
     return outcomes, switches, stops
 
 
-async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:
+async def _restore(
+    session: SweepSession, live: dict[str, Any], failure: BaseException | None, guard: LiveGuard | None = None
+) -> None:
     """Write the original threshold back; shielded so a second cancel cannot leave it forced."""
     if live.get("steps_reset_to") is not None:
         # A cancel between a reset's pin and its release would leave the steps pinned.
@@ -341,9 +351,13 @@ async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseExc
     error = restore.exception() if restore.done() and not restore.cancelled() else None
     live["restored"] = restore.done() and not restore.cancelled() and error is None
     if live["restored"]:
+        if guard is not None:
+            guard.restored(True, f"the benchmark put the live threshold back to {original}")
         return
     live["restore_error"] = str(error) if error else "restore did not finish"
     message = f"could not restore the live threshold to {original}: {live['restore_error']}"
+    if guard is not None:
+        guard.restored(False, message)
     if failure is None:
         raise EngineError(message)
     failure.add_note(message)

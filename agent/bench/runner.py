@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
+from agent.bench.guard import LiveGuard
 from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
 from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
@@ -138,11 +139,13 @@ class BenchRuns:
         admin_api_key: str | None = None,
         profile: str | None = None,
         context: RunContext | None = None,
+        guard_for: Callable[[str], LiveGuard] | None = None,
     ) -> str:
         """Validate, record and launch a run; returns its id at once (needs a running event loop).
 
         ``profile`` names what the server ran, so a listed run says which deployment it measured;
-        ``context`` is where it runs, recorded in the result (``provenance``)."""
+        ``context`` is where it runs, recorded in the result (``provenance``); ``guard_for(bench_id)``:
+        what writes a compare's forced settings ahead (``agent.bench.guard``)."""
         mode, options, baseline_url = self.check(body, baseline_url)
         options = options.with_api_key(api_key, admin_api_key)
         busy = self.running()
@@ -165,7 +168,8 @@ class BenchRuns:
         cancel = asyncio.Event()
         self._cancels[bench_id] = cancel
         self._tasks[bench_id] = asyncio.create_task(
-            self._run(record, options, cancel, baseline_url, context), name=f"bench-{bench_id}"
+            self._run(record, options, cancel, baseline_url, context, guard_for and guard_for(bench_id)),
+            name=f"bench-{bench_id}",
         )
         self.publish(
             BenchEvent(
@@ -231,6 +235,7 @@ class BenchRuns:
         cancel: asyncio.Event,
         baseline_url: str | None,
         context: RunContext | None = None,
+        guard: LiveGuard | None = None,
     ) -> BenchResult:
         bench_id = record.bench_id
         started = time.monotonic()
@@ -296,7 +301,7 @@ class BenchRuns:
             if record.mode == "sweep":
                 result = await run_sweep(url, options, on_progress, cancel, context)
             else:
-                result = await run_compare(url, options, on_progress, cancel, baseline_url, context)
+                result = await run_compare(url, options, on_progress, cancel, baseline_url, context, guard)
         except BenchCancelled as exc:
             return self._finish(record, "cancelled", failure_reason(exc))
         except asyncio.CancelledError:

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import getpass
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -392,7 +393,7 @@ class Announcer:
         if self.client is None:
             return
         body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
-                "operator": getpass.getuser()}  # fmt: skip
+                "operator": getpass.getuser(), "pid": os.getpid()}  # fmt: skip
         try:
             self.client.post("/v1/bench/external", json=body).raise_for_status()
         except httpx.HTTPError as exc:
