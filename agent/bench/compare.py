@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
@@ -26,10 +27,11 @@ from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
 from agent.bench.guard import LiveGuard, restore_args
 from agent.bench.options import BenchOptions
+from agent.bench.partial import Keep, partial_levels
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import Step
-from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record
+from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record, whole_test
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
 from agent.bench.verdict import recommendation_from_levels
@@ -156,11 +158,13 @@ async def run_compare(
     baseline_url: str | None = None,
     context: RunContext | None = None,
     guard: LiveGuard | None = None,
+    keep: Keep | None = None,
 ) -> dict[str, Any]:
     """Every arm (``options.arms``, default all), over the levels until the stopping rule says
     (``stopping``; without one ``repeats`` times, ``schedule.plan``); ``context``: what the caller
     knows of where the server runs (``provenance``); ``guard``: told what is to be put back before
-    anything is forced, and whether it was (``agent.bench.guard``)."""
+    anything is forced, and whether it was (``agent.bench.guard``); ``keep``: given the levels
+    measured so far after each window (``agent.bench.partial``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -208,8 +212,22 @@ async def run_compare(
         if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
+        head = {"kind": "compare", "url": url, "baseline_url": baseline_url, "options": options.public_dict(),
+                "arms": names, "server": server_summary(info), "live_control": live,
+                "environment": environment(info, context, baseline_info, simulated), "started_at": started}  # fmt: skip
+
+        def kept(outcomes: Outcomes, stops: Mapping[int, LevelStop]) -> None:
+            if keep is None:
+                return
+            rows, partial = partial_levels(
+                options.concurrency, names, outcomes, whole_test(options, names, outcomes, stops)
+            )
+            cut = [r["concurrency"] for r in rows]
+            levels = assemble_levels(tuple(cut), {a: [r["cells"][a] for r in rows] for a in names})
+            keep(head | {"levels": levels, "partial": partial, "duration_s": time.time() - started})
+
         outcomes, switches, stops = await _measure(
-            arms, steps, tracker, live, session, options, started, guard
+            arms, steps, tracker, live, session, options, started, guard, kept
         )
     figures, noise = arm_estimates(outcomes)
     measured: dict[str, list[dict[str, Any]] | str] = {
@@ -287,6 +305,7 @@ async def _measure(
     options: BenchOptions,
     started: float,
     guard: LiveGuard | None = None,
+    kept: Callable[[Outcomes, Mapping[int, LevelStop]], None] | None = None,
 ) -> tuple[Outcomes, list[dict[str, Any]], dict[int, LevelStop]]:
     """Run the steps (and those the stopping rule adds); the live threshold is written back
     afterwards whatever happened."""
@@ -324,7 +343,7 @@ async def _measure(
 
     try:
         outcomes, stops = await measure(
-            options.concurrency, list(arms), options.stop, steps, tracker, run_step, started
+            options.concurrency, list(arms), options.stop, steps, tracker, run_step, started, kept=kept
         )
     except BaseException as exc:
         failure = exc

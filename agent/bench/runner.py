@@ -295,31 +295,48 @@ class BenchRuns:
                     now,
                 )
 
+        kept: dict[str, Any] = {}
+
+        def keep(partial: dict[str, Any]) -> None:
+            """The windows so far, stored as the run goes: a kill -9 leaves them on disk."""
+            kept.clear()
+            kept.update(partial)
+            with contextlib.suppress(OSError, ValidationError):
+                self.store.save(BenchResult.model_validate({**partial, **record.stored()}))
+
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
             url = str(record.url)
             if record.mode == "sweep":
-                result = await run_sweep(url, options, on_progress, cancel, context)
+                result = await run_sweep(url, options, on_progress, cancel, context, keep)
             else:
-                result = await run_compare(url, options, on_progress, cancel, baseline_url, context, guard)
+                result = await run_compare(
+                    url, options, on_progress, cancel, baseline_url, context, guard, keep
+                )
         except BenchCancelled as exc:
-            return self._finish(record, "cancelled", failure_reason(exc))
+            return self._finish(record, "cancelled", failure_reason(exc), partial=kept)
         except asyncio.CancelledError:
-            self._finish(record, "cancelled", "the agent stopped the benchmark")
+            self._finish(record, "cancelled", "the agent stopped the benchmark", partial=kept)
             raise
         except Exception as exc:
-            return self._finish(record, "failed", failure_reason(exc))
+            return self._finish(record, "failed", failure_reason(exc), partial=kept)
         finally:
             beat.cancel()
         return self._finish(record, "finished", None, result)
 
     def _finish(
-        self, record: BenchResult, state: str, error: str | None, result: dict[str, Any] | None = None
+        self,
+        record: BenchResult,
+        state: str,
+        error: str | None,
+        result: dict[str, Any] | None = None,
+        partial: dict[str, Any] | None = None,
     ) -> BenchResult:
         """The stored run: the benchmark's result (the open dict its builders made, checked here
-        against ``BenchResult``) under the agent's own record of the run."""
+        against ``BenchResult``) under the agent's own record of the run; a run cut short keeps the
+        windows it completed (``partial``, ``agent.bench.partial``)."""
         final_data = {
-            **(result or {}),
+            **(result or partial or {}),
             **record.stored(),
             "state": state,
             "error": error,
@@ -345,6 +362,8 @@ class BenchRuns:
         }
         name = names[state]
         message = f"benchmark {record.bench_id} {state}" + (f": {error}" if error else "")
+        if final.partial is not None:
+            message += f" ({final.partial.words})"
         self.publish(
             BenchEvent(
                 name,

@@ -33,6 +33,7 @@ from agent.control.audit import AuditLog
 from agent.control.live import apply_live, readback_words
 from agent.engine import proc
 from agent.sglang.client import EngineClient, EngineError
+from agent.sglang.info_view import LiveSpec
 from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_OF, RELEASE_PINNED_STEPS
 
 log = logging.getLogger(__name__)
@@ -56,19 +57,21 @@ def forcer_alive(action: dict[str, Any]) -> bool:
     return pid != os.getpid() and proc.is_same_process(pid, ticks)
 
 
-def shows(engine: dict[str, Any] | None, restore: dict[str, int]) -> bool:
+def shows(live: LiveSpec | None, restore: dict[str, int]) -> bool:
     """Whether the engine's read-back holds ``restore`` (a released pin reads as released or none)."""
-    if engine is None:
+    if live is None:
         return False
-    for key, value in restore.items():
-        name = READBACK_OF.get(key, key)
-        got = engine.get(name)
-        if name == "pinned_steps" and value == RELEASE_PINNED_STEPS:
-            if got not in (None, RELEASE_PINNED_STEPS):
-                return False
-        elif got != value:
-            return False
-    return True
+    if LIVE_THRESHOLD_KEY in restore and live.threshold != restore[LIVE_THRESHOLD_KEY]:
+        return False
+    steps = restore.get(LIVE_STEPS_KEY)
+    if steps == RELEASE_PINNED_STEPS:
+        return not live.pinned
+    return steps is None or live.pinned_steps == steps
+
+
+def _values(args: dict[str, int]) -> dict[str, int]:
+    """Live keys as the audit and the read-back name them."""
+    return {READBACK_OF.get(k, k): v for k, v in args.items()}
 
 
 class ForcingLedger:
@@ -104,7 +107,7 @@ class ForcingLedger:
             "pid": pid,
             "start_ticks": None if stat is None else stat.start_ticks,
         }
-        after = {READBACK_OF.get(k, k): v for k, v in restore.items()}
+        after = _values(restore)
         message = f"benchmark {bench_id} forces the live settings; to put back: {readback_words(after)}"
         self.audit.append(operator=operator, action=action, before=None, after=after, phase="intent",
                           result={"status": "intent", "message": message}, source=source)  # fmt: skip
@@ -113,7 +116,7 @@ class ForcingLedger:
     def end(self, op: dict[str, Any], ok: bool, message: str, live: dict[str, Any] | None = None) -> None:
         """The outcome: the values are back (``ok``) or not; a full disk only delays the line."""
         action = op["action"]
-        after = {READBACK_OF.get(k, k): v for k, v in action["args"].items()}
+        after = _values(action["args"])
         self.audit.append_or_later(f"the outcome of {action['action_id']}", operator=op["operator"],
                                    action=action, before=None, after=after, phase="outcome",
                                    result={"status": "applied" if ok else "failed", "message": message},
@@ -122,28 +125,27 @@ class ForcingLedger:
     def guard(self, bench_id: str, operator: str | None, source: dict[str, Any] | None) -> RunGuard:
         return RunGuard(self, bench_id, operator, source)
 
-    async def read(self, url: str) -> dict[str, Any] | None:
+    async def read(self, url: str) -> LiveSpec | None:
+        """The engine's live read-back; None without one or when it does not answer."""
         client = EngineClient(url, self.http, headers=self.headers(), timeout_s=10.0)
         try:
-            live = await client.live_state()
+            return await client.live_state()
         except EngineError:
             return None
-        return None if live is None else {"threshold": live.threshold, "pinned_steps": live.pinned_steps}
 
     async def put_back(self, op: dict[str, Any], url: str | None, why: str) -> bool:
         """Put the values of ``op``'s intent back on the engine at ``url`` where it does not show
         them, and write the outcome; True when the engine holds them after."""
         action = op["action"]
         args: dict[str, int] = dict(action.get("args") or {})
-        want = {READBACK_OF.get(k, k): v for k, v in args.items()}
+        want = _values(args)
         bench_id = action.get("bench_id")
         if url is None:
             self.end(
                 op, False, f"{why}; no engine answers, so nothing could be put back ({readback_words(want)})"
             )
             return False
-        engine = await self.read(url)
-        if shows(engine, args):
+        if shows(await self.read(url), args):
             self.end(
                 op,
                 True,
@@ -200,12 +202,11 @@ class ForcingWatch:
         operator's, written ahead before the run forces anything (it waits for this answer).
         ``AuditUnavailable`` when the intent cannot be written."""
         url = self.url()
-        engine = None if url is None else await self.ledger.read(url)
-        if engine is None or engine.get("threshold") is None:
+        live = None if url is None else await self.ledger.read(url)
+        if live is None or live.threshold is None:
             return  # no live control: the run cannot force anything
-        pinned = engine.get("pinned_steps")
-        steps = RELEASE_PINNED_STEPS if pinned is None else int(pinned)
-        restore = {LIVE_THRESHOLD_KEY: int(engine["threshold"]), LIVE_STEPS_KEY: steps}
+        steps = live.pinned_steps if live.pinned and live.pinned_steps is not None else RELEASE_PINNED_STEPS
+        restore = {LIVE_THRESHOLD_KEY: live.threshold, LIVE_STEPS_KEY: steps}
         self.watch(self.ledger.begin(bench_id, restore, operator=operator, source=source, pid=pid or -1))
 
     def watch(self, op: dict[str, Any]) -> None:
