@@ -195,8 +195,6 @@ async def run_compare(
         arms, missing = choose_arms(available, options.arms, reason)
         if reason is None and any(name in LIVE_ARMS for name in arms):
             original, reset_steps = await _original_threshold_and_reset_steps(session, info)
-            if guard is not None:  # written ahead: refused (raises) before anything is forced
-                guard.forcing(restore_args(original, reset_steps is not None))
             live |= {"original_threshold": original, "restored": False, "steps_reset_to": reset_steps}
             if "adaptive" in arms:
                 arms["adaptive"] = (session, original)
@@ -212,6 +210,10 @@ async def run_compare(
         if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
+        if (
+            guard is not None and "original_threshold" in live
+        ):  # written ahead: raises before anything is forced
+            guard.forcing(restore_args(live["original_threshold"], live["steps_reset_to"] is not None))
         head = {"kind": "compare", "url": url, "baseline_url": baseline_url, "options": options.public_dict(),
                 "arms": names, "server": server_summary(info), "live_control": live,
                 "environment": environment(info, context, baseline_info, simulated), "started_at": started}  # fmt: skip

@@ -16,7 +16,9 @@ from agent.bench.store import new_bench_id
 
 class Announcer:
     """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
-    draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""
+    draws the run's band (``POST /v1/bench/external``), with this process's pid: a compare's start is
+    the agent's intent of what it forces, and should this process die without its end, the agent puts
+    the operator's values back. Without such an agent it does nothing."""
 
     def __init__(self, client: Any, bench_id: str, mode: str, url: str) -> None:
         self.client, self.bench_id, self.mode, self.url = client, bench_id, mode, url

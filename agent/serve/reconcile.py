@@ -10,7 +10,9 @@
   not; and one ``reconcile`` line records the engine's live values against what the agent's record
   said. Where they differ on a reattached engine, what is in force wins and is recorded: the agent
   never sets a value back on its own (a kill between the engine's change and the record's update
-  once made the next start revert it quietly).
+  once made the next start revert it quietly). A benchmark's forced setting is no such value: a
+  ``bench_force`` intent left without an outcome (its run was cut short) is put back first, audited,
+  so the arm's value is never adopted as the operator's (``agent.serve.bench_forcing``).
 """
 
 from __future__ import annotations
