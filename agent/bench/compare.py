@@ -210,9 +210,8 @@ async def run_compare(
         if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
-        if (
-            guard is not None and "original_threshold" in live
-        ):  # written ahead: raises before anything is forced
+        if guard is not None and "original_threshold" in live:
+            # written ahead, right before the first window: raises before anything is forced
             guard.forcing(restore_args(live["original_threshold"], live["steps_reset_to"] is not None))
         head = {"kind": "compare", "url": url, "baseline_url": baseline_url, "options": options.public_dict(),
                 "arms": names, "server": server_summary(info), "live_control": live,

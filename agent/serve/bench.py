@@ -247,7 +247,9 @@ class BenchService:
                     body.bench_id, operator=body.operator, source=source, pid=body.pid
                 )
             except AuditUnavailable as exc:
-                raise HTTPException(503, f"refused: {exc}; run nothing that forces the engine now") from None
+                raise HTTPException(
+                    503, f"refused: {exc}; what this compare would force cannot be written ahead"
+                ) from None
         elif body.state != "running":
             await self.forcing.ended(body.bench_id, body.state)
         if body.state == "running":

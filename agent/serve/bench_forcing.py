@@ -145,13 +145,14 @@ class ForcingLedger:
                 op, False, f"{why}; no engine answers, so nothing could be put back ({readback_words(want)})"
             )
             return False
-        if shows(await self.read(url), args):
-            self.end(
-                op,
-                True,
-                f"{why}; the engine already holds the operator's values: {readback_words(want)}",
-                want,
-            )
+        live = await self.read(url)
+        if live is not None and shows(live, args):
+            found = {
+                READBACK_OF[LIVE_THRESHOLD_KEY]: live.threshold,
+                READBACK_OF[LIVE_STEPS_KEY]: live.pinned_steps,
+            }
+            said = f"{why}; the engine already holds the operator's values: {readback_words(want)}"
+            self.end(op, True, said, found)
             return True
         outcome = await apply_live(self.http, url, args, self.headers())
         if outcome.ok:
