@@ -19,16 +19,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.bench.aggregate import RunOutcome, arm_estimates, arm_result
 from agent.bench.counters import stream_mismatch_words
 from agent.bench.engine import EngineError, live_unavailable_reason
+from agent.bench.guard import LiveGuard, restore_args
 from agent.bench.options import BenchOptions
+from agent.bench.partial import Keep, partial_levels
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment
 from agent.bench.schedule import Step
-from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record
+from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record, whole_test
 from agent.bench.summary import compare_summary, settling
 from agent.bench.sweep import LiveSwitch, SweepSession, make_client, new_tracker, server_summary
 from agent.bench.verdict import recommendation_from_levels
@@ -154,10 +157,14 @@ async def run_compare(
     cancel: asyncio.Event | None = None,
     baseline_url: str | None = None,
     context: RunContext | None = None,
+    guard: LiveGuard | None = None,
+    keep: Keep | None = None,
 ) -> dict[str, Any]:
     """Every arm (``options.arms``, default all), over the levels until the stopping rule says
     (``stopping``; without one ``repeats`` times, ``schedule.plan``); ``context``: what the caller
-    knows of where the server runs (``provenance``)."""
+    knows of where the server runs (``provenance``); ``guard``: told what is to be put back before
+    anything is forced, and whether it was (``agent.bench.guard``); ``keep``: given the levels
+    measured so far after each window (``agent.bench.partial``)."""
     started = time.time()
     async with make_client(options) as client:
         session = SweepSession(url, options, client, cancel)
@@ -203,7 +210,26 @@ async def run_compare(
         if base_session is not None and names != ["baseline"]:
             await base_session.probe_request()
         expected = tracker.planned()
-        outcomes, switches, stops = await _measure(arms, steps, tracker, live, session, options, started)
+        if guard is not None and "original_threshold" in live:
+            # written ahead, right before the first window: raises before anything is forced
+            guard.forcing(restore_args(live["original_threshold"], live["steps_reset_to"] is not None))
+        head = {"kind": "compare", "url": url, "baseline_url": baseline_url, "options": options.public_dict(),
+                "arms": names, "server": server_summary(info), "live_control": live,
+                "environment": environment(info, context, baseline_info, simulated), "started_at": started}  # fmt: skip
+
+        def kept(outcomes: Outcomes, stops: Mapping[int, LevelStop]) -> None:
+            if keep is None:
+                return
+            rows, partial = partial_levels(
+                options.concurrency, names, outcomes, whole_test(options, names, outcomes, stops)
+            )
+            cut = [r["concurrency"] for r in rows]
+            levels = assemble_levels(tuple(cut), {a: [r["cells"][a] for r in rows] for a in names})
+            keep(head | {"levels": levels, "partial": partial, "duration_s": time.time() - started})
+
+        outcomes, switches, stops = await _measure(
+            arms, steps, tracker, live, session, options, started, guard, kept
+        )
     figures, noise = arm_estimates(outcomes)
     measured: dict[str, list[dict[str, Any]] | str] = {
         name: [
@@ -279,6 +305,8 @@ async def _measure(
     live_session: SweepSession,
     options: BenchOptions,
     started: float,
+    guard: LiveGuard | None = None,
+    kept: Callable[[Outcomes, Mapping[int, LevelStop]], None] | None = None,
 ) -> tuple[Outcomes, list[dict[str, Any]], dict[int, LevelStop]]:
     """Run the steps (and those the stopping rule adds); the live threshold is written back
     afterwards whatever happened."""
@@ -316,18 +344,20 @@ async def _measure(
 
     try:
         outcomes, stops = await measure(
-            options.concurrency, list(arms), options.stop, steps, tracker, run_step, started
+            options.concurrency, list(arms), options.stop, steps, tracker, run_step, started, kept=kept
         )
     except BaseException as exc:
         failure = exc
         raise
     finally:
         if "original_threshold" in live:
-            await _restore(live_session, live, failure)
+            await _restore(live_session, live, failure, guard)
     return outcomes, switches, stops
 
 
-async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseException | None) -> None:
+async def _restore(
+    session: SweepSession, live: dict[str, Any], failure: BaseException | None, guard: LiveGuard | None = None
+) -> None:
     """Write the original threshold back; shielded so a second cancel cannot leave it forced."""
     if live.get("steps_reset_to") is not None:
         # A cancel between a reset's pin and its release would leave the steps pinned.
@@ -341,9 +371,13 @@ async def _restore(session: SweepSession, live: dict[str, Any], failure: BaseExc
     error = restore.exception() if restore.done() and not restore.cancelled() else None
     live["restored"] = restore.done() and not restore.cancelled() and error is None
     if live["restored"]:
+        if guard is not None:
+            guard.restored(True, f"the benchmark put the live threshold back to {original}")
         return
     live["restore_error"] = str(error) if error else "restore did not finish"
     message = f"could not restore the live threshold to {original}: {live['restore_error']}"
+    if guard is not None:
+        guard.restored(False, message)
     if failure is None:
         raise EngineError(message)
     failure.add_note(message)

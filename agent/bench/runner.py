@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
+from agent.bench.guard import LiveGuard
 from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
 from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
@@ -138,11 +139,13 @@ class BenchRuns:
         admin_api_key: str | None = None,
         profile: str | None = None,
         context: RunContext | None = None,
+        guard_for: Callable[[str], LiveGuard] | None = None,
     ) -> str:
         """Validate, record and launch a run; returns its id at once (needs a running event loop).
 
         ``profile`` names what the server ran, so a listed run says which deployment it measured;
-        ``context`` is where it runs, recorded in the result (``provenance``)."""
+        ``context`` is where it runs, recorded in the result (``provenance``); ``guard_for(bench_id)``:
+        what writes a compare's forced settings ahead (``agent.bench.guard``)."""
         mode, options, baseline_url = self.check(body, baseline_url)
         options = options.with_api_key(api_key, admin_api_key)
         busy = self.running()
@@ -165,7 +168,8 @@ class BenchRuns:
         cancel = asyncio.Event()
         self._cancels[bench_id] = cancel
         self._tasks[bench_id] = asyncio.create_task(
-            self._run(record, options, cancel, baseline_url, context), name=f"bench-{bench_id}"
+            self._run(record, options, cancel, baseline_url, context, guard_for and guard_for(bench_id)),
+            name=f"bench-{bench_id}",
         )
         self.publish(
             BenchEvent(
@@ -231,6 +235,7 @@ class BenchRuns:
         cancel: asyncio.Event,
         baseline_url: str | None,
         context: RunContext | None = None,
+        guard: LiveGuard | None = None,
     ) -> BenchResult:
         bench_id = record.bench_id
         started = time.monotonic()
@@ -290,31 +295,48 @@ class BenchRuns:
                     now,
                 )
 
+        kept: dict[str, Any] = {}
+
+        def keep(partial: dict[str, Any]) -> None:
+            """The windows so far, stored as the run goes: a kill -9 leaves them on disk."""
+            kept.clear()
+            kept.update(partial)
+            with contextlib.suppress(OSError, ValidationError):
+                self.store.save(BenchResult.model_validate({**partial, **record.stored()}))
+
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
             url = str(record.url)
             if record.mode == "sweep":
-                result = await run_sweep(url, options, on_progress, cancel, context)
+                result = await run_sweep(url, options, on_progress, cancel, context, keep)
             else:
-                result = await run_compare(url, options, on_progress, cancel, baseline_url, context)
+                result = await run_compare(
+                    url, options, on_progress, cancel, baseline_url, context, guard, keep
+                )
         except BenchCancelled as exc:
-            return self._finish(record, "cancelled", failure_reason(exc))
+            return self._finish(record, "cancelled", failure_reason(exc), partial=kept)
         except asyncio.CancelledError:
-            self._finish(record, "cancelled", "the agent stopped the benchmark")
+            self._finish(record, "cancelled", "the agent stopped the benchmark", partial=kept)
             raise
         except Exception as exc:
-            return self._finish(record, "failed", failure_reason(exc))
+            return self._finish(record, "failed", failure_reason(exc), partial=kept)
         finally:
             beat.cancel()
         return self._finish(record, "finished", None, result)
 
     def _finish(
-        self, record: BenchResult, state: str, error: str | None, result: dict[str, Any] | None = None
+        self,
+        record: BenchResult,
+        state: str,
+        error: str | None,
+        result: dict[str, Any] | None = None,
+        partial: dict[str, Any] | None = None,
     ) -> BenchResult:
         """The stored run: the benchmark's result (the open dict its builders made, checked here
-        against ``BenchResult``) under the agent's own record of the run."""
+        against ``BenchResult``) under the agent's own record of the run; a run cut short keeps the
+        windows it completed (``partial``, ``agent.bench.partial``)."""
         final_data = {
-            **(result or {}),
+            **(result or partial or {}),
             **record.stored(),
             "state": state,
             "error": error,
@@ -340,6 +362,8 @@ class BenchRuns:
         }
         name = names[state]
         message = f"benchmark {record.bench_id} {state}" + (f": {error}" if error else "")
+        if final.partial is not None:
+            message += f" ({final.partial.words})"
         self.publish(
             BenchEvent(
                 name,

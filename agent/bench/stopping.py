@@ -274,15 +274,20 @@ async def measure(
     run_step: StepRunner,
     started: float,
     clock: Callable[[], float] = time.time,
+    kept: Callable[[Outcomes, Mapping[int, LevelStop]], None] | None = None,
 ) -> tuple[Outcomes, dict[int, LevelStop]]:
     """Run ``steps`` (``first_steps``), then, with a rule, more passes over the levels that need them.
 
-    ``started``: the run's start on ``clock`` (the budget counts from there)."""
+    ``started``: the run's start on ``clock`` (the budget counts from there); ``kept``: told the
+    windows so far and the levels ended so far after each window (``agent.bench.partial``)."""
     outcomes: Outcomes = {}
+    stops: dict[int, LevelStop] = {}
 
     async def run(step: Step) -> None:
         tracker.begin(step)
         outcomes.setdefault((step.arm, step.level_index), []).append(await run_step(step))
+        if kept is not None:
+            kept(outcomes, stops)
 
     for step in steps:
         await run(step)
@@ -293,7 +298,6 @@ async def measure(
             li: LevelStop("fixed", windows[li], {a: _rel(figures.get((a, li))) for a in arms})
             for li in range(len(levels))
         }
-    stops: dict[int, LevelStop] = {}
     passes = max((s.repeat for s in steps), default=-1) + 1
     index = len(steps)
     while True:
@@ -335,6 +339,16 @@ async def measure(
             index += len(group)
             windows[li] += 1
         passes += 1
+
+
+def whole_test(
+    options: Any, arms: Sequence[str], outcomes: Outcomes, stops: Mapping[int, LevelStop]
+) -> Callable[[int], bool]:
+    """Whether a level got every window the run meant for it: ``repeats`` of every arm without a
+    rule (``options`` a ``BenchOptions``), its stop decided with one."""
+    if options.stop is None:
+        return lambda li: _windows(outcomes, arms, li) >= options.repeats
+    return lambda li: li in stops
 
 
 def _windows(outcomes: Outcomes, arms: Sequence[str], li: int) -> int:

@@ -1,7 +1,8 @@
 """Benchmark results under the agent's state directory: one JSON file per run, written atomically.
 
-A run's file is written when it starts (state "running") and rewritten when it ends, so the listing
-shows runs in progress too; a file left "running" by an agent that died is reported as failed.
+A run's file is written when it starts (state "running"), after each window it completes (the levels
+so far, marked ``partial``) and when it ends, so the listing shows runs in progress too; a file left
+"running" by an agent that died is reported as failed, with the windows it kept.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -27,12 +27,13 @@ from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.http_stream import StreamConnection, Target
 from agent.bench.loop import LoopResult, measured_loop
 from agent.bench.options import BenchOptions
+from agent.bench.partial import Keep, partial_levels
 from agent.bench.progress import ProgressCallback, RunTracker, ignore_progress
 from agent.bench.provenance import RunContext, environment, simulated_gpus
 from agent.bench.schedule import DurationModel, Step
 from agent.bench.settle import Settling, switch_record, warm_up_batch, watch_in_force
 from agent.bench.stats import RequestRecord
-from agent.bench.stopping import first_steps, measure, stopping_record
+from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stopping_record, whole_test
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
 from agent.bench.window import WindowRule, slices
 from agent.bench.window_stats import window_metrics
@@ -340,6 +341,7 @@ async def run_sweep(
     progress: ProgressCallback = ignore_progress,
     cancel: asyncio.Event | None = None,
     context: RunContext | None = None,
+    keep: Keep | None = None,
 ) -> dict[str, Any]:
     """A plain sweep of the server as it runs (no speculation setting is touched), over the levels
     until the stopping rule says (``stopping``; without one ``repeats`` times); ``context``: what the
@@ -359,8 +361,18 @@ async def run_sweep(
         async def run_step(step: Step) -> RunOutcome:
             return await session.run_step(step, tracker)
 
+        def kept(outcomes: Outcomes, stops: Mapping[int, LevelStop]) -> None:
+            if keep is None:
+                return
+            rows, partial = partial_levels(options.concurrency, ["sweep"], outcomes,
+                                           whole_test(options, ["sweep"], outcomes, stops))  # fmt: skip
+            keep({"kind": "sweep", "url": url, "options": options.public_dict(), "server": server_summary(info),
+                  "environment": environment(info, context, simulated=simulated), "started_at": started,
+                  "levels": [r["cells"]["sweep"] for r in rows], "partial": partial,
+                  "duration_s": time.time() - started})  # fmt: skip
+
         outcomes, stops = await measure(
-            options.concurrency, ["sweep"], options.stop, steps, tracker, run_step, started
+            options.concurrency, ["sweep"], options.stop, steps, tracker, run_step, started, kept=kept
         )
     figures, noise = arm_estimates(outcomes)
     levels = [

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
@@ -38,8 +36,9 @@ from agent.bench.stopping import (
     parse_budget,
     parse_until,
 )
-from agent.bench.store import atomic_write_json, new_bench_id
+from agent.bench.store import atomic_write_json
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.cli.bench_agent import Announcer, cancel_run
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
@@ -282,31 +281,42 @@ def _handle(args: argparse.Namespace) -> int:
     bar = TerminalProgress()
     announce = Announcer.for_engine(args, args.url)
     announce("running")
+    kept: dict[str, Any] = {}
     try:
         if args.bench_mode == "sweep":
-            result = asyncio.run(run_sweep(args.url, options, bar, context=local_context(args.url)))
+            result = asyncio.run(
+                run_sweep(args.url, options, bar, context=local_context(args.url), keep=kept.update)
+            )
         else:
             result = asyncio.run(
-                run_compare(
-                    args.url, options, bar, baseline_url=args.baseline_url, context=local_context(args.url)
-                )
-            )
+                run_compare(args.url, options, bar, baseline_url=args.baseline_url,
+                            context=local_context(args.url), keep=kept.update)
+            )  # fmt: skip
     except (EngineError, BenchCancelled) as exc:
         bar.close()
         notes = "; ".join(getattr(exc, "__notes__", []))
         print(f"agent bench: failed: {exc}{'; ' + notes if notes else ''}", file=sys.stderr)
         announce("failed", f"{exc}")
+        _cut_short(args, kept, "failed", f"{exc}")
         return 1
     except KeyboardInterrupt:
         bar.close()
         announce("cancelled", "interrupted (Ctrl-C) where it ran")
         print("agent bench: cancelled", file=sys.stderr)
+        _cut_short(args, kept, "cancelled", "interrupted (Ctrl-C)")
         return 130
     bar.close()
     announce("finished")
-    typed = BenchResult.model_validate(result)
+    _report(args, BenchResult.model_validate(result))
+    return 0
+
+
+def _report(args: argparse.Namespace, typed: BenchResult) -> None:
+    """The table, where it ran, and the ``--json`` file; a partial run says first what it holds."""
     if args.json_out is not None:
         atomic_write_json(args.json_out, typed.stored())
+    if typed.partial is not None:
+        print(typed.partial.words)
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     table = sweep_table(typed.levels, rule_words) if args.bench_mode == "sweep" else compare_table(typed)
@@ -314,7 +324,18 @@ def _handle(args: argparse.Namespace) -> int:
     print("\n".join(where_lines(typed)))
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
-    return 0
+
+
+def _cut_short(args: argparse.Namespace, kept: dict[str, Any], state: str, error: str) -> None:
+    """A run cut short keeps the windows it completed: printed and written to ``--json``, marked partial."""
+    if not kept.get("levels"):
+        return
+    try:
+        typed = BenchResult.model_validate({**kept, "state": state, "error": error})
+    except ValidationError as exc:  # a builder's bug: said, not hidden behind the cut
+        print(f"agent bench: the windows kept do not fit a result: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return
+    _report(args, typed)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -361,84 +382,3 @@ def _show(args: argparse.Namespace) -> int:
         else sweep_table(typed.levels, rule_words)
     )
     return 0
-
-
-class Announcer:
-    """Tells the agent that serves ``url`` on this host when this run starts and ends, so every console
-    draws the run's band (``POST /v1/bench/external``). Without such an agent it does nothing."""
-
-    def __init__(self, client: Any, bench_id: str, mode: str, url: str) -> None:
-        self.client, self.bench_id, self.mode, self.url = client, bench_id, mode, url
-
-    @classmethod
-    def for_engine(cls, args: argparse.Namespace, url: str) -> Announcer:
-        from agent.api.client import AgentUnreachable, call, connect
-        from agent.serve.paths import default_state_dir
-
-        state_dir = (args.state_dir or default_state_dir()).expanduser()
-        try:
-            client = connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen, timeout_s=3.0)
-            served = call(client, "GET", "/v1/status").get("engine_url")
-        except (AgentUnreachable, OSError, ValueError, httpx.HTTPError):
-            return cls(None, "", args.bench_mode, url)
-        if not served or served.rstrip("/") != url.rstrip("/"):
-            client.close()
-            return cls(None, "", args.bench_mode, url)
-        announcer = cls(client, new_bench_id(), args.bench_mode, url)
-        print(f"the agent on this host serves {url}: its consoles show this run as {announcer.bench_id}")
-        return announcer
-
-    def __call__(self, state: str, error: str | None = None) -> None:
-        if self.client is None:
-            return
-        body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
-                "operator": getpass.getuser()}  # fmt: skip
-        try:
-            self.client.post("/v1/bench/external", json=body).raise_for_status()
-        except httpx.HTTPError as exc:
-            print(f"agent bench: could not tell the agent the run is {state}: {exc}", file=sys.stderr)
-        if state != "running":
-            self.client.close()
-
-
-def cancel_run(args: argparse.Namespace) -> int:
-    """``agent bench cancel``: the agent's running benchmark, after a confirm on a terminal."""
-    from agent.api.client import AgentUnreachable, call, connect
-    from agent.serve.paths import default_state_dir
-
-    state_dir = (args.state_dir or default_state_dir()).expanduser()
-    try:
-        with connect(state_dir=state_dir, socket_path=args.socket, listen=args.listen) as client:
-            runs = call(client, "GET", "/v1/bench")["runs"]
-            bench_id = args.bench_id or next(
-                (r["bench_id"] for r in runs if r.get("state") == "running"), None
-            )
-            if bench_id is None:
-                print("agent bench cancel: no benchmark is running; nothing to cancel")
-                return 0
-            run = next((r for r in runs if r.get("bench_id") == bench_id), None)
-            if run is None:
-                print(f"agent bench cancel: no benchmark {bench_id} on this agent", file=sys.stderr)
-                return 1
-            print(f"benchmark {bench_id} ({run.get('mode')}) is {run.get('state')} on {run.get('profile')}")
-            if run.get("state") == "running" and not args.yes:
-                if not sys.stdin.isatty():
-                    print("not a terminal: pass --yes to cancel it", file=sys.stderr)
-                    return 2
-                try:
-                    answer = input("cancel it? its requests in flight are cut [y/N] ")
-                except EOFError:
-                    answer = ""
-                if answer.strip().lower() not in ("y", "yes"):
-                    print("not cancelled; it keeps running")
-                    return 0
-            operator = args.operator or getpass.getuser()
-            answer = call(client, "POST", f"/v1/bench/{bench_id}/cancel", json={"operator": operator})
-    except AgentUnreachable as exc:
-        print(f"agent bench cancel: the agent is not reachable ({exc})", file=sys.stderr)
-        return 1
-    except httpx.HTTPError as exc:
-        print(f"agent bench cancel: the agent refused: {exc}", file=sys.stderr)
-        return 1
-    print(answer.get("message") or ("cancelled" if answer.get("cancelled") else "nothing to cancel"))
-    return 0 if answer.get("cancelled") or run.get("state") != "running" else 1

@@ -6,6 +6,7 @@ admission at SGLang's door, but it can stop its own traffic.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, HTTPException, Request
@@ -18,6 +19,7 @@ from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
 from agent.bench.store import BenchStore, UnknownBench, UnreadableBench
 from agent.control.audit import AuditUnavailable
+from agent.serve.bench_forcing import ForcingWatch, forcer_alive, forcings
 from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
 from agent.wire.actions import NAME_MAX
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from agent.profile.schema import Profile
     from agent.serve.operations import Operations
     from agent.serve.paths import StatePaths
+    from agent.serve.reconcile import LiveLedger
     from agent.serve.stream import StreamHub
     from agent.wire.events import EventKind
 
@@ -58,6 +61,8 @@ class BenchHost(Protocol):
     def actions(self) -> ActionBook: ...
     @property
     def ops(self) -> Operations: ...
+    @property
+    def live_ledger(self) -> LiveLedger: ...
     @property
     def hub(self) -> StreamHub: ...
     @property
@@ -139,6 +144,12 @@ class BenchService:
         """Runs of ``agent bench`` straight at this agent's engine, announced running and not yet ended,
         oldest first (at most ``ANNOUNCED_MAX``: one whose end never came is forgotten in time)."""
         daemon.supervisor.drain_hooks.append(self.cancel_running)
+        self.forcing = ForcingWatch(daemon.live_ledger.forcings, lambda: daemon.supervisor.url, self._gone)
+        """What ``agent bench compare`` runs at this engine force, watched (``agent.serve.bench_forcing``)."""
+        for intent in forcings(daemon.live_ledger.pending.values() if daemon.live_ledger.pending else []):
+            if forcer_alive(intent.get("action") or {}):  # a run that outlived the agent before this one
+                self.forcing.watch({"action": intent["action"], "operator": intent.get("operator"),
+                                    "source": intent.get("source")})  # fmt: skip
 
     def _publish(self, event: BenchEvent) -> None:
         self.daemon.emit("bench", event.name, event.message, event.data)
@@ -162,6 +173,14 @@ class BenchService:
         if running is not None:
             self.runs.cancel(running)
             await self.runs.wait(running)
+
+    def _gone(self, bench_id: str) -> None:
+        """An announced run whose process ended without its end announce (killed): audited as failed."""
+        if bench_id in self._announced:
+            self._announced.pop(bench_id, None)
+            self.daemon.ops.record("bench_end", operator=None, source={"via": "agent"}, status="failed",
+                                   detail={"bench_id": bench_id, "external": True},
+                                   message=f"benchmark {bench_id}: its agent bench process ended without a word")  # fmt: skip
 
     def cancel(
         self, bench_id: str, operator: str | None, source: dict[str, Any] | None = None
@@ -217,10 +236,22 @@ class BenchService:
         )
         return {**est.as_dict(), "busy_now": busy}
 
-    def announce(self, body: BenchAnnounce, source: dict[str, Any] | None = None) -> None:
+    async def announce(self, body: BenchAnnounce, source: dict[str, Any] | None = None) -> None:
         """A run driven from ``agent bench`` straight at this agent's engine starts or ends: said on the
-        stream, and audited (its start and its end, with who runs it), as a run of the agent's is."""
+        stream, and audited (its start and its end, with who runs it), as a run of the agent's is. A
+        compare's start writes ahead what it will force; its end (or its process gone) puts it back."""
         detail = {"bench_id": body.bench_id, "mode": body.mode, "external": True}
+        if body.state == "running" and body.mode == "compare":
+            try:
+                await self.forcing.announced(
+                    body.bench_id, operator=body.operator, source=source, pid=body.pid
+                )
+            except AuditUnavailable as exc:
+                raise HTTPException(
+                    503, f"refused: {exc}; what this compare would force cannot be written ahead"
+                ) from None
+        elif body.state != "running":
+            await self.forcing.ended(body.bench_id, body.state)
         if body.state == "running":
             self._announced[body.bench_id] = None
             while len(self._announced) > ANNOUNCED_MAX:
@@ -242,6 +273,7 @@ class BenchService:
 
     async def close(self) -> None:
         await self.runs.close()
+        await self.forcing.close()
 
     async def _server_info(self, url: str) -> ServerInfo:
         probe = EngineProbe(self.daemon.http, url, self.daemon.engine_headers(admin=False))
@@ -296,9 +328,10 @@ class BenchService:
             if refused is not None:
                 raise refused
             op = daemon.ops.begin("bench_start", operator=operator, source=source, detail=detail)
+            guard = functools.partial(daemon.live_ledger.forcings.guard, operator=operator, source=source)
             try:
                 bench_id = self.runs.start(
-                    url, body, api_key=key, profile=identity.name, context=self._context()
+                    url, body, api_key=key, profile=identity.name, context=self._context(), guard_for=guard
                 )
             except Exception as exc:
                 daemon.ops.end(op, "failed", f"not started: {exc}")
@@ -346,7 +379,7 @@ class BenchService:
 
         @api.post("/bench/external", status_code=204)
         async def announce_bench(body: BenchAnnounce, http: Request) -> None:
-            self.announce(body, source_of(http))
+            await self.announce(body, source_of(http))
 
         @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
         async def cancel_bench(

@@ -10,7 +10,9 @@
   not; and one ``reconcile`` line records the engine's live values against what the agent's record
   said. Where they differ on a reattached engine, what is in force wins and is recorded: the agent
   never sets a value back on its own (a kill between the engine's change and the record's update
-  once made the next start revert it quietly).
+  once made the next start revert it quietly). A benchmark's forced setting is no such value: a
+  ``bench_force`` intent left without an outcome (its run was cut short) is put back first, audited,
+  so the arm's value is never adopted as the operator's (``agent.serve.bench_forcing``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agent.control.live import apply_live, readback_words
 from agent.engine.adopt import Origin
 from agent.profile import Profile, ProfileError
 from agent.profile.store import profile_from_dict
+from agent.serve.bench_forcing import ForcingLedger, forcer_alive, forcings
 from agent.sglang import live_control
 from agent.sglang.client import EngineClient, EngineError
 from agent.sglang.live_control import READBACK_OF
@@ -83,6 +86,8 @@ class LiveLedger:
         self.pending = pending
         """Intents without an outcome as the agent found them at its start (None: read them then)."""
         self.reconciled = False
+        self.forcings = ForcingLedger(http=http, headers=headers, audit=audit, emit=emit)
+        """Benchmarks' forced live settings, written ahead (``agent.serve.bench_forcing``)."""
 
     async def __call__(self, url: str, launched: Profile, running: Profile, origin: Origin) -> Profile:
         if not self.reconciled:
@@ -94,10 +99,26 @@ class LiveLedger:
                 else "the engine started again"
             )
             now = running if origin == "adopted" else await self.restore(url, launched, running, why)
+            await self.put_back_forcings(url)
             return await self.reconcile(url, launched, now, origin != "launched")
         if origin == "adopted":
             return running  # supervision came back after an I/O error: the engine kept its values
         return await self.restore(url, launched, running)
+
+    def _pending(self) -> dict[str, dict[str, Any]]:
+        return self.audit.index().pending if self.pending is None else self.pending
+
+    async def put_back_forcings(self, url: str) -> None:
+        """What a benchmark cut short forced (its intent has no outcome) goes back before the
+        reconciliation reads the engine: the arm's value is no operator's. A forcer that still runs
+        (an ``agent bench`` outliving this agent's restart) puts it back itself."""
+        why = "the benchmark was cut short (its process stopped before it put the operator's values back)"
+        for intent in forcings(self._pending().values()):
+            action = intent.get("action") or {}
+            if forcer_alive(action):
+                continue
+            op = {"action": action, "operator": intent.get("operator"), "source": SOURCE}
+            await self.forcings.put_back(op, url, f"settled at the agent's start: {why}")
 
     async def read(self, url: str) -> dict[str, Any] | None:
         client = EngineClient(url, self.http, headers=self.headers(), timeout_s=10.0)
@@ -191,8 +212,9 @@ class LiveLedger:
     def _settle_intents(self, engine: dict[str, Any] | None, adopted: bool, running: Profile) -> None:
         """Give each intent left without an outcome the outcome the engine (or, for a change that is
         not live, the profile it runs) shows."""
-        pending = self.audit.index().pending if self.pending is None else self.pending
-        for intent in pending.values():
+        for intent in self._pending().values():
+            if intent in forcings([intent]):
+                continue  # a benchmark's forcing: put back above (put_back_forcings), or its forcer's
             want = intent.get("live") or {}
             if want:
                 took = bool(adopted and engine and all(engine.get(k) == v for k, v in want.items()))

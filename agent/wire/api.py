@@ -340,3 +340,9 @@ class BenchAnnounce(_Wire):
         pattern=PRINTABLE,
         description="Who runs it, for the audit (agent bench: this user)",
     )
+    pid: int | None = Field(
+        None,
+        ge=1,
+        le=4_194_304,
+        description="The agent bench process (on this host): a compare it forces is put back once it is gone",
+    )

@@ -18,7 +18,7 @@ from agent.wire.autopilot import MoveKind
 
 AgentOperation = Literal[
     "engine_start", "engine_stop", "engine_restart", "agent_stop", "profile_save", "profile_delete",
-    "bench_start", "bench_end", "bench_cancel",
+    "bench_start", "bench_end", "bench_cancel", "bench_force",
 ]  # fmt: skip
 """The changes the agent audits that are no operator action of the catalogue (``agent.wire.actions``):
 the engine's and the agent's start and stop, profile saves, benchmarks (``agent.serve.operations``)."""

@@ -235,6 +235,17 @@ class RecordedOptions(_Open):
     drain_wait_s: float | None = None
 
 
+class PartialRun(_Open):
+    """A run cut short (cancelled, failed, its process killed): the windows it completed are kept,
+    and this says which levels are whole (``agent.bench.partial``)."""
+
+    whole: list[int] = Field(default_factory=list, description="Levels that got every window meant")
+    cut: list[int] = Field(default_factory=list, description="Levels with some of their windows")
+    not_reached: list[int] = Field(default_factory=list, description="Levels with no window")
+    windows: int = 0
+    words: str = ""
+
+
 class BenchResult(_Open):
     """One stored run: the agent's own record (id, state, where, when) and the benchmark's result."""
 
@@ -263,6 +274,9 @@ class BenchResult(_Open):
     environment: BenchEnvironment | None = None
     stopping: RunStopping | None = Field(None, description="The stopping rule and what ended each level")
     arms: list[str] | None = Field(None, description="A compare's measured arms (newer results)")
+    partial: PartialRun | None = Field(
+        None, description="Set when the run was cut short: its levels are what it completed"
+    )
 
     @property
     def run_mode(self) -> str:

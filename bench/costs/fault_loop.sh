@@ -3,7 +3,8 @@
 #   bench/costs/fault_loop.sh [RUNS] [SEED]
 # Each run is one real fault against one `agent serve --engine sim` (kill -9 at a point of an action
 # or at random, a full state tmpfs, a torn audit line, the engine killed during a bench, a restart cut
-# short, a torn engine record), and ends with the suite's one check. The suite alone runs 7, one of each.
+# short, a torn engine record, a compare cut short), and ends with the suite's one check. The suite alone
+# runs 8, one of each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -106,6 +106,9 @@ class BenchResult:
     """Where it ran (``agent.wire.bench_env.describe``): GPUs, server, stack, profile."""
     rule: str | None = None
     """The stopping rule in words, when the run had one."""
+    partial: str | None = None
+    """A run cut short: which levels are whole and which cut (``partial: levels 1 whole, 4 cut``);
+    its levels are the windows it completed."""
 
     @property
     def stopped(self) -> bool:
@@ -159,6 +162,7 @@ def parse_result(result: wire.BenchResult) -> BenchResult:
         arms=present,
         where=_where(result),
         rule=result.stopping.rule.words if result.stopping is not None and result.stopping.rule else None,
+        partial=result.partial.words if result.partial is not None and levels else None,
     )
 
 

@@ -212,6 +212,7 @@ class BenchScreen(LiveScreen):
                 self._status(ended_words(run, self._newest_finished()))
                 if self.shown_result is None:
                     self.query_one("#bench-table", Static).update("")
+                self.show_result(run.bench_id, only_partial=True)  # the windows it completed, if any
 
     def _newest_finished(self) -> str | None:
         """The newest finished run the list holds (its result can be opened there), or None."""
@@ -375,11 +376,15 @@ class BenchScreen(LiveScreen):
         )
 
     @work(exclusive=True, group="bench-result")
-    async def show_result(self, bench_id: str) -> None:
+    async def show_result(self, bench_id: str, only_partial: bool = False) -> None:
+        """A stored run's table, chart and words; ``only_partial``: only where the run, cut short,
+        kept windows (a run that kept none has said how it ended already)."""
         try:
             result = parse_result(await self.session.client.bench_result(bench_id))
         except LinkError as exc:
             self._status(Text(f"Cannot fetch run {bench_id}: {exc}", style="$bad"))
+            return
+        if only_partial and result.partial is None:
             return
         self.shown_result = bench_id
         self.query_one("#bench-table", Static).update(result_table(result))
@@ -387,5 +392,8 @@ class BenchScreen(LiveScreen):
         self.recommended = result.recommended_threshold if result.state == "finished" else None
         self._offer_apply()
         panel = self.query_one("#bench-chart", ChartPanel)
+        if len({level.asked for level in result.levels}) < 2:  # one level (a run cut short): no axis to draw
+            panel.remove_class("-shown")
+            return
         panel.add_class("-shown")
         panel.show(result_chart(result), note="(log concurrency)")

@@ -54,8 +54,9 @@ def result_title(result: BenchResult) -> str:
 
 
 def result_table(result: BenchResult) -> Table:
+    cut = f" ({result.partial})" if result.partial else ""
     table = Table(
-        title=f"{result_title(result)}: output tok/s",
+        title=f"{result_title(result)}: output tok/s{cut}",
         expand=False,
         title_justify="left",
         caption_justify="left",
@@ -101,6 +102,12 @@ def result_table(result: BenchResult) -> Table:
 
 def recommendation_text(result: BenchResult) -> Text:
     threshold = result.recommended_threshold
+    if result.state != "finished" and result.partial:
+        return Text(
+            f"{result_title(result)} {result.state}: {result.error or 'no reason given'}. {result.partial}: "
+            "the table holds the windows it completed; a partial run recommends no threshold.",
+            style="$warn",
+        )
     if result.state != "finished":
         return Text(
             f"{result_title(result)} {result.state}: {result.error or 'no reason given'}", style="$bad"

@@ -17,8 +17,10 @@ Each run is one fault, chosen in turn (the run number picks it, a seeded RNG its
   threshold back in force, audited.
 * ``torn_record``: a live threshold set, the agent SIGKILLed, ``engine.json`` cut at a random byte;
   the next agent adopts the engine that runs (never a second one), its threshold kept.
+* ``compare_cut_short``: a live threshold set, a compare started, the agent SIGKILLed after it forced
+  an arm's threshold; the next agent puts the operator's threshold back, audited.
 
-Every run ends with ``fault_rig.check``. ``K25_FAULT_RUNS`` sets how many (default 7, one of each;
+Every run ends with ``fault_rig.check``. ``K25_FAULT_RUNS`` sets how many (default 8, one of each;
 ``bench/costs/fault_loop.sh`` runs 50 in a row), ``K25_FAULT_SEED`` the seed.
 """
 
@@ -41,7 +43,7 @@ from fault_rig import FAKE_HF_TOKEN, PROFILE_ANSWERS, Rig, answers, check, engin
 from agent.control.faults import POINTS
 from agent.engine.faults import RESTART_POINTS
 
-RUNS = int(os.environ.get("K25_FAULT_RUNS", "7"))
+RUNS = int(os.environ.get("K25_FAULT_RUNS", "8"))
 SEED = int(os.environ.get("K25_FAULT_SEED", "25"))
 
 pytestmark = pytest.mark.slow
@@ -258,6 +260,27 @@ def torn_record(rig: Rig, rnd: random.Random, run: int) -> None:
     assert "engine_record_unreadable" in {f["code"] for f in status["findings"]}
 
 
+def compare_cut_short(rig: Rig, rnd: random.Random, run: int) -> None:
+    """A threshold set, a compare started, the agent SIGKILLed at a random moment after it forced an
+    arm's threshold: the next agent puts the operator's value back, audited (issue 50, item 1)."""
+    value = _new_threshold(rnd, rig.engine_live()["threshold"])
+    assert rig.threshold_action(value, f"cmp-{run}-{time.time_ns()}")["status"] == "applied"
+    body = {"mode": "compare", "concurrency": [1, 4], "repeats": 2, "input_len": 32, "output_len": 32}
+    with rig.client() as c:
+        started = c.post("/v1/bench", json=body | {"operator": "fault-suite"})
+        assert started.status_code == 202, started.text
+    wait_until(
+        lambda: rig.engine_live()["threshold"] != value, timeout_s=60, what="an arm's threshold forced"
+    )
+    time.sleep(rnd.uniform(0, 2))  # a random moment of the run, as kill_at_random picks one
+    rig.kill9()
+    rig.start()
+    rig.wait_ready()
+    wait_until(
+        lambda: rig.engine_live()["threshold"] == value, timeout_s=60, what="the operator's threshold back"
+    )
+
+
 SCENARIOS: list[Callable[[Rig, random.Random, int], None]] = [
     kill_at_point,
     kill_at_random,
@@ -266,6 +289,7 @@ SCENARIOS: list[Callable[[Rig, random.Random, int], None]] = [
     engine_killed_in_bench,
     restart_cut_short,
     torn_record,
+    compare_cut_short,
 ]
 
 
