@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fault_rig import Rig, check, engines_of, make_rig
+from fault_rig import Rig, check, engines_of, make_rig, wait_until
 
 from agent.engine.adopt import adopt_recorded
-from agent.engine.find import find_engines
+from agent.engine.find import ENGINE_DIR_ENV, find_engines
+from agent.engine.proc import read_cmdline
 from agent.engine.record import load_record
 
 pytestmark = pytest.mark.slow
@@ -195,3 +196,24 @@ def test_a_record_cut_inside_the_port_keeps_the_healthy_engine_and_its_values(
     record = rig.engine_record()
     assert record is not None and record["pid"] == pid and record["port"] == int(port)
     check(rig)
+
+
+def test_an_engine_is_known_by_the_engine_directory_in_its_environment(tmp_path: Path) -> None:
+    """SGLang's command line need not name the engine directory; the environment every launch sets
+    does. A look-alike without it, in its own group with an engine's ``--port``, is not found."""
+    engine_dir = tmp_path / "engine"
+    engine_dir.mkdir()
+    ours = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", "--host", "127.0.0.1", "--port", "8123"],
+        start_new_session=True,
+        env={**os.environ, ENGINE_DIR_ENV: str(engine_dir)},
+    )
+    stranger = _decoy("--host", "127.0.0.1", "--port", "8124")
+    try:
+        wait_until(lambda: read_cmdline(ours.pid) and read_cmdline(stranger.pid), timeout_s=10, what="both")
+        (found,) = find_engines({"pid": stranger.pid}, engine_dir, None)
+        assert found.pid == ours.pid and found.port == 8123 and "environment" in found.evidence
+    finally:
+        for p in (ours, stranger):
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
