@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--readonly", action="store_true", help="watch only: every control is greyed")
     parser.add_argument(
+        "--fleet-changes",
+        action="store_true",
+        help="print the last fleet changes made from this machine, every host each was meant for with its "
+        "plan and outcome (reached or not), then exit",
+    )
+    parser.add_argument(
         "--theme",
         choices=THEME_CHOICES,
         default="dark",
@@ -163,8 +169,23 @@ def run_fleet_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_fleet_changes() -> int:
+    """The console's own account of the last fleet changes (``console.fleet.ledger``)."""
+    from console.fleet.ledger import ChangesFile, account_words, default_changes_file
+
+    path = default_changes_file()
+    changes = ChangesFile(path).changes()
+    if not changes:
+        print(f"no fleet change is recorded in {path}")
+    for account in changes:
+        print("\n".join(account_words(account)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.fleet_changes:
+        return print_fleet_changes()
     from console.app import ConsoleApp  # after argument errors, which need no Textual
     from console.demo.stack import DemoError, DemoStack
 

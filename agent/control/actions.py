@@ -68,7 +68,11 @@ class EngineControl(Protocol):
 
 
 class RequestConflict(Exception):
-    """The request id was used before for a different request."""
+    """The request id was used before for a different request, or by another operator."""
+
+
+def _who(operator: str | None) -> str:
+    return f"operator {operator}" if operator else "an unnamed operator"
 
 
 @dataclass
@@ -128,21 +132,25 @@ class ActionBook:
 
     def plan(self, request: ActionRequest, source: dict[str, Any] | None = None) -> Plan:
         known = self._by_request.get(request.request_id)
-        if known is None and request.request_id in self._audited:
+        rid = request.request_id
+        if known is None and rid in self._audited:
             raise RequestConflict(
-                f"request_id {request.request_id!r} is in the audit already "
-                f"(its last status: {self._audited[request.request_id]}); nothing is applied twice: plan "
-                "again with a new request id"
+                f"request_id {rid} is in the audit already (its last status: {self._audited[rid]}); "
+                "nothing is applied twice: plan again with a new request id"
             )
         if known is not None:
-            entry = self._entries[known]
-            if entry.result.plan.request.model_dump(exclude={"operator"}) != request.model_dump(
-                exclude={"operator"}
-            ):
-                raise RequestConflict(
-                    f"request_id {request.request_id!r} was already used for another request"
+            first = self._entries[known].result.plan
+            if first.request.operator != request.operator:
+                # One request id, one asker: the plan is not handed to another (nor its confirm).
+                why = (
+                    f"request_id {rid} was asked by {_who(first.request.operator)}, not by "
+                    f"{_who(request.operator)}: plan again with a new request id"
                 )
-            return entry.result.plan
+                self._audit_conflict(request, source, why)
+                raise RequestConflict(why)
+            if first.request.model_dump() != request.model_dump():
+                raise RequestConflict(f"request_id {rid} was already used for another request")
+            return first
         running = self.engine.profile
         if running is None:
             draft = Draft(mode="rejected", reason="no profile is running yet", rejected_field="engine")
@@ -191,6 +199,19 @@ class ActionBook:
             before=None,
             after=None,
             result={"status": "rejected", "message": plan.reason},
+            source=source,
+        )
+
+    def _audit_conflict(self, request: ActionRequest, source: dict[str, Any] | None, why: str) -> None:
+        """A request refused for its id: one line with who asked (not the id's own key: the audit
+        index's status of that request stays the first asker's)."""
+        self.audit.append_or_later(
+            f"the refusal of request {request.request_id}",
+            operator=request.operator,
+            action={"kind": request.kind, "conflicting_request_id": request.request_id},
+            before=None,
+            after=None,
+            result={"status": "rejected", "message": why},
             source=source,
         )
 

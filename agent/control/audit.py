@@ -83,6 +83,8 @@ class AuditIndex:
     """request_id → the last status audited for it (an intent with no outcome reads "intent")."""
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     """action_id → its intent record, for intents with no outcome (a kill between the two)."""
+    open_ops: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """op_id → the intent of an operation (an engine restart...) with no outcome yet."""
     corrupt: int = 0
     records: int = 0
 
@@ -324,6 +326,11 @@ class AuditLog:
             action = record.get("action") or {}
             rid, aid = action.get("request_id"), action.get("action_id")
             status = (record.get("result") or {}).get("status")
+            op = action.get("op_id")
+            if op and record.get("phase") == "intent":
+                idx.open_ops[str(op)] = record
+            elif op:
+                idx.open_ops.pop(str(op), None)
             if record.get("phase") == "intent" and aid:
                 idx.pending[str(aid)] = record
                 status = "intent"

@@ -9,6 +9,8 @@ whose engine is gone (``restart_to``) is launched.
 An unreadable record is never read as "no engine": the engine it was about is looked for
 (``agent.engine.find``), adopted when it is found and answers where it says, named when it cannot
 be adopted, and only when none runs is a new one started. The unreadable file is kept beside it.
+What the tear left legible is only where to look: a process is adopted (and so ever signalled) on
+evidence that it is this agent's engine, and it serves where its own command line says.
 """
 
 from __future__ import annotations
@@ -204,7 +206,7 @@ def _unreadable(
     engine = RunningEngine(found.pid, found.pgid, found.start_ticks, found.url, kind, _started_at(found.pid))
     said = (
         f"The engine record {where} is unreadable; found the engine it was about, {found.describe()} at "
-        f"{found.url}, and adopted it ({basis}); its live values are read from it and kept"
+        f"{found.url} ({found.evidence}), and adopted it ({basis}); its live values are read from it and kept"
     )
     emit("engine.record_unreadable", said, {"record": str(path), "problem": problem, "pids": pids})
     if launched is None:

@@ -13,9 +13,10 @@ import os
 import signal
 
 FAULT_ENV = "K25_FAULT_POINT"
-RESTART_POINTS = ("restart_stopped", "restart_launched")
-"""A restart's old engine stopped and the new one not yet launched; the new one launched (its
-record written) and not yet ready."""
+RESTART_POINTS = ("restart_requested", "restart_stopping", "restart_stopped", "restart_launched")
+"""A restart asked for (its audit intent written) and not begun; the record saying what replaces
+the engine written, the old engine not yet signalled; the old engine stopped and the new one not
+yet launched; the new one launched (its record written) and not yet ready."""
 
 
 def fault_point(name: str) -> None:

@@ -33,6 +33,7 @@ from agent.engine.running import RunningEngine, terminate
 from agent.engine.spec import EngineSpec
 from agent.engine.state_disk import StateDisk, is_full
 from agent.profile import Profile
+from agent.sglang.live_state import relaunch_profile
 from agent.wire.snapshot import EngineState
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,9 @@ class EngineLife:
         of room on the state disk)."""
         assert self.profile is not None and self.launched is not None
         self._set_state("starting" if self.failures == 0 else "restarting")
+        # The operator's live threshold goes into the launch itself: no request runs on a value
+        # nobody set while it waits to be put back (a crash restart, a restart finished).
+        self.launched = relaunch_profile(self.launched, self.profile)
         try:
             engine, spec = self._launch(self.launched, self.profile)
         except PortHeld:

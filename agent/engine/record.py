@@ -147,22 +147,28 @@ class RecordRead:
     problem: str | None = None
     """Why the file is unreadable (None when it was read, or when there is none)."""
     salvaged: dict[str, Any] = field(default_factory=dict)
-    """The identity fields still legible in an unreadable file (pid, port...): where to look."""
+    """The identity fields still legible in an unreadable file (pid, port...): where to look, not
+    what to trust."""
 
+
+_END = r"(?=\s*[,}])"
+"""A number is legible only where its end is seen: a tear inside it (``"pid": 4`` of 400) leaves a
+prefix that reads as another, valid-looking number."""
 
 _FIELDS = {
     "kind": r'"kind"\s*:\s*"(sglang|sim)"',
-    "pid": r'"pid"\s*:\s*(\d+)',
-    "pgid": r'"pgid"\s*:\s*(\d+)',
-    "start_ticks": r'"start_ticks"\s*:\s*(\d+)',
+    "pid": r'"pid"\s*:\s*(\d{1,10})' + _END,
+    "pgid": r'"pgid"\s*:\s*(\d{1,10})' + _END,
+    "start_ticks": r'"start_ticks"\s*:\s*(\d{1,20})' + _END,
     "argv_hash": r'"argv_hash"\s*:\s*"([0-9a-f]{64})"',
     "host": r'"host"\s*:\s*"([0-9A-Za-z.:\[\]-]{1,255})"',
-    "port": r'"port"\s*:\s*(\d{1,5})\b',
+    "port": r'"port"\s*:\s*(\d{1,5})' + _END,
 }
 
 
 def salvage(text: str) -> dict[str, Any]:
-    """The identity fields of a record that a tear left legible (they come first in the file)."""
+    """The identity fields of a record that a tear left legible (they come first in the file):
+    where to look for the engine, never evidence that a process is it (``agent.engine.find``)."""
     out: dict[str, Any] = {}
     for name, pattern in _FIELDS.items():
         match = re.search(pattern, text)

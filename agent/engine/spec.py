@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.engine.find import ENGINE_DIR_ENV
 from agent.engine.record import EngineKind
 from agent.profile import Profile, dump_profile
 from agent.sglang.launch import LaunchError, read_env_files, render_launch, stack_environ, write_launch_files
@@ -73,6 +74,7 @@ def sim_spec(
         env.update(read_env_files(profile.server.env_files))
     except LaunchError as exc:
         raise OSError(str(exc)) from None
+    env[ENGINE_DIR_ENV] = str(run_dir)  # how an agent knows its engine without its record
     return EngineSpec(kind="sim", argv=argv, host="127.0.0.1", port=port, env=env)
 
 
@@ -92,6 +94,7 @@ def sglang_spec(profile: Profile, run_dir: Path) -> EngineSpec:
     env = stack_environ()  # never the agent's own PYTHONPATH: it would shadow the stack's packages
     env.update(launch.env)
     env.update(from_files)  # values from files: the engine's environment only, never its argv
+    env[ENGINE_DIR_ENV] = str(run_dir)  # how an agent knows its engine without its record
     return EngineSpec(
         kind="sglang",
         argv=[str(python), *launch.argv],

@@ -10,8 +10,10 @@ Liveness is polled (every ``poll_s``) rather than waited for, because an adopted
 cannot be waited on; a child we forked is reaped through ``Popen.poll``.
 
 Two profiles are kept: ``launched``, what the engine process was started with (what it has built), and
-``profile``, that with the live values applied since. A crash restart launches ``launched`` again, and
-``restore_live`` puts the live values back before the engine is announced ready. The record carries
+``profile``, that with the live values applied since. A crash restart (or a restart finished by the
+next agent) launches ``launched`` again with the live threshold carried into the launch where it can
+be (``relaunch_profile``: no request runs on the launch's value), and ``restore_live`` puts the
+other live values back before the engine is announced ready. The record carries
 both through every restart (``agent.engine.keeper``), so an agent stopped at any point of one (a kill
 -9 before the engine was ready included) is followed by one that finishes it.
 
@@ -51,6 +53,7 @@ from agent.engine.running import RunningEngine, drain, unknown_running_requests
 from agent.engine.spec import EngineSpec
 from agent.engine.state_disk import StateDisk
 from agent.profile import Profile, dump_profile
+from agent.sglang.live_state import relaunch_profile
 from agent.wire.snapshot import Finding
 
 __all__ = [
@@ -162,7 +165,8 @@ class Supervisor(EngineLife):
                 f"Reattached to the running {engine.kind} engine (pid {engine.pid}); it was not restarted",
                 {"pid": engine.pid, "url": engine.url},
             )
-        if dump_profile(adopted.launched) != dump_profile(given):
+        # A launch that differs from --profile only by a live threshold carried into it is the same build.
+        if dump_profile(adopted.launched) != dump_profile(relaunch_profile(given, adopted.launched)):
             self.emit(
                 "engine.profile_differs",
                 "The running engine was launched with a different profile than --profile; "
@@ -218,6 +222,7 @@ class Supervisor(EngineLife):
         launched as such); ``profile``'s live values are then put back once the engine is ready.
         """
         async with self._lock:
+            fault_point("restart_requested")
             if profile is not None:
                 new_running, new_launch = profile, launch or profile
             else:
@@ -284,6 +289,7 @@ class Supervisor(EngineLife):
             await self._drain(drain_timeout_s)
         if then is not None:
             self.keeper.restarting(*then)
+            fault_point("restart_stopping")
         await self._terminate(engine)
         if then is None:
             self.keeper.clear()

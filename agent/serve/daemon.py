@@ -36,6 +36,7 @@ from agent.engine.state_disk import StateDisk
 from agent.engine.supervisor import Supervisor
 from agent.profile import Profile
 from agent.serve.bench import BenchService
+from agent.serve.open_operations import OpenOperations
 from agent.serve.operations import Operations
 from agent.serve.paths import StatePaths
 from agent.serve.reconcile import LiveLedger
@@ -120,11 +121,13 @@ class Daemon:
         audit = AuditLog(self.paths.audit, disk=self.state_disk)
         self.audit_index = audit.index()  # one streamed scan at start: request ids, open intents, damage
         self.ops = Operations(audit)
+        self.open_ops = OpenOperations(audit, self.audit_index.open_ops)  # restarts the last agent left open
         self.live_ledger = LiveLedger(
             http=self.http,
             headers=self.engine_headers,
             audit=audit,
             pending=self.audit_index.pending,
+            on_first_answer=lambda: self.open_ops.settle(self.supervisor.engine),
             emit=lambda name, msg, data: self.emit(
                 "engine" if name.split(".")[0] == "engine" else "agent", name, msg, data
             ),

@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.control.audit import AuditLog
 from agent.profile.words import printable_words
+from agent.serve.open_operations import SETTLED_BY_THE_NEXT_AGENT
 from agent.wire.audit import AgentOperation
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,12 @@ class Operations:
         try:
             await work
         except asyncio.CancelledError:
-            self.end(op, "failed", "the agent stopped before it ended")
+            if op["kind"] in SETTLED_BY_THE_NEXT_AGENT:
+                # Not failed: the engine record says what was under way, and the next agent
+                # finishes it and writes the outcome (``agent.serve.open_operations``).
+                log.info("the agent stops during %s; the next agent settles its outcome", op["op_id"])
+            else:
+                self.end(op, "failed", "the agent stopped before it ended")
             raise
         except Exception as exc:
             self.end(op, "failed", f"{type(exc).__name__}: {exc}")

@@ -81,10 +81,13 @@ class LiveLedger:
         audit: AuditLog,
         emit: Emit,
         pending: dict[str, dict[str, Any]] | None = None,
+        on_first_answer: Callable[[], None] | None = None,
     ) -> None:
         self.http, self.headers, self.audit, self.emit = http, headers, audit, emit
         self.pending = pending
         """Intents without an outcome as the agent found them at its start (None: read them then)."""
+        self.on_first_answer = on_first_answer
+        """Called once the first engine answers (the open restarts are settled then)."""
         self.reconciled = False
         self.forcings = ForcingLedger(http=http, headers=headers, audit=audit, emit=emit)
         """Benchmarks' forced live settings, written ahead (``agent.serve.bench_forcing``)."""
@@ -100,7 +103,10 @@ class LiveLedger:
             )
             now = running if origin == "adopted" else await self.restore(url, launched, running, why)
             await self.put_back_forcings(url)
-            return await self.reconcile(url, launched, now, origin != "launched")
+            settled = await self.reconcile(url, launched, now, origin != "launched")
+            if self.on_first_answer is not None:
+                self.on_first_answer()
+            return settled
         if origin == "adopted":
             return running  # supervision came back after an I/O error: the engine kept its values
         return await self.restore(url, launched, running)

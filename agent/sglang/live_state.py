@@ -41,6 +41,27 @@ def launch_profile(wanted: Profile, built: Profile) -> Profile:
     return wanted.model_copy(update={"speculation": spec.model_copy(update={"threshold": kept})})
 
 
+def relaunch_profile(launched: Profile, running: Profile) -> Profile:
+    """The profile to start a server again with (after a crash, or to finish a restart): ``launched``
+    with ``running``'s live threshold where the launch can carry it, so that the new server serves
+    the operator's value from its first request instead of the launch's until it is put back.
+
+    Only where both thresholds are launchable (the server builds the same states either way); the
+    pinned steps stay live values, put back once the server is ready (``live_args_to_restore``).
+    """
+    threshold = running.speculation.threshold
+    if (
+        threshold == launched.speculation.threshold
+        or not _launchable_threshold(threshold)
+        or not _launchable_threshold(launched.speculation.threshold)
+        or not adaptive_active(launched)
+        or not adaptive_active(running)
+    ):
+        return launched
+    spec = launched.speculation.model_copy(update={"threshold": threshold})
+    return launched.model_copy(update={"speculation": spec})
+
+
 def live_threshold(profile: Profile) -> int:
     """The live-key value of a profile's threshold (unset is ``NO_THRESHOLD``)."""
     threshold = profile.speculation.threshold

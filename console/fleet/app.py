@@ -28,6 +28,7 @@ from console.fleet.change import FleetChange
 from console.fleet.dialogs import AskChange, ConfirmFleetPlans
 from console.fleet.host import Host
 from console.fleet.hosts import HostTarget
+from console.fleet.ledger import ChangesFile, account_of, default_changes_file
 from console.fleet.screen import ChangeAsked, FleetScreen, OpenHost
 from console.fleet.state import FleetState
 from console.follow import Follower, checked_status, follow
@@ -66,8 +67,11 @@ class FleetApp(ConsoleApp):
         operator: str | None = None,
         screenshot_dir: Path | None = None,
         theme: str = DEFAULT_THEME,
+        changes_file: Path | None = None,
     ) -> None:
         links = list(links) if links is not None else [t.link() for t in targets]
+        self.changes_file = ChangesFile(changes_file or default_changes_file())
+        """Every fleet change's whole account, kept after the console closes (``--fleet-changes``)."""
         super().__init__(
             links[0],
             readonly=readonly,
@@ -273,6 +277,14 @@ class FleetApp(ConsoleApp):
         self.fleet.version += 1
         self.paint_now()
 
+    def _keep(self, change: FleetChange, step: str) -> None:
+        """The whole change's account, every host it was meant for, into the changes file."""
+        why = self.changes_file.write(account_of(change, step))
+        if why is not None:
+            self.notify(
+                f"The account of {change.change_id} was not kept: {why}", title="Fleet", severity="warning"
+            )
+
     async def _change(self, hosts: list[str]) -> None:
         asked = await self.push_screen_wait(AskChange(hosts))
         if asked is None:
@@ -282,6 +294,7 @@ class FleetApp(ConsoleApp):
         self.fleet.change = change
         self._note("asking each host for its plan…")
         plans = await change.plan({n: self.hosts[n].writable_client() for n in hosts})
+        self._keep(change, "planned")
         self._note("waiting for your confirm")
         words = label_of(kind, value)
         title = f"Fleet change {change.change_id}: {words} on {len(hosts)} host(s)"
@@ -297,6 +310,7 @@ class FleetApp(ConsoleApp):
         challenge = " ".join(production) if production else None
         if not await self.push_screen_wait(ConfirmFleetPlans(title, plans, challenge=challenge)):
             await change.cancel({n: self.hosts[n].writable_client() for n in hosts})
+            self._keep(change, "cancelled")
             self._note("")
             return
 
@@ -304,6 +318,7 @@ class FleetApp(ConsoleApp):
             self._note(f"applying {host} ({index + 1} of {len(plans)})…")
 
         outcomes = await change.apply(lambda n: self.hosts[n].writable_client(), progress)
+        self._keep(change, "ended")
         self._note("")
         done = sum(1 for o in outcomes if o.outcome in ("applied", "applying"))
         bad = [o.host for o in outcomes if o.outcome in ("failed", "unreachable", "lost", "rejected")]

@@ -27,6 +27,7 @@ from console.demo.router import Router
 from console.fleet.app import FleetApp
 from console.fleet.dialogs import AskChange, ConfirmFleetPlans
 from console.fleet.hosts import HostTarget
+from console.fleet.ledger import ChangesFile
 from console.fleet.screen import FleetScreen
 from console.fleet.table import FleetTable
 
@@ -84,12 +85,12 @@ def audit_of(agent: AgentProc, change_id: str) -> list[dict[str, Any]]:
 
 
 async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_killed_mid_change(
-    sshd: Sshd, fleet: tuple[list[AgentProc], Router]
+    sshd: Sshd, fleet: tuple[list[AgentProc], Router], tmp_path: Path
 ) -> None:
     agents, router = fleet
     engine_url = agents[2].status()["engine_url"]  # asked while its agent lives: the engine outlives it
     targets = [HostTarget(n, ssh_target(sshd, a)) for n, a in zip(NAMES, agents, strict=True)]
-    app = FleetApp(targets, operator="e2e", backoff=FAST_RECONNECT)
+    app = FleetApp(targets, operator="e2e", backoff=FAST_RECONNECT, changes_file=tmp_path / "changes.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         assert isinstance(app.screen, FleetScreen)
         await until(
@@ -125,6 +126,10 @@ async def test_fleet_of_three_behind_the_real_router_one_change_one_id_a_host_ki
         await until(lambda: len(change.outcomes) == 3 and not app.fleet.change_note, what="the change to end")
         outcomes = {o.host: o.outcome for o in change.outcomes}
         assert outcomes == {"gpu-a": "applied", "gpu-b": "applied", "gpu-c": "lost"}
+        # The whole change's account is kept on the console's side, the lost host named with why.
+        (kept,) = ChangesFile(tmp_path / "changes.jsonl").changes()
+        assert kept["change_id"] == change.change_id and kept["step"] == "ended"
+        assert {h["host"]: h["outcome"] for h in kept["hosts"]} == outcomes
         assert "gpu-c: link lost while applying" in text_of(app, "#fleet-change")
 
         # Each host's audit holds the change under its one id: two with their outcome, the killed

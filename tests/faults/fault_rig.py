@@ -357,6 +357,12 @@ def check(rig: Rig) -> None:
         if r.get("phase") == "outcome" and "action_id" in r["action"]
     }
     assert sorted(intents - outcomes) == [], "an intent was left without its outcome"
+    restarts = {
+        r["action"]["op_id"]: r["phase"] for r in records if r["action"].get("kind") == "engine_restart"
+    }
+    assert [op for op, phase in restarts.items() if phase == "intent"] == [], (
+        "a restart was left without its outcome"
+    )
 
     # Every live value in force is the one the audit last put, or found, in force.
     audited: dict[str, Any] = {}

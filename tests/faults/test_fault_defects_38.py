@@ -53,18 +53,13 @@ def _events(rig: Rig) -> list[dict[str, Any]]:
     return events
 
 
-def _audited_live(rig: Rig, kind: str) -> list[dict[str, Any]]:
-    records, _ = rig.audit_records()
-    return [r for r in records if r["action"].get("kind") == kind]
-
-
 # ---- 1. a restart cut short keeps the operator's live values ----------------------------------------
 
 
 @pytest.mark.parametrize("point", [*RESTART_POINTS, "restart_launched:term"])
 def test_a_restart_cut_short_keeps_the_operators_live_values(new_rig: Callable[..., Rig], point: str) -> None:
-    """The agent stops (SIGKILL, or its own SIGTERM) between the old engine's stop and the new one's
-    ready: the next agent puts the operator's threshold back, audited, on the one engine that runs."""
+    """The agent stops (SIGKILL, or its own SIGTERM) between the restart's request and the new engine's
+    ready: the next agent keeps the operator's threshold, audited, on the one engine that runs."""
     rig = new_rig()
     assert rig.threshold_action(86, f"set-{time.time_ns()}")["status"] == "applied"
     rig.kill9()
@@ -81,9 +76,12 @@ def test_a_restart_cut_short_keeps_the_operators_live_values(new_rig: Callable[.
     status = rig.wait_ready()
     assert rig.engine_live()["threshold"] == 86, "the restarted engine runs the launch threshold"
     assert engines_of(rig) == [status["engine_pid"]], "not exactly one engine runs"
-    restores = [r for r in _audited_live(rig, "live_restore") if r["phase"] == "outcome"]
-    assert restores and restores[-1]["result"]["status"] == "applied"
-    assert restores[-1]["live"]["threshold"] == 86
+    # The engine that finishes a restart is launched on the operator's threshold (issue 50); where the
+    # old engine still runs (the restart never began) it kept it. Either way the audit says 86.
+    record = rig.engine_record()
+    assert record is not None and "threshold = 86" in record["profile_toml"] + (
+        record["live_profile_toml"] or ""
+    )
     record = rig.engine_record()
     assert record is not None and record["live_pending"] is False and record["restart_to"] is None
     check(rig)

@@ -131,3 +131,22 @@ def test_the_autopilot_is_judged_by_the_launch(launched: Profile) -> None:
     draft = plan_request(_req("autopilot", True), launched, _no_named, static)
     assert draft.mode == "rejected" and "adaptive" in draft.reason
     assert plan_request(_req("autopilot", True), launched, _no_named, launched).mode == "live"
+
+
+@pytest.mark.parametrize(
+    ("live", "launched_with"),
+    [(86, 86), (200, 200), (0, 32), (1, 32), (None, 32)],
+    ids=["lower", "higher", "zero", "never", "unset"],
+)
+def test_a_relaunch_carries_the_live_threshold_where_the_same_states_are_built(
+    launched: Profile, live: int | None, launched_with: int
+) -> None:
+    """Issue 50: a server started again serves the operator's threshold from its first request; a
+    threshold the launch cannot carry (0, 1, unset) stays live, put back once it is ready."""
+    running = _spec(launched, threshold=live, num_steps=2)
+    again = live_state.relaunch_profile(launched, running)
+    assert again.speculation.threshold == launched_with
+    assert again.speculation.num_steps == launched.speculation.num_steps  # pinned steps stay live
+    args = live_state.live_args_to_restore(again, running)
+    assert live_control.LIVE_STEPS_KEY in args
+    assert (live_control.LIVE_THRESHOLD_KEY in args) == (launched_with != live or live is None)
