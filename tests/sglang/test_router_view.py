@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,3 +115,21 @@ async def test_a_metrics_port_that_does_not_answer_says_so_and_one_that_does_add
     assert sorted(str(w.circuit) for w in view.workers) == ["closed", "closed", "open"]
     plain = await read_router(answering)
     assert plain.metrics_url is None and plain.metrics_error is None and plain.reachable
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _serve(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sim", "--gpus", "none"]
+    argv += ["--profile", str(REPO / "profiles" / "local-sim.toml"), "--state-dir", str(tmp_path / "state")]
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def test_serve_refuses_a_router_metrics_url_it_cannot_use_before_touching_anything(tmp_path: Path) -> None:
+    lonely = _serve(tmp_path, "--router-metrics-url", "http://127.0.0.1:29000")
+    assert lonely.returncode == 2
+    assert "--router-metrics-url 'http://127.0.0.1:29000' needs --router-url" in lonely.stderr
+    bad = _serve(tmp_path, "--router-url", "http://127.0.0.1:30000", "--router-metrics-url", "ftp://r:29000")
+    assert bad.returncode == 2 and "is not an http:// or https:// URL" in bad.stderr
+    assert not (tmp_path / "state").exists()
