@@ -77,9 +77,8 @@ def _not_routed(row: RouterRow, agent: FleetRow) -> Finding:
             "hosts, which run fuller (and speculate less) than they would."
         ),
         action=(
-            f"From the router's host, curl {w.url}/health; check the address the router has for the engine "
-            "and the network between them, and the router's log for why. The router takes it back once its "
-            "health checks pass again."
+            f"From the router's host, curl {w.url}/health and check the network to it; the router's log "
+            "says why. It takes the worker back once its health checks pass."
         ),
         unit="host",
     )
@@ -88,7 +87,7 @@ def _not_routed(row: RouterRow, agent: FleetRow) -> Finding:
 def _still_routed(row: RouterRow, agent: FleetRow) -> Finding | None:
     w, name = row.worker, agent.name
     if agent.stale:
-        age = f" for {agent.age_s:.0f} s" if agent.age_s is not None else ""
+        age = f" for {agent.age_s:.0f} s" if agent.age_s is not None and agent.age_s >= 1 else ""
         return Finding(
             code="router_sends_to_unheard_host",
             severity="warning",

@@ -108,10 +108,14 @@ class ScriptedLink(Link):
         await asyncio.Event().wait()  # a live host: the stream stays open
 
 
-def scripted_fleet() -> tuple[list[HostTarget], list[ScriptedLink]]:
+def scripted_fleet(disagreeing: bool = False) -> tuple[list[HostTarget], list[ScriptedLink]]:
     """Four hosts: two live (light load speculating, heavy load not), one whose link dropped (its last
-    values kept, greyed), one never reached; the router's three workers are the first three's engines."""
+    values kept, greyed), one never reached; the router's three workers are the first three's engines.
+    ``disagreeing``: ``gpu-b`` (live, ready) is the worker the router took out and ``gpu-c`` (its link
+    down) one it still sends to, so the two views disagree on both."""
     workers = captured_workers()
+    if disagreeing:
+        workers = [workers[0], workers[2], workers[1]]
     plan: list[tuple[str, int, Ending, str]] = [
         ("gpu-a", 120, "hold", workers[0]),
         ("gpu-b", 285, "hold", workers[1]),
