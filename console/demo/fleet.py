@@ -60,7 +60,9 @@ class FleetDemo:
             DemoStack(
                 traffic=False,
                 edit_profile=with_threshold(host.threshold),
-                agent_args=["--router-url", router_url, "--router-metrics-url", metrics_url] if i == 0 else [],
+                agent_args=["--router-url", router_url, "--router-metrics-url", metrics_url]
+                if i == 0
+                else [],
             )
             for i, host in enumerate(HOSTS)
         ]
