@@ -81,6 +81,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="SGLang's router (smg) in front of this host and others, e.g. http://10.0.0.2:30000: "
         "GET /v1/router answers its view of its workers (the console's Fleet screen shows it)",
     )
+    p.add_argument(
+        "--router-metrics-url",
+        metavar="URL",
+        help="the router's metrics port (smg --prometheus-port, e.g. http://10.0.0.2:29000): adds each "
+        "worker's circuit breaker to GET /v1/router (needs --router-url)",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(handler=run)
 
@@ -133,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.router_metrics_url is not None and (
+        args.router_url is None or not _is_http_url(args.router_metrics_url)
+    ):
+        why = "needs --router-url" if args.router_url is None else "is not an http:// or https:// URL"
+        print(f"agent serve: --router-metrics-url {args.router_metrics_url!r} {why}", file=sys.stderr)
+        return 2
     paths = StatePaths((args.state_dir or default_state_dir()).expanduser().absolute())
     lock = InstanceLock(paths.lock)
     metrics: MetricsServer | None = None
@@ -180,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         sim_speedup=args.sim_speedup,
         sim_draft_acceptance=args.sim_draft_acceptance,
         router_url=args.router_url,
+        router_metrics_url=args.router_metrics_url,
     )
     try:
         return asyncio.run(serve(config, token, sock, socket_path, metrics.exporter if metrics else None))

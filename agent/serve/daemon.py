@@ -85,6 +85,8 @@ class ServeConfig:
     sim_draft_acceptance: str | None = None
     router_url: str | None = None
     """SGLang's router in front of this host and others (``--router-url``): ``GET /v1/router`` reads it."""
+    router_metrics_url: str | None = None
+    """The router's metrics port (``--router-metrics-url``): each worker's circuit breaker."""
 
 
 def stack_manifest_hash(profile: Profile) -> str | None:

@@ -55,11 +55,14 @@ class FleetDemo:
         self.engine_urls: list[str] = []
         self.router_port, self.metrics_port = free_port(), free_port()
         router_url = f"http://127.0.0.1:{self.router_port}"
+        metrics_url = f"http://127.0.0.1:{self.metrics_port}"
         self.stacks = [
             DemoStack(
                 traffic=False,
                 edit_profile=with_threshold(host.threshold),
-                agent_args=["--router-url", router_url] if i == 0 else [],
+                agent_args=["--router-url", router_url, "--router-metrics-url", metrics_url]
+                if i == 0
+                else [],
             )
             for i, host in enumerate(HOSTS)
         ]

@@ -102,7 +102,7 @@ class FleetApp(ConsoleApp):
             session.host_name = target.name
             self._add_screens(session, suffix=f"@{target.name}")
             self.hosts[target.name] = Host(target, link, model, session, backoff or Backoff())
-        self.fleet = FleetState({name: host.model for name, host in self.hosts.items()})
+        self.fleet = FleetState({name: host.model for name, host in self.hosts.items()}, clock=clock)
         self.fleet_screen = FleetScreen(self.fleet, readonly=readonly)
         self.add_mode("fleet", lambda: self.fleet_screen)
         self.in_host: str | None = None
@@ -260,8 +260,7 @@ class FleetApp(ConsoleApp):
                     view = await host.client.router()
                 except LinkError:
                     continue
-                self.fleet.router, self.fleet.router_via = view, host.name
-                self.fleet.version += 1
+                self.fleet.take_router(view, host.name)
                 self.paint_now()
                 return
 

@@ -1,4 +1,5 @@
-"""The Fleet screen's numbers: one row per host, the fleet's total, the order, the router beside them.
+"""The Fleet screen's numbers: one row per host, the fleet's total, the order (the router's view
+beside them is ``console.fleet.routing``).
 
 Plain Python over each host's ``ConsoleModel`` (nvitop's split: the model computes, the screen
 draws). A host whose link is down keeps its last values, marked stale, so the row says what the
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.wire import Finding
-from agent.wire.router import RouterView, RouterWorker
 from console.model import ConsoleModel
 
 SortKey = Literal["name", "tok_s", "running", "queued", "kv", "worst"]
@@ -51,6 +51,10 @@ class FleetRow:
     """Used share of the KV pool, 0..1."""
     worst: Finding | None
     findings: int
+    codes: tuple[str, ...] = ()
+    """The codes of the agent's findings (the router's view is compared with some)."""
+    spec_configured: bool | None = None
+    """The profile has a drafter (None: never heard from)."""
 
     @property
     def severity(self) -> int:
@@ -88,6 +92,8 @@ def row_of(name: str, model: ConsoleModel) -> FleetRow:
         kv_used=used,
         worst=worst_finding(latest.findings),
         findings=len(latest.findings),
+        codes=tuple(f.code for f in latest.findings),
+        spec_configured=spec.configured,
     )
 
 
@@ -149,17 +155,3 @@ def total_of(rows: Sequence[FleetRow]) -> FleetTotal:
         speculating=sum(1 for r in reporting if r.speculating),
         reporting=len(reporting),
     )
-
-
-@dataclass(frozen=True)
-class RouterRow:
-    worker: RouterWorker
-    host: str | None
-    """The fleet host whose engine this worker is (by the agent's engine URL or the hosts file's
-    worker_url); None: a worker the console has no host for."""
-
-
-def router_rows(view: RouterView, engine_urls: dict[str, str]) -> list[RouterRow]:
-    """The router's workers, each named by the host it is (``engine_urls``: host → its engine's URL)."""
-    by_url = {url.rstrip("/"): host for host, url in engine_urls.items()}
-    return [RouterRow(w, by_url.get(w.url.rstrip("/"))) for w in view.workers]

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from console.fleet import words
+from console.fleet import router_words, words
 from console.fleet.model import SORT_WORDS, FleetRow
 from console.fleet.state import FleetState
 from console.fleet.table import FleetTable
@@ -56,7 +56,7 @@ class FleetScreen(Screen[None]):
     #fleet-table { height: auto; max-height: 1fr; }
     #fleet-table:focus { background-tint: $foreground 4%; }
     #fleet-total { height: 1; margin-bottom: 1; }
-    #fleet-router-box { height: auto; max-height: 10; }
+    #fleet-router-box { height: auto; max-height: 16; }
     #fleet-change { height: auto; margin-top: 1; }
     """
 
@@ -100,12 +100,16 @@ class FleetScreen(Screen[None]):
             return
         rows = state.rows()
         title.update(words.title(state, rows, readonly=self.readonly))
+        if state.router is not None:  # its age moves every time, as the title's do
+            wide = self.size.width >= WIDE_FROM
+            self.query_one("#fleet-router", Static).update(router_words.router_panel(state, wide))
         version = state.data_version()
         if version == self.painted_version:
             return
         self._paint_table(rows, state)
         self.query_one("#fleet-total", Static).update(words.total_line(state.total(rows)))
-        self.query_one("#fleet-router", Static).update(words.router_table(state))
+        if state.router is None:
+            self.query_one("#fleet-router", Static).update(router_words.router_panel(state, wide=True))
         self.query_one("#fleet-change", Static).update(words.change_lines(state))
         self.painted_version = version
 

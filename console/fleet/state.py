@@ -3,22 +3,23 @@ order, the router's view and the last change asked of the fleet."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from agent.wire import Finding
 from agent.wire.router import RouterView
 from console.fleet.change import FleetChange
 from console.fleet.model import (
     SORT_KEYS,
     FleetRow,
     FleetTotal,
-    RouterRow,
     SortKey,
-    router_rows,
     row_of,
     sort_rows,
     total_of,
 )
+from console.fleet.routing import RouterRow, SplitEntry, disagreements, router_rows, split
 from console.model import ConsoleModel
 
 
@@ -34,6 +35,9 @@ class FleetState:
     router: RouterView | None = None
     router_via: str | None = None
     """The host whose agent read the router."""
+    router_received_at: float | None = None
+    """When the router's view arrived here, by ``clock``: its age on screen."""
+    clock: Callable[[], float] = time.monotonic
     change: FleetChange | None = None
     change_note: str = ""
     """Where the change is now ("planning…", "applying gpu-b (2 of 3)…"), or empty when it ended."""
@@ -46,8 +50,30 @@ class FleetState:
     def total(self, rows: list[FleetRow]) -> FleetTotal:
         return total_of(rows)
 
+    def take_router(self, view: RouterView, via: str) -> None:
+        self.router, self.router_via, self.router_received_at = view, via, self.clock()
+        self.version += 1
+
+    def router_age_s(self) -> float | None:
+        """Seconds since the router's view arrived (the agent reads the router when asked)."""
+        if self.router_received_at is None:
+            return None
+        return max(0.0, self.clock() - self.router_received_at)
+
     def router_rows(self) -> list[RouterRow]:
-        return router_rows(self.router, self.engine_urls) if self.router is not None else []
+        if self.router is None:
+            return []
+        hosts = [row_of(n, m) for n, m in self.models.items()]
+        return router_rows(self.router, self.engine_urls, hosts)
+
+    def router_findings(self) -> list[Finding]:
+        """Where the router's view and the agents' disagree (none from a view older than routing.FRESH_S)."""
+        hosts = [row_of(n, m) for n, m in self.models.items()]
+        rows = router_rows(self.router, self.engine_urls, hosts) if self.router is not None else []
+        return disagreements(self.router, rows, hosts, self.router_age_s(), self.engine_urls)
+
+    def router_split(self) -> list[SplitEntry]:
+        return split(self.router_rows())
 
     def cycle_sort(self) -> None:
         """host → tok/s ↓ → running ↓ → queued ↓ → KV use ↓ → worst finding ↓ → host again."""

@@ -3,8 +3,6 @@ a host's values greyed while its link is down (they are what it was last heard d
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from console.fleet.model import SORT_WORDS, FleetRow, FleetTotal
@@ -154,33 +152,6 @@ def total_line(total: FleetTotal) -> Text:
     if total.reporting < total.hosts:
         text.append(f"  ({total.reporting} of {total.hosts} hosts)", style="$warn")
     return text
-
-
-def router_table(state: FleetState) -> RenderableType:
-    view = state.router
-    if view is None:
-        return Text("Router: no agent of this fleet reads one (agent serve --router-url)", style="dim")
-    head = Text(no_wrap=True, overflow="ellipsis")
-    head.append("Router ", style="bold")
-    head.append(f"{view.url or DASH}", style="dim")
-    if state.router_via:
-        head.append(f"  via {state.router_via}", style="dim")
-    if not view.reachable:
-        head.append(f"  {view.error or 'not read'}", style="$bad")
-        return head
-    table = Table(box=None, padding=(0, 1), show_edge=False, expand=False, header_style="bold")
-    for label, justify in (("worker", "left"), ("host", "left"), ("router says", "left"),
-                           ("in flight", "right"), ("run", "right"), ("queue", "right"), ("KV", "right")):  # fmt: skip
-        table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for r in state.router_rows():
-        w = r.worker
-        health = Text("healthy", style="$ok") if w.healthy else Text("UNHEALTHY", style="$bad-bold")
-        if w.healthy is None:
-            health = Text(DASH)
-        kv = num(w.token_usage * 100 if w.token_usage is not None else None, ".0f", "%")
-        table.add_row(w.url.removeprefix("http://"), Text(r.host or "not in this fleet", style="" if r.host else "$warn"),
-                      health, num(w.in_flight), num(w.running), num(w.queued), kv)  # fmt: skip
-    return Group(head, table)
 
 
 def change_lines(state: FleetState) -> Text:

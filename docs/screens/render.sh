@@ -36,4 +36,6 @@ done
 for size in 80x24 100x30; do
     render "$snaps/test_fleet_snapshots/test_fleet_screen[$size].svg" "$here/fleet-$size.png"
 done
+render "$snaps/test_fleet_snapshots/test_fleet_screen_where_the_router_and_the_agents_disagree.svg" \
+    "$here/fleet-router-disagrees-100x30.png"
 echo "render.sh: the pictures in $here made again"

@@ -16,4 +16,4 @@ async def router_view(daemon: DaemonDep) -> RouterView:
     url = daemon.config.router_url
     if url is None:
         return RouterView(configured=False)
-    return await read_router(url)
+    return await read_router(url, daemon.config.router_metrics_url)
