@@ -11,6 +11,7 @@ among the profile's last versions.
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -28,12 +29,14 @@ from agent.profile import (
     parse_profile,
     save_profile_text,
 )
+from agent.profile.regular_file import NotAFile, read_regular_file
 from agent.profile.versions import keep_version, profile_digest
 from agent.profile.words import given_words
 from agent.sglang import rules
 from agent.sglang.redact import redact_reasons
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A profile name, matched whole (``fullmatch``: ``$`` would let a final newline through)."""
 
 
 class UnknownProfile(Exception):
@@ -68,7 +71,7 @@ class ProfileLibrary:
         """Check and write are one step: two writes naming the same version cannot both pass."""
 
     def path_of(self, name: str) -> Path:
-        if not _NAME.match(name) or name.endswith(".toml"):
+        if not _NAME.fullmatch(name) or name.endswith(".toml"):
             raise ProfileError(
                 [
                     ProfileIssue(
@@ -83,11 +86,11 @@ class ProfileLibrary:
             return []
         out = []
         for p in sorted(self.directory.glob("*.toml")):
-            if not (p.is_file() and _NAME.match(p.stem)):
+            if not (p.is_file() and _NAME.fullmatch(p.stem)):
                 continue
             try:
-                data = p.read_bytes()
-            except OSError:
+                data = read_regular_file(p)
+            except OSError:  # a link or a FIFO named *.toml too: listed, its read says why
                 out.append(ProfileFile(p.stem, p))
                 continue
             out.append(ProfileFile(p.stem, p, profile_digest(data), WriteGuard.is_production(data)))
@@ -96,9 +99,9 @@ class ProfileLibrary:
     def load(self, name: str) -> Profile:
         """A saved profile, checked against SGLang's rules as well as the schema (errors raise)."""
         path = self.path_of(name)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ProfileError([ProfileIssue(str(path), "", "no such profile")])
-        profile = load_profile(path)
+        profile = load_profile(path)  # a link, a directory or a FIFO there: refused, saying which
         errors = rules.errors_of(rules.check_profile(profile, str(path)))
         if errors:
             raise ProfileError(errors)
@@ -106,10 +109,9 @@ class ProfileLibrary:
 
     def read(self, name: str) -> dict[str, Any]:
         path = self.path_of(name)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise UnknownProfile(name) from None
+        data = _read_or_none(path)
+        if data is None:
+            raise UnknownProfile(name)
         text = data.decode("utf-8", errors="replace")
         digest = profile_digest(data)
         try:
@@ -167,7 +169,7 @@ class ProfileLibrary:
             filled = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
             self.directory.mkdir(parents=True, exist_ok=True)
             kept = save_profile_text(text, filled, path, fill=filled_keys(profile, filled))
-            return Saved(profile_digest(path.read_bytes()), kept)
+            return Saved(profile_digest(read_regular_file(path)), kept)
 
     def delete(self, name: str, guard: WriteGuard) -> None:
         """Remove a profile file, kept first among its versions; the same guard as a save (a delete
@@ -203,7 +205,7 @@ class ProfileLibrary:
         """What loading ``name`` changes against ``running`` (live values included), and whether the
         server, launched with ``launched``, takes it live."""
         path = self.path_of(name)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise UnknownProfile(name)
         other = load_profile(path)
         plan = rules.classify_change(running, other, launched)
@@ -220,10 +222,18 @@ class ProfileLibrary:
 
 
 def _read_or_none(path: Path) -> bytes | None:
+    """The profile file's bytes, None when there is none; anything but a plain file there (a link, a
+    directory, a FIFO) or a file that cannot be read is a ProfileError naming the file and why."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path)
     except FileNotFoundError:
         return None
+    except NotAFile as exc:
+        rule = (f"is {exc.what}, not a profile file; a profile is a plain file in the profiles folder: "
+                "remove what is there or put a profile file in its place")  # fmt: skip
+    except OSError as exc:
+        rule = f"cannot be read ({exc.strerror or type(exc).__name__})"
+    raise ProfileError([ProfileIssue(str(path), "", rule)])
 
 
 def _parsed_or_none(data: bytes | None, file: str) -> Profile | None:

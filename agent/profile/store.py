@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from tomlkit.exceptions import TOMLKitError
 
 from agent.profile.atomic import write_atomic
+from agent.profile.regular_file import NotAFile, read_regular_file
 from agent.profile.schema import KeyedValueError, Profile
 from agent.profile.versions import KEEP_VERSIONS, keep_version
 from agent.profile.words import given_words
@@ -134,12 +135,14 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a profile file."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_PROFILE_BYTES:
+        data = read_regular_file(p, MAX_PROFILE_BYTES)
+        if len(data) > MAX_PROFILE_BYTES:
             raise ProfileError([ProfileIssue(str(p), "", f"file is larger than {MAX_PROFILE_BYTES} bytes")])
-        text = p.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except ProfileError:
         raise
+    except NotAFile as exc:  # a link (to /etc/shadow), a directory, a FIFO: never read
+        raise ProfileError([ProfileIssue(str(p), "", f"is {exc.what}, not a profile file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError([ProfileIssue(str(p), "", f"cannot read: {exc}")]) from None
     return parse_profile(text, str(p))

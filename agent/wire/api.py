@@ -26,7 +26,12 @@ class VersionInfo(_Wire):
     agent_version: str
     api_version: int
     wire_version: int
-    stack_manifest_hash: str | None = Field(None, description="sha256 of the installed stack's manifest")
+    stack_manifest_hash: str | None = Field(
+        None, description="sha256 of the installed stack's manifest (none for a torn one)"
+    )
+    stack_manifest_problem: str | None = Field(
+        None, description="Why the stack's manifest is unreadable (torn, damaged, not a file); none when fine"
+    )
 
 
 class PortHolderView(_Wire):
