@@ -24,12 +24,14 @@ from agent.profile import (
     Profile,
     ProfileError,
     ProfileIssue,
+    ProfileNotWritten,
     diff_profiles,
     load_profile,
     parse_profile,
     save_profile_text,
 )
 from agent.profile.regular_file import NotAFile, read_regular_file
+from agent.profile.store import not_written
 from agent.profile.versions import keep_version, profile_digest
 from agent.profile.words import given_words
 from agent.sglang import rules
@@ -143,7 +145,7 @@ class ProfileLibrary:
         it was sent (comments kept) atomically; returns the new digest and whether the comments were
         kept. A value that is the hidden mark (the API never shows env values or secret flag values) is
         put back from the file it replaces, else from ``running``.
-        Raises ProfileError (422), PreconditionRequired (428) or PreconditionFailed (412), and then
+        Raises ProfileError (422), ProfileNotWritten (503: the disk refused it), PreconditionRequired (428) or PreconditionFailed (412), and then
         writes nothing."""
         path = self.path_of(name)
         guard = guard or WriteGuard()
@@ -167,7 +169,10 @@ class ProfileLibrary:
             if refused is not None:
                 raise ProfileError([refused])
             filled = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
-            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise not_written(path, exc) from exc
             kept = save_profile_text(text, filled, path, fill=filled_keys(profile, filled))
             return Saved(profile_digest(read_regular_file(path)), kept)
 
@@ -188,8 +193,9 @@ class ProfileLibrary:
                 keep_version(path)
                 path.unlink()
             except OSError as exc:
-                raise ProfileError(
-                    [ProfileIssue(str(path), "", f"not deleted, the file is intact: {exc}")]
+                why = exc.strerror or type(exc).__name__
+                raise ProfileNotWritten(
+                    [ProfileIssue(str(path), "", f"not deleted, the file is intact: {why}")]
                 ) from exc
 
     def changed_keys(self, name: str, running: Profile) -> builtins.list[str]:

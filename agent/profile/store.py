@@ -53,6 +53,11 @@ class ProfileError(Exception):
         super().__init__("\n".join(str(i) for i in issues))
 
 
+class ProfileNotWritten(ProfileError):
+    """A profile that is fine could not be written (a full disk, a read-only one): the agent's trouble,
+    not the request's (the API answers 503, not 422); the old file is intact."""
+
+
 def _key_path(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
     for item in loc:
@@ -172,10 +177,14 @@ def save_profile(profile: Profile, path: str | os.PathLike[str], *, keep: int = 
         keep_version(target, keep)
         write_atomic(target, text)
     except OSError as exc:
-        raise ProfileError(
-            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
-        ) from exc
+        raise not_written(target, exc) from exc
     return target
+
+
+def not_written(target: Path, exc: OSError) -> ProfileNotWritten:
+    """The refusal of a write the disk did not take, naming the file and the disk's reason."""
+    why = exc.strerror or type(exc).__name__
+    return ProfileNotWritten([ProfileIssue(str(target), "", f"not saved, the old file is intact: {why}")])
 
 
 def filled_text(text: str, fill: Mapping[tuple[str, ...], Any]) -> str:
@@ -225,9 +234,7 @@ def save_profile_text(
         keep_version(target, keep)
         write_atomic(target, kept)
     except OSError as exc:
-        raise ProfileError(
-            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
-        ) from exc
+        raise not_written(target, exc) from exc
     return True
 
 
