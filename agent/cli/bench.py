@@ -41,6 +41,7 @@ from agent.bench.stopping import (
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.status import add_connection_args
+from agent.profile.words import printable_words
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
 from agent.wire.bench_result import BenchResult
@@ -391,6 +392,7 @@ class Announcer:
     def __call__(self, state: str, error: str | None = None) -> None:
         if self.client is None:
             return
+        error = printable_words(error, 2000) if error else None  # the agent takes one line, escaped
         body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
                 "operator": getpass.getuser()}  # fmt: skip
         try:

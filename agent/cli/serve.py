@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
@@ -93,6 +92,7 @@ def _is_http_url(url: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from agent.api.run import serve
     from agent.api.transport import InstanceLock, bind_tcp, bind_unix
+    from agent.cli.log_lines import setup_logging
     from agent.engine.policy import RestartPolicy
     from agent.serve.daemon import ServeConfig
     from agent.serve.exporter import AgentExporter
@@ -102,11 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.serve.token import load_or_create_token
     from agent.sglang.rules import check_profile, errors_of
 
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         profile = load_profile(args.profile)
     except ProfileError as exc:

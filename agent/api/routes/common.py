@@ -62,7 +62,9 @@ def issues(exc: ProfileError) -> dict[str, Any]:
 def detail_words(detail: Any) -> str:
     """A refusal's detail as the audit says it: each issue's file, key and rule, never a dict's repr."""
     if isinstance(detail, dict) and isinstance(detail.get("issues"), list):
-        return "; ".join(": ".join(p for p in (i["file"], i["key"], i["rule"]) if p) for i in detail["issues"])
+        return "; ".join(
+            ": ".join(p for p in (i["file"], i["key"], i["rule"]) if p) for i in detail["issues"]
+        )
     return str(detail)
 
 
