@@ -114,6 +114,14 @@ def run(args: argparse.Namespace) -> int:
         for issue in errors:
             print(f"  {issue}", file=sys.stderr)
         return 2
+    if args.engine == "sglang":
+        from agent.install.stack_check import launch_problems
+
+        changed = launch_problems(Path(profile.stack.venv))
+        if changed:
+            print(f"agent serve: the stack at {profile.stack.venv} is not as agent install left it; the "
+                  "engine was not started:", *(f"  {p}" for p in changed), sep="\n", file=sys.stderr)  # fmt: skip
+            return 2
     if args.crash_loop_limit < 1 or args.restart_backoff < 0 or args.drain_timeout < 0:
         print("agent serve: --crash-loop-limit must be >= 1, backoff and drain timeout >= 0", file=sys.stderr)
         return 2

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -25,10 +27,10 @@ from install_wheels import (
 )
 
 from agent.cli.main import main
-from agent.install.installer import stack_problems
 from agent.install.manifest import MANIFEST_NAME, manifest_hash, read_manifest
 from agent.install.patching import PatchState, detect_state, file_sha256
 from agent.install.patchset import load_patch_set
+from agent.install.stack_check import stack_problems
 
 pytestmark = (
     pytest.mark.slow
@@ -256,6 +258,51 @@ def test_a_hand_edited_overlay_module_is_named_and_rebuilt_beside_it(
     assert detect_state(_site(venv), load_patch_set()) is PatchState.MODIFIED
     assert _install(profile, venv, indexes["good"]) == 0
     assert stack_problems(venv) == [] and venv.resolve() != previous
+
+
+def _with_venv(profile: Path, venv: Path) -> Path:
+    data = tomllib.loads(profile.read_text())
+    data["stack"]["venv"] = str(venv)
+    path = profile.with_name("with-venv.toml")
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def test_a_hand_edited_stack_file_stops_serve_and_doctor_names_it(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's edit: one line appended to the installed ``k25_zero_step_ring.py``. ``agent serve
+    --engine sglang`` refuses to launch, naming the file; ``agent doctor`` fails its stack check."""
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    with_venv = _with_venv(profile, venv)
+    capsys.readouterr()
+    assert main(["doctor", "--profile", str(with_venv), "--json"]) in (0, 1)  # no GPUs here: GPU checks fail
+    (clean,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "stack files"]
+    assert clean["status"] == "ok"
+    module = _site(venv) / "sglang/srt/speculative/k25_zero_step_ring.py"
+    module.write_text(module.read_text() + "print('hand edit')\n")
+    named = "sglang/srt/speculative/k25_zero_step_ring.py changed since agent install (sha256 differs)"
+
+    assert main(["doctor", "--profile", str(with_venv), "--json"]) == 1
+    (check,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "stack files"]
+    assert check["status"] == "fail" and named in check["found"]
+
+    state = tmp_path / "state"
+    argv = [sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sglang", "--profile", str(with_venv),
+            "--state-dir", str(state), "--gpus", "none", "--drain-timeout", "1"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            start_new_session=True)  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 2, err[-2000:]
+    assert f"the stack at {venv} is not as agent install left it; the engine was not started" in err
+    assert named in err
+    assert not (state / "engine.json").exists()
 
 
 def test_a_second_install_at_the_same_time_is_refused(
