@@ -40,6 +40,7 @@ from agent.install.patching import (
     revert_patch_set,
 )
 from agent.install.plan import InstallPlan
+from agent.install.revert import keep_hand_edits
 from agent.install.stack_check import site_packages_of
 from agent.sglang.startup import LAUNCHER_MODULE, START_UP_IMPORTS
 
@@ -348,6 +349,8 @@ def revert_patches(plan: InstallPlan, say: Say) -> Outcome:
 
 def _revert_locked(plan: InstallPlan, current: CurrentStack, say: Say) -> Outcome:
     steps = _Steps(say)
+    recorded = current.manifest.patched_files if current.manifest is not None else {}
+    steps.run("keep hand edits", lambda: keep_hand_edits(current.build, current.site_packages, recorded, say))
     steps.run("revert patches", lambda: revert_patch_set(current.site_packages, plan.patch_set))
     steps.run(
         "write manifest",

@@ -193,6 +193,34 @@ def test_revert_patches_then_install_patches_in_place(
     assert [p.name for p in read_manifest(venv).patches] == load_patch_set().names  # type: ignore[union-attr]
 
 
+def test_revert_prints_its_own_plan_and_keeps_a_hand_edited_overlay_module_aside(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    module = _site(venv) / "sglang/srt/speculative/k25_zero_step_ring.py"
+    edited = module.read_text() + "# the operator's own fix, 2026-12-07\n"
+    module.write_text(edited)
+    capsys.readouterr()
+
+    assert _install(profile, venv, indexes["good"], "--revert-patches", "--dry-run") == 0
+    dry = capsys.readouterr().out
+    assert dry.startswith(f"agent install --revert-patches: plan for the stack in use at {venv}\n")
+    assert "agent install: plan for profile" not in dry  # not the install plan
+    assert "keeps aside     sglang/srt/speculative/k25_zero_step_ring.py (changed by hand" in dry
+    assert module.read_text() == edited  # a dry run changes nothing
+
+    assert _install(profile, venv, indexes["good"], "--revert-patches") == 0
+    out = capsys.readouterr().out
+    (said,) = [line for line in out.splitlines() if "kept a copy of the hand-edited" in line]
+    copy = Path(said.split(" at ", 1)[1])
+    assert said.strip().startswith(
+        "kept a copy of the hand-edited sglang/srt/speculative/k25_zero_step_ring.py"
+    )
+    assert copy.is_relative_to(venv.resolve() / "k25-hand-edits") and copy.read_text() == edited
+    assert not module.exists()  # the revert itself went through
+
+
 def test_a_failed_verify_leaves_the_previous_stack_in_use(
     profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
