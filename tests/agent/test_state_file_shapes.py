@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from daemon_harness import REPO, Agent
 
+from agent.control.audit import AuditLog
 from agent.engine.record import load_record
 from agent.install.manifest import load_manifest, manifest_path
 from agent.profile.regular_file import NotAFile, open_regular_file, read_regular_file
@@ -42,13 +43,19 @@ def test_the_one_opener_refuses_each_shape_naming_it(tmp_path: Path) -> None:
         open_regular_file(tmp_path / "absent")
 
 
-def test_a_fifo_engine_record_or_stack_manifest_is_unreadable_not_a_hang(tmp_path: Path) -> None:
+def test_a_fifo_engine_record_stack_manifest_or_audit_is_refused_not_a_hang(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "engine.json")
     read = load_record(tmp_path / "engine.json")
     assert read.record is None and read.problem is not None and "FIFO" in read.problem
     os.mkfifo(manifest_path(tmp_path))
     manifest = load_manifest(tmp_path)
     assert manifest.sha256 is None and manifest.problem is not None and "FIFO" in manifest.problem
+    os.mkfifo(tmp_path / "audit.jsonl")
+    audit = AuditLog(tmp_path / "audit.jsonl", reserve_bytes=0)
+    with pytest.raises(NotAFile, match="is a FIFO"):
+        audit.page()
+    with pytest.raises(NotAFile, match="is a FIFO"):
+        list(audit.records())
 
 
 # ---- profiles ------------------------------------------------------------------------------------
