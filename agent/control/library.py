@@ -103,7 +103,9 @@ class ProfileLibrary:
         path = self.path_of(name)
         if not os.path.lexists(path):
             raise ProfileError([ProfileIssue(str(path), "", "no such profile")])
-        profile = load_profile(path)  # a link, a directory or a FIFO there: refused, saying which
+        profile = load_profile(
+            path, follow_links=False
+        )  # a link, a directory or a FIFO there: refused, saying which
         errors = rules.errors_of(rules.check_profile(profile, str(path)))
         if errors:
             raise ProfileError(errors)
@@ -213,7 +215,7 @@ class ProfileLibrary:
         path = self.path_of(name)
         if not os.path.lexists(path):
             raise UnknownProfile(name)
-        other = load_profile(path)
+        other = load_profile(path, follow_links=False)
         plan = rules.classify_change(running, other, launched)
         return {
             "changes": [

@@ -50,11 +50,13 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular_file(path: str | os.PathLike[str], *, follow_links: bool = False) -> BinaryIO:
     """``path`` opened for reading (binary), refusing links, directories, FIFOs, sockets and devices
-    with :class:`NotAFile`; a missing file raises ``FileNotFoundError`` as ``open`` does."""
+    with :class:`NotAFile`; a missing file raises ``FileNotFoundError`` as ``open`` does.
+    ``follow_links``: a path an operator named on the command line (``--profile``) may be a link they
+    made; what it leads to must still be a regular file."""
     try:
-        fd = os.open(path, _FLAGS)
+        fd = os.open(path, _FLAGS & ~os.O_NOFOLLOW if follow_links else _FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotAFile(path, "a symbolic link") from None
@@ -70,9 +72,11 @@ def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def read_regular_file(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+def read_regular_file(
+    path: str | os.PathLike[str], max_bytes: int | None = None, *, follow_links: bool = False
+) -> bytes:
     """The bytes of the regular file at ``path`` (see :func:`open_regular_file`); with ``max_bytes``,
     at most one byte more than that is read, so a caller can say the file is too large without
     reading all of it."""
-    with open_regular_file(path) as fh:
+    with open_regular_file(path, follow_links=follow_links) as fh:
         return fh.read() if max_bytes is None else fh.read(max_bytes + 1)

@@ -136,11 +136,13 @@ def profile_from_dict(data: Mapping[str, Any], file: str = "<profile>") -> Profi
         raise ProfileError(issues_from_validation(exc, file)) from None
 
 
-def load_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read and validate a profile file."""
+def load_profile(path: str | os.PathLike[str], *, follow_links: bool = True) -> Profile:
+    """Read and validate a profile file. A path given on the command line may be a link the operator
+    made; the profile library reads its own files with ``follow_links=False`` (a link there is refused,
+    never served)."""
     p = Path(path)
     try:
-        data = read_regular_file(p, MAX_PROFILE_BYTES)
+        data = read_regular_file(p, MAX_PROFILE_BYTES, follow_links=follow_links)
         if len(data) > MAX_PROFILE_BYTES:
             raise ProfileError([ProfileIssue(str(p), "", f"file is larger than {MAX_PROFILE_BYTES} bytes")])
         text = data.decode("utf-8")

@@ -19,6 +19,7 @@ from daemon_harness import REPO, Agent
 from agent.control.audit import AuditLog
 from agent.engine.record import load_record
 from agent.install.manifest import load_manifest, manifest_path
+from agent.profile import ProfileError, load_profile
 from agent.profile.regular_file import NotAFile, open_regular_file, read_regular_file
 from agent.profile.versions import versions_dir
 
@@ -56,6 +57,19 @@ def test_a_fifo_engine_record_stack_manifest_or_audit_is_refused_not_a_hang(tmp_
         audit.page()
     with pytest.raises(NotAFile, match="is a FIFO"):
         list(audit.records())
+
+
+def test_a_profile_named_on_the_command_line_may_be_a_link_the_library_never_is(tmp_path: Path) -> None:
+    real = tmp_path / "real.toml"
+    real.write_text((REPO / "profiles" / "local-sim.toml").read_text())
+    (tmp_path / "chosen.toml").symlink_to(real)
+    assert load_profile(tmp_path / "chosen.toml").identity.name == "local-sim"  # agent serve --profile LINK
+    with pytest.raises(ProfileError, match="is a symbolic link, not a profile file"):
+        load_profile(tmp_path / "chosen.toml", follow_links=False)
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "to-pipe.toml").symlink_to(tmp_path / "pipe")
+    with pytest.raises(ProfileError, match="is a FIFO"):  # followed, what it leads to is still checked
+        load_profile(tmp_path / "to-pipe.toml")
 
 
 # ---- profiles ------------------------------------------------------------------------------------
