@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.profile.atomic import write_atomic
+from agent.profile.regular_file import read_regular_file
 from agent.wire.bench_result import BenchResult
 
 BENCH_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -93,7 +94,7 @@ class BenchStore:
 def read_result(path: Path) -> BenchResult:
     """A stored (or ``--json``-written) result; UnreadableBench names the file and the field."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path).decode("utf-8")  # a link, a directory, a FIFO: NotAFile (OSError)
     except UnicodeDecodeError as exc:
         raise UnreadableBench(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
     try:

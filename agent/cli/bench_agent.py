@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from agent.bench.store import new_bench_id
+from agent.profile.words import printable_words
 
 
 class Announcer:
@@ -44,6 +45,7 @@ class Announcer:
     def __call__(self, state: str, error: str | None = None) -> None:
         if self.client is None:
             return
+        error = printable_words(error, 2000) if error else None  # the agent takes one line, escaped
         body = {"bench_id": self.bench_id, "state": state, "mode": self.mode, "url": self.url, "error": error,
                 "operator": getpass.getuser(), "pid": os.getpid()}  # fmt: skip
         try:

@@ -1,6 +1,7 @@
 """``agent install``: build the pinned, patched SGLang stack venv for a profile (or revert the patches).
 
-The plan is printed first, always; ``--dry-run`` stops there. Each step prints what it does and how
+The plan is printed first, always (with ``--revert-patches``, the revert's own: what it restores,
+removes and keeps aside, ``agent.install.revert``); ``--dry-run`` stops there. Each step prints what it does and how
 long it took. A failure leaves the previous stack usable (see ``agent.install.installer``).
 
 Offline (an air-gapped GPU host): ``--wheelhouse DIR`` installs from a directory of wheels with
@@ -23,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.install.installer import StepFailed, install, revert_patches
-from agent.install.plan import build_plan
+from agent.install.installer import StepFailed, inspect_current, install, revert_patches
+from agent.install.plan import InstallPlan, build_plan
+from agent.install.revert import revert_plan
 from agent.install.stack import Sources
 from agent.profile.store import ProfileError, load_profile
 
@@ -70,6 +72,15 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
+def _revert_plan(plan: InstallPlan) -> list[str]:
+    """What ``--revert-patches`` will do to the stack in use (not the install plan)."""
+    current = inspect_current(plan)
+    if current is None:
+        return revert_plan(plan, None, None, {})
+    recorded = current.manifest.patched_files if current.manifest is not None else {}
+    return revert_plan(plan, current.build, current.site_packages, recorded)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile)
@@ -84,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         wheelhouse=args.wheelhouse,
         system_site_packages=args.system_site_packages,
     )
-    for line in plan.render():
+    for line in _revert_plan(plan) if args.revert_patches else plan.render():
         _say(line)
     if args.dry_run:
         _say("dry run: nothing changed")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
@@ -99,6 +98,7 @@ def _is_http_url(url: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from agent.api.run import serve
     from agent.api.transport import InstanceLock, bind_tcp, bind_unix
+    from agent.cli.log_lines import setup_logging
     from agent.engine.policy import RestartPolicy
     from agent.serve.daemon import ServeConfig
     from agent.serve.exporter import AgentExporter
@@ -108,11 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.serve.token import load_or_create_token
     from agent.sglang.rules import check_profile, errors_of
 
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         profile = load_profile(args.profile)
     except ProfileError as exc:
@@ -124,6 +120,14 @@ def run(args: argparse.Namespace) -> int:
         for issue in errors:
             print(f"  {issue}", file=sys.stderr)
         return 2
+    if args.engine == "sglang":
+        from agent.install.stack_check import launch_problems
+
+        changed = launch_problems(Path(profile.stack.venv))
+        if changed:
+            print(f"agent serve: the stack at {profile.stack.venv} is not as agent install left it; the "
+                  "engine was not started:", *(f"  {p}" for p in changed), sep="\n", file=sys.stderr)  # fmt: skip
+            return 2
     if args.crash_loop_limit < 1 or args.restart_backoff < 0 or args.drain_timeout < 0:
         print("agent serve: --crash-loop-limit must be >= 1, backoff and drain timeout >= 0", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.engine.state_disk import StateDisk, check_injected, is_full
+from agent.profile.regular_file import open_regular_file
 
 RESERVE_BYTES = 256 * 1024
 """Some hundreds of audit lines: what the audit can still write once the disk is full."""
@@ -256,7 +257,7 @@ class AuditLog:
         """The newest ``limit`` records (ending at byte ``before``), or ``limit`` records from byte
         ``cursor`` on; ``since``: only records at or after that Unix time. Oldest first."""
         try:
-            fh = self.path.open("rb")
+            fh = open_regular_file(self.path)  # a FIFO or a link there: NotAFile, never a hang
         except FileNotFoundError:
             return AuditPage([], [], 0, 0)
         with fh:
@@ -305,7 +306,7 @@ class AuditLog:
     def records(self) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
         """Every line from the start, streamed: (offset, record or None, why it is not one)."""
         try:
-            fh = self.path.open("rb")
+            fh = open_regular_file(self.path)  # a FIFO or a link there: NotAFile, never a hang
         except FileNotFoundError:
             return
         with fh:

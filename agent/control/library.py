@@ -11,6 +11,7 @@ among the profile's last versions.
 from __future__ import annotations
 
 import builtins
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -23,17 +24,21 @@ from agent.profile import (
     Profile,
     ProfileError,
     ProfileIssue,
+    ProfileNotWritten,
     diff_profiles,
     load_profile,
     parse_profile,
     save_profile_text,
 )
+from agent.profile.regular_file import NotAFile, read_regular_file
+from agent.profile.store import not_written
 from agent.profile.versions import keep_version, profile_digest
 from agent.profile.words import given_words
 from agent.sglang import rules
 from agent.sglang.redact import redact_reasons
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A profile name, matched whole (``fullmatch``: ``$`` would let a final newline through)."""
 
 
 class UnknownProfile(Exception):
@@ -68,7 +73,7 @@ class ProfileLibrary:
         """Check and write are one step: two writes naming the same version cannot both pass."""
 
     def path_of(self, name: str) -> Path:
-        if not _NAME.match(name) or name.endswith(".toml"):
+        if not _NAME.fullmatch(name) or name.endswith(".toml"):
             raise ProfileError(
                 [
                     ProfileIssue(
@@ -83,11 +88,11 @@ class ProfileLibrary:
             return []
         out = []
         for p in sorted(self.directory.glob("*.toml")):
-            if not (p.is_file() and _NAME.match(p.stem)):
+            if not (p.is_file() and _NAME.fullmatch(p.stem)):
                 continue
             try:
-                data = p.read_bytes()
-            except OSError:
+                data = read_regular_file(p)
+            except OSError:  # a link or a FIFO named *.toml too: listed, its read says why
                 out.append(ProfileFile(p.stem, p))
                 continue
             out.append(ProfileFile(p.stem, p, profile_digest(data), WriteGuard.is_production(data)))
@@ -96,9 +101,11 @@ class ProfileLibrary:
     def load(self, name: str) -> Profile:
         """A saved profile, checked against SGLang's rules as well as the schema (errors raise)."""
         path = self.path_of(name)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ProfileError([ProfileIssue(str(path), "", "no such profile")])
-        profile = load_profile(path)
+        profile = load_profile(
+            path, follow_links=False
+        )  # a link, a directory or a FIFO there: refused, saying which
         errors = rules.errors_of(rules.check_profile(profile, str(path)))
         if errors:
             raise ProfileError(errors)
@@ -106,10 +113,9 @@ class ProfileLibrary:
 
     def read(self, name: str) -> dict[str, Any]:
         path = self.path_of(name)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise UnknownProfile(name) from None
+        data = _read_or_none(path)
+        if data is None:
+            raise UnknownProfile(name)
         text = data.decode("utf-8", errors="replace")
         digest = profile_digest(data)
         try:
@@ -141,7 +147,7 @@ class ProfileLibrary:
         it was sent (comments kept) atomically; returns the new digest and whether the comments were
         kept. A value that is the hidden mark (the API never shows env values or secret flag values) is
         put back from the file it replaces, else from ``running``.
-        Raises ProfileError (422), PreconditionRequired (428) or PreconditionFailed (412), and then
+        Raises ProfileError (422), ProfileNotWritten (503: the disk refused it), PreconditionRequired (428) or PreconditionFailed (412), and then
         writes nothing."""
         path = self.path_of(name)
         guard = guard or WriteGuard()
@@ -165,9 +171,12 @@ class ProfileLibrary:
             if refused is not None:
                 raise ProfileError([refused])
             filled = fill_hidden(profile, str(path), _parsed_or_none(current, str(path)), running)
-            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise not_written(path, exc) from exc
             kept = save_profile_text(text, filled, path, fill=filled_keys(profile, filled))
-            return Saved(profile_digest(path.read_bytes()), kept)
+            return Saved(profile_digest(read_regular_file(path)), kept)
 
     def delete(self, name: str, guard: WriteGuard) -> None:
         """Remove a profile file, kept first among its versions; the same guard as a save (a delete
@@ -186,8 +195,9 @@ class ProfileLibrary:
                 keep_version(path)
                 path.unlink()
             except OSError as exc:
-                raise ProfileError(
-                    [ProfileIssue(str(path), "", f"not deleted, the file is intact: {exc}")]
+                why = exc.strerror or type(exc).__name__
+                raise ProfileNotWritten(
+                    [ProfileIssue(str(path), "", f"not deleted, the file is intact: {why}")]
                 ) from exc
 
     def changed_keys(self, name: str, running: Profile) -> builtins.list[str]:
@@ -203,9 +213,9 @@ class ProfileLibrary:
         """What loading ``name`` changes against ``running`` (live values included), and whether the
         server, launched with ``launched``, takes it live."""
         path = self.path_of(name)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise UnknownProfile(name)
-        other = load_profile(path)
+        other = load_profile(path, follow_links=False)
         plan = rules.classify_change(running, other, launched)
         return {
             "changes": [
@@ -220,10 +230,18 @@ class ProfileLibrary:
 
 
 def _read_or_none(path: Path) -> bytes | None:
+    """The profile file's bytes, None when there is none; anything but a plain file there (a link, a
+    directory, a FIFO) or a file that cannot be read is a ProfileError naming the file and why."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path)
     except FileNotFoundError:
         return None
+    except NotAFile as exc:
+        rule = (f"is {exc.what}, not a profile file; a profile is a plain file in the profiles folder: "
+                "remove what is there or put a profile file in its place")  # fmt: skip
+    except OSError as exc:
+        rule = f"cannot be read ({exc.strerror or type(exc).__name__})"
+    raise ProfileError([ProfileIssue(str(path), "", rule)])
 
 
 def _parsed_or_none(data: bytes | None, file: str) -> Profile | None:

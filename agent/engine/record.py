@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.profile.atomic import fsync_dir
+from agent.profile.regular_file import read_regular_file
 from agent.sglang.redact import hidden_profile_toml
 
 EngineKind = Literal["sglang", "sim"]
@@ -180,7 +181,7 @@ def salvage(text: str) -> dict[str, Any]:
 def load_record(path: Path) -> RecordRead:
     """The saved record; an unreadable one says why and what of it could still be read."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path)  # a link, a directory, a FIFO: "cannot be read", never followed
     except FileNotFoundError:
         return RecordRead()
     except OSError as exc:

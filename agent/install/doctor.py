@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agent.install.manifest import manifest_path
 from agent.install.stack import find_python, find_uv
+from agent.install.stack_check import launch_problems
 from agent.profile.schema import Profile
 from agent.telemetry.facts import HostGpuFacts
 
@@ -341,6 +343,19 @@ def _path_check(name: str, path: str | None, key: str) -> Check | None:
     )
 
 
+def stack_files_check(venv: Path) -> Check:
+    """The stack's installed files against its manifest (``agent.install.stack_check``): a hand edit
+    fails here as it stops ``agent serve --engine sglang``."""
+    problems = launch_problems(venv)
+    if problems:
+        return Check(
+            "stack files", "fail", "; ".join(problems), "as agent install left them", "run agent install"
+        )
+    if not manifest_path(venv).exists():
+        return Check("stack files", "info", f"no stack installed by agent install at {venv}")
+    return Check("stack files", "ok", "as agent install left them (every recorded sha256 matches)")
+
+
 def host_checks(profile: Profile, probe: HostProbe) -> list[Check]:
     checks: list[Check] = []
     want = profile.stack.python
@@ -371,6 +386,7 @@ def host_checks(profile: Profile, probe: HostProbe) -> list[Check]:
             "" if venv_ok else "free space there or set stack.venv to a roomier disk",
         )
     )
+    checks.append(stack_files_check(venv))
     checks.append(
         Check("disk for the model", "info", f"{_gib(probe.disk_free(Path(profile.model.path)))} free")
     )

@@ -40,6 +40,8 @@ from agent.install.patching import (
     revert_patch_set,
 )
 from agent.install.plan import InstallPlan
+from agent.install.revert import keep_hand_edits
+from agent.install.stack_check import site_packages_of
 from agent.sglang.startup import LAUNCHER_MODULE, START_UP_IMPORTS
 
 Say = Callable[[str], None]
@@ -71,18 +73,12 @@ class CurrentStack:
     patches_ok: bool
 
 
-def _site_packages_of(build: Path) -> Path | None:
-    """Found without starting Python (the in-place check must be cheap and change nothing)."""
-    found = sorted(build.glob("lib/python*/site-packages"))
-    return found[0] if len(found) == 1 else None
-
-
 def inspect_current(plan: InstallPlan) -> CurrentStack | None:
     """The build the link points at, and whether it already satisfies the plan."""
     if not plan.link.is_symlink() or not plan.link.exists():
         return None
     build = plan.link.resolve()
-    site = _site_packages_of(build)
+    site = site_packages_of(build)
     if site is None or not stack.venv_python(build).exists():
         return None
     manifest = read_manifest(build)
@@ -353,35 +349,11 @@ def revert_patches(plan: InstallPlan, say: Say) -> Outcome:
 
 def _revert_locked(plan: InstallPlan, current: CurrentStack, say: Say) -> Outcome:
     steps = _Steps(say)
+    recorded = current.manifest.patched_files if current.manifest is not None else {}
+    steps.run("keep hand edits", lambda: keep_hand_edits(current.build, current.site_packages, recorded, say))
     steps.run("revert patches", lambda: revert_patch_set(current.site_packages, plan.patch_set))
     steps.run(
         "write manifest",
         lambda: write_manifest(current.build, _manifest(plan, current.build, current.site_packages, False)),
     )
     return Outcome("reverted", current.build, manifest_path(current.build))
-
-
-def stack_problems(venv: Path) -> list[str]:
-    """Why the stack at ``venv`` should not be launched (empty when it is as ``agent install`` left it).
-
-    For the engine to check before it starts SGLang: a stack without a manifest never verified, and an
-    installed file whose hash changed since (a reinstall, a hand edit) no longer has the live controls
-    the console relies on.
-    """
-    build = venv.expanduser()
-    manifest = read_manifest(build)
-    if manifest is None:
-        return [f"{build} has no readable {manifest_path(build).name}; run agent install"]
-    site = _site_packages_of(build.resolve())
-    if site is None:
-        return [f"{build} has no site-packages; run agent install"]
-    problems = [
-        f"{path} changed since agent install (sha256 differs); run agent install"
-        for path, digest in manifest.patched_files.items()
-        if not (site / path).is_file() or file_sha256(site / path) != digest
-    ]
-    if not manifest.patches:
-        problems.append(
-            "the patch set is not applied (agent install --revert-patches was run); run agent install"
-        )
-    return problems

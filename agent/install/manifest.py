@@ -11,14 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.profile.atomic import write_atomic
+from agent.profile.regular_file import read_regular_file
 
 MANIFEST_NAME = "k25-stack-manifest.json"
 MANIFEST_SCHEMA = 1
+MANIFEST_MAX_BYTES = 4 * 1024 * 1024
+"""A manifest lists a few hundred files: kilobytes. Anything this large is not one."""
 
 
 class PatchRecord(BaseModel):
@@ -66,17 +70,45 @@ def write_manifest(venv: Path, manifest: StackManifest) -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class ManifestRead:
+    """A stack's manifest as read from disk: the manifest and its file's sha256, or why there is none."""
+
+    manifest: StackManifest | None = None
+    sha256: str | None = None
+    """Of the file's bytes, only for a manifest that reads back whole (a torn one has no hash to show)."""
+    problem: str | None = None
+    """Why a manifest that is there cannot be used (torn, not one, not a file); None when there is none."""
+
+
+def load_manifest(venv: str | os.PathLike[str]) -> ManifestRead:
+    """The manifest of the stack at ``venv``, read through ``read_regular_file`` (a link or a FIFO there
+    is refused, never followed or waited on); a torn or damaged one says why and has no hash."""
+    path = manifest_path(Path(venv).expanduser())
+    try:
+        data = read_regular_file(path, MANIFEST_MAX_BYTES)
+    except FileNotFoundError:
+        return ManifestRead()
+    except OSError as exc:
+        return ManifestRead(problem=f"{path}: cannot be read ({exc.strerror or type(exc).__name__})")
+    if len(data) > MANIFEST_MAX_BYTES:
+        return ManifestRead(problem=f"{path}: larger than {MANIFEST_MAX_BYTES} bytes, not a stack manifest")
+    try:
+        manifest = StackManifest.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top level"
+        why = "not JSON (torn or damaged)" if first["type"] == "json_invalid" else f"{where}: {first['msg']}"
+        return ManifestRead(problem=f"{path}: unreadable: {why}")
+    return ManifestRead(manifest, hashlib.sha256(data).hexdigest())
+
+
 def read_manifest(venv: Path) -> StackManifest | None:
     """The manifest of a stack, or None when there is none or it is unreadable (a stack to rebuild)."""
-    try:
-        return StackManifest.model_validate_json(manifest_path(venv).read_bytes())
-    except (OSError, ValidationError):
-        return None
+    return load_manifest(venv).manifest
 
 
 def manifest_hash(venv: str | os.PathLike[str]) -> str | None:
-    """sha256 of the manifest file's bytes, or None when the stack has none (for ``/v1/version``)."""
-    try:
-        return hashlib.sha256(manifest_path(Path(venv).expanduser()).read_bytes()).hexdigest()
-    except OSError:
-        return None
+    """sha256 of the manifest file's bytes (for ``/v1/version``), or None when the stack has none or
+    the one it has is torn: a hash is shown only for a manifest that reads back as one."""
+    return load_manifest(venv).sha256

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from tomlkit.exceptions import TOMLKitError
 
 from agent.profile.atomic import write_atomic
+from agent.profile.regular_file import NotAFile, read_regular_file
 from agent.profile.schema import KeyedValueError, Profile
 from agent.profile.versions import KEEP_VERSIONS, keep_version
 from agent.profile.words import given_words
@@ -50,6 +51,11 @@ class ProfileError(Exception):
     def __init__(self, issues: list[ProfileIssue]) -> None:
         self.issues = issues
         super().__init__("\n".join(str(i) for i in issues))
+
+
+class ProfileNotWritten(ProfileError):
+    """A profile that is fine could not be written (a full disk, a read-only one): the agent's trouble,
+    not the request's (the API answers 503, not 422); the old file is intact."""
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:
@@ -130,16 +136,20 @@ def profile_from_dict(data: Mapping[str, Any], file: str = "<profile>") -> Profi
         raise ProfileError(issues_from_validation(exc, file)) from None
 
 
-def load_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read and validate a profile file."""
+def load_profile(path: str | os.PathLike[str], *, follow_links: bool = True) -> Profile:
+    """Read and validate a profile file. A path given on the command line may be a link the operator
+    made; the profile library reads its own files with ``follow_links=False`` (a link there is refused,
+    never served)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_PROFILE_BYTES:
+        data = read_regular_file(p, MAX_PROFILE_BYTES, follow_links=follow_links)
+        if len(data) > MAX_PROFILE_BYTES:
             raise ProfileError([ProfileIssue(str(p), "", f"file is larger than {MAX_PROFILE_BYTES} bytes")])
-        text = p.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except ProfileError:
         raise
+    except NotAFile as exc:  # a link (to /etc/shadow), a directory, a FIFO: never read
+        raise ProfileError([ProfileIssue(str(p), "", f"is {exc.what}, not a profile file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError([ProfileIssue(str(p), "", f"cannot read: {exc}")]) from None
     return parse_profile(text, str(p))
@@ -169,10 +179,14 @@ def save_profile(profile: Profile, path: str | os.PathLike[str], *, keep: int = 
         keep_version(target, keep)
         write_atomic(target, text)
     except OSError as exc:
-        raise ProfileError(
-            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
-        ) from exc
+        raise not_written(target, exc) from exc
     return target
+
+
+def not_written(target: Path, exc: OSError) -> ProfileNotWritten:
+    """The refusal of a write the disk did not take, naming the file and the disk's reason."""
+    why = exc.strerror or type(exc).__name__
+    return ProfileNotWritten([ProfileIssue(str(target), "", f"not saved, the old file is intact: {why}")])
 
 
 def filled_text(text: str, fill: Mapping[tuple[str, ...], Any]) -> str:
@@ -222,9 +236,7 @@ def save_profile_text(
         keep_version(target, keep)
         write_atomic(target, kept)
     except OSError as exc:
-        raise ProfileError(
-            [ProfileIssue(str(target), "", f"not saved, the old file is intact: {exc}")]
-        ) from exc
+        raise not_written(target, exc) from exc
     return True
 
 

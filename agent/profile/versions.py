@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from agent.profile.atomic import write_atomic
+from agent.profile.regular_file import read_regular_file
 
 KEEP_VERSIONS = 10
 """How many replaced versions of one profile are kept (the newest)."""
@@ -48,12 +49,12 @@ def keep_version(path: Path, keep: int = KEEP_VERSIONS) -> Path | None:
     is no file. The newest kept version is not copied again when the file is unchanged since.
     Raises OSError (a full disk): the caller must then not touch ``path``."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except FileNotFoundError:
         return None
     digest = profile_digest(data)
     kept = list_versions(path)
-    if kept and kept[-1].stem.endswith(digest[:16]) and kept[-1].read_bytes() == data:
+    if kept and kept[-1].stem.endswith(digest[:16]) and read_regular_file(kept[-1]) == data:
         return kept[-1]
     folder = versions_dir(path)
     now = time.time()

@@ -191,6 +191,8 @@ class BenchService:
             record = self.runs.get(bench_id)
         except UnknownBench:
             raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+        except (UnreadableBench, OSError) as exc:  # torn, or not a file: no run of this agent's
+            record = unreadable(bench_id, exc)
         if record.state != "running":
             cancelled = False
         else:

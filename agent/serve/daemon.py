@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import logging
 import os
 import time
@@ -34,6 +33,7 @@ from agent.engine.record import EngineKind
 from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
 from agent.engine.state_disk import StateDisk
 from agent.engine.supervisor import Supervisor
+from agent.install.manifest import load_manifest
 from agent.profile import Profile
 from agent.serve.bench import BenchService
 from agent.serve.open_operations import OpenOperations
@@ -64,9 +64,6 @@ __all__ = ["Daemon", "ServeConfig", "redact_lines"]
 
 log = logging.getLogger(__name__)
 
-STACK_MANIFEST = "k25-stack-manifest.json"
-"""Written by the installer into the stack venv; its hash identifies the installed stack."""
-
 MIN_TICK_S, MAX_TICK_S = 0.25, 5.0
 
 
@@ -89,12 +86,10 @@ class ServeConfig:
     """The router's metrics port (``--router-metrics-url``): each worker's circuit breaker."""
 
 
-def stack_manifest_hash(profile: Profile) -> str | None:
-    path = Path(profile.stack.venv).expanduser() / STACK_MANIFEST
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+def stack_manifest(venv: str) -> dict[str, str | None]:
+    """``/v1/version``'s word on the stack: its manifest's sha256, or why the one there is unreadable."""
+    read = load_manifest(venv)
+    return {"stack_manifest_hash": read.sha256, "stack_manifest_problem": read.problem}
 
 
 def _read_key(path: str | None) -> str | None:
@@ -400,7 +395,7 @@ class Daemon:
             "agent_version": agent.__version__,
             "api_version": API_VERSION,
             "wire_version": WIRE_VERSION,
-            "stack_manifest_hash": stack_manifest_hash(self.profile),
+            **stack_manifest(self.profile.stack.venv),
         }
 
     def status(self) -> dict[str, Any]:

@@ -8,13 +8,13 @@ domain.
 
 from __future__ import annotations
 
-import errno
 import hmac
 import os
 import secrets
 import stat
 from pathlib import Path
 
+from agent.profile.regular_file import NotAFile, open_regular_file
 from agent.serve.paths import UnsafePathError
 
 TOKEN_MIN, TOKEN_MAX = 32, 512
@@ -85,18 +85,19 @@ def read_token(path: Path) -> str:
     """The token of the file (the agent's, and its clients': ``agent status``/``stop``); a file that
     cannot hold one is refused saying why (UnsafePathError), the token never quoted."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        fh = open_regular_file(path)
+    except NotAFile as exc:
+        if exc.what == "a symbolic link":
             raise UnsafePathError(
                 f"{path}: is a symbolic link; the token must be a plain file of this user's (mode 600)"
             ) from None
-        raise
-    try:
-        _check(fd, path)
-        raw = os.read(fd, TOKEN_MAX + 2)
-    finally:
-        os.close(fd)
+        raise UnsafePathError(
+            f"{path}: is {exc.what}, not a file holding the token; remove it (a new token file is made at "
+            "the next start of the agent)"
+        ) from None
+    with fh:
+        _check(fh.fileno(), path)
+        raw = fh.read(TOKEN_MAX + 2)
     problem = token_problem(raw)
     if problem is not None:
         raise UnsafePathError(f"{path}: not a usable token: {problem}; {RULE}. Delete the file (a new token is "

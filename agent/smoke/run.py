@@ -30,7 +30,7 @@ from agent.engine.record import EngineKind, read_record
 from agent.engine.running import RunningEngine, terminate
 from agent.engine.spec import EngineSpec, free_loopback_port, sglang_spec, sim_spec
 from agent.engine.supervisor import TERM_GRACE_S, Supervisor
-from agent.install.installer import stack_problems
+from agent.install.stack_check import stack_problems
 from agent.profile import dump_profile
 from agent.profile.schema import Profile
 from agent.sglang.launch import stack_environ

@@ -26,7 +26,12 @@ class VersionInfo(_Wire):
     agent_version: str
     api_version: int
     wire_version: int
-    stack_manifest_hash: str | None = Field(None, description="sha256 of the installed stack's manifest")
+    stack_manifest_hash: str | None = Field(
+        None, description="sha256 of the installed stack's manifest (none for a torn one)"
+    )
+    stack_manifest_problem: str | None = Field(
+        None, description="Why the stack's manifest is unreadable (torn, damaged, not a file); none when fine"
+    )
 
 
 class PortHolderView(_Wire):
@@ -332,8 +337,10 @@ class BenchAnnounce(_Wire):
     bench_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     state: BenchState
     mode: Literal["sweep", "compare"]
-    url: str | None = Field(None, max_length=500)
-    error: str | None = Field(None, max_length=2000)
+    url: str | None = Field(None, max_length=500, pattern=PRINTABLE)
+    error: str | None = Field(
+        None, max_length=2000, pattern=PRINTABLE, description="One line: no control characters or escapes"
+    )
     operator: str | None = Field(
         None,
         max_length=NAME_MAX,

@@ -41,7 +41,7 @@ class ActionRequest(_Wire):
 
     request_id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: ActionKind
-    value: int | bool | Annotated[str, Field(max_length=NAME_MAX)] | None = Field(
+    value: int | bool | Annotated[str, Field(max_length=NAME_MAX, pattern=PRINTABLE)] | None = Field(
         None,
         description="What the kind takes (agent.wire.actions.CATALOGUE): threshold, steps, topk: a whole "
         "number (threshold 0: none; steps -1: release the pin); adaptive, autopilot: true or false; "

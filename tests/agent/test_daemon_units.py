@@ -389,14 +389,28 @@ def test_real_engine_is_not_started_on_a_port_someone_holds(tmp_path: Path) -> N
     assert not port_in_use("127.0.0.1", port)
 
 
-def test_version_reports_the_installed_stack_manifest_hash(tmp_path: Path) -> None:
+def test_version_reports_the_installed_stack_manifest_hash_and_a_torn_one_as_unreadable(
+    tmp_path: Path,
+) -> None:
     import hashlib
 
-    from agent.profile import parse_profile
-    from agent.serve.daemon import STACK_MANIFEST, stack_manifest_hash
+    from agent.install.manifest import StackManifest, manifest_path, write_manifest
+    from agent.serve.daemon import stack_manifest
 
-    text = (PROFILES / "local-sim.toml").read_text() + f'\n[stack]\nvenv = "{tmp_path}"\n'
-    profile = parse_profile(text)
-    assert stack_manifest_hash(profile) is None  # not installed yet
-    (tmp_path / STACK_MANIFEST).write_text('{"schema_version": 1}')
-    assert stack_manifest_hash(profile) == hashlib.sha256(b'{"schema_version": 1}').hexdigest()
+    assert stack_manifest(str(tmp_path)) == {"stack_manifest_hash": None, "stack_manifest_problem": None}
+    manifest = StackManifest(created_at="2026-12-07T16:00:00Z", profile="local-sim", python_version="3.12",
+                             installer="uv", index_url=None, find_links=[], sglang_version="0.5.23",
+                             packages={"sglang": "0.5.23"}, packages_fingerprint="f" * 64,
+                             patch_set_sha256=None, patches=[], patched_files={})  # fmt: skip
+    path = write_manifest(tmp_path, manifest)
+    whole = path.read_bytes()
+    assert stack_manifest(str(tmp_path)) == {
+        "stack_manifest_hash": hashlib.sha256(whole).hexdigest(),
+        "stack_manifest_problem": None,
+    }
+    path.write_bytes(whole[: len(whole) // 2])  # torn inside the file
+    torn = stack_manifest(str(tmp_path))
+    assert torn["stack_manifest_hash"] is None
+    assert (
+        torn["stack_manifest_problem"] == f"{manifest_path(tmp_path)}: unreadable: not JSON (torn or damaged)"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -230,7 +231,7 @@ def test_no_space_left_when_saving_a_profile_gives_a_clear_error_and_the_old_pro
                         },
                         headers={"If-Match": f'"{digest}"'},
                     )
-                    assert response.status_code == 422, response.text
+                    assert response.status_code == 503, response.text  # the disk's trouble, not the request's
                     issues = response.json()["detail"]["issues"]
                     assert len(issues) == 1
                     assert "No space left on device" in issues[0]["rule"]
@@ -239,6 +240,13 @@ def test_no_space_left_when_saving_a_profile_gives_a_clear_error_and_the_old_pro
                     assert c.get("/v1/profiles/tuned").json()["toml"].encode() == old
                 assert (tiny / "tuned.toml").read_bytes() == old
                 assert sorted(p.name for p in tiny.iterdir()) == ["filler", "tuned.toml"], "temp file left"
+                lines = [json.loads(line) for line in agent.audit_path.read_text().splitlines()]
+                (outcome,) = [
+                    r for r in lines if r.get("phase") == "outcome" and r["action"]["kind"] == "profile_save"
+                ]
+                assert outcome["result"]["status"] == "failed"
+                assert outcome["result"]["message"].endswith("tuned.toml: not saved, the old file is intact: "
+                                                             "No space left on device")  # fmt: skip
             finally:
                 agent.stop()
     finally:

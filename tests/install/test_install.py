@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -25,10 +27,10 @@ from install_wheels import (
 )
 
 from agent.cli.main import main
-from agent.install.installer import stack_problems
 from agent.install.manifest import MANIFEST_NAME, manifest_hash, read_manifest
 from agent.install.patching import PatchState, detect_state, file_sha256
 from agent.install.patchset import load_patch_set
+from agent.install.stack_check import stack_problems
 
 pytestmark = (
     pytest.mark.slow
@@ -191,6 +193,34 @@ def test_revert_patches_then_install_patches_in_place(
     assert [p.name for p in read_manifest(venv).patches] == load_patch_set().names  # type: ignore[union-attr]
 
 
+def test_revert_prints_its_own_plan_and_keeps_a_hand_edited_overlay_module_aside(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    module = _site(venv) / "sglang/srt/speculative/k25_zero_step_ring.py"
+    edited = module.read_text() + "# the operator's own fix, 2026-12-07\n"
+    module.write_text(edited)
+    capsys.readouterr()
+
+    assert _install(profile, venv, indexes["good"], "--revert-patches", "--dry-run") == 0
+    dry = capsys.readouterr().out
+    assert dry.startswith(f"agent install --revert-patches: plan for the stack in use at {venv}\n")
+    assert "agent install: plan for profile" not in dry  # not the install plan
+    assert "keeps aside     sglang/srt/speculative/k25_zero_step_ring.py (changed by hand" in dry
+    assert module.read_text() == edited  # a dry run changes nothing
+
+    assert _install(profile, venv, indexes["good"], "--revert-patches") == 0
+    out = capsys.readouterr().out
+    (said,) = [line for line in out.splitlines() if "kept a copy of the hand-edited" in line]
+    copy = Path(said.split(" at ", 1)[1])
+    assert said.strip().startswith(
+        "kept a copy of the hand-edited sglang/srt/speculative/k25_zero_step_ring.py"
+    )
+    assert copy.is_relative_to(venv.resolve() / "k25-hand-edits") and copy.read_text() == edited
+    assert not module.exists()  # the revert itself went through
+
+
 def test_a_failed_verify_leaves_the_previous_stack_in_use(
     profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -256,6 +286,51 @@ def test_a_hand_edited_overlay_module_is_named_and_rebuilt_beside_it(
     assert detect_state(_site(venv), load_patch_set()) is PatchState.MODIFIED
     assert _install(profile, venv, indexes["good"]) == 0
     assert stack_problems(venv) == [] and venv.resolve() != previous
+
+
+def _with_venv(profile: Path, venv: Path) -> Path:
+    data = tomllib.loads(profile.read_text())
+    data["stack"]["venv"] = str(venv)
+    path = profile.with_name("with-venv.toml")
+    path.write_text(tomli_w.dumps(data))
+    return path
+
+
+def test_a_hand_edited_stack_file_stops_serve_and_doctor_names_it(
+    profile: Path, indexes: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's edit: one line appended to the installed ``k25_zero_step_ring.py``. ``agent serve
+    --engine sglang`` refuses to launch, naming the file; ``agent doctor`` fails its stack check."""
+    venv = tmp_path / "stack"
+    assert _install(profile, venv, indexes["good"]) == 0
+    with_venv = _with_venv(profile, venv)
+    capsys.readouterr()
+    assert main(["doctor", "--profile", str(with_venv), "--json"]) in (0, 1)  # no GPUs here: GPU checks fail
+    (clean,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "stack files"]
+    assert clean["status"] == "ok"
+    module = _site(venv) / "sglang/srt/speculative/k25_zero_step_ring.py"
+    module.write_text(module.read_text() + "print('hand edit')\n")
+    named = "sglang/srt/speculative/k25_zero_step_ring.py changed since agent install (sha256 differs)"
+
+    assert main(["doctor", "--profile", str(with_venv), "--json"]) == 1
+    (check,) = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "stack files"]
+    assert check["status"] == "fail" and named in check["found"]
+
+    state = tmp_path / "state"
+    argv = [sys.executable, "-m", "agent.cli.main", "serve", "--engine", "sglang", "--profile", str(with_venv),
+            "--state-dir", str(state), "--gpus", "none", "--drain-timeout", "1"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            start_new_session=True)  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 2, err[-2000:]
+    assert f"the stack at {venv} is not as agent install left it; the engine was not started" in err
+    assert named in err
+    assert not (state / "engine.json").exists()
 
 
 def test_a_second_install_at_the_same_time_is_refused(

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.control.audit import AuditUnavailable
 from agent.control.library import UnknownProfile, issue_dict
 from agent.control.writes import PreconditionFailed, PreconditionRequired
-from agent.profile import ProfileError
+from agent.profile import ProfileError, ProfileNotWritten
 from agent.serve.daemon import Daemon
 from agent.serve.operations import source_of
 from agent.wire.actions import NAME_MAX
@@ -59,6 +59,15 @@ def issues(exc: ProfileError) -> dict[str, Any]:
     return {"issues": [issue_dict(i) for i in exc.issues]}
 
 
+def detail_words(detail: Any) -> str:
+    """A refusal's detail as the audit says it: each issue's file, key and rule, never a dict's repr."""
+    if isinstance(detail, dict) and isinstance(detail.get("issues"), list):
+        return "; ".join(
+            ": ".join(p for p in (i["file"], i["key"], i["rule"]) if p) for i in detail["issues"]
+        )
+    return str(detail)
+
+
 def begin(
     daemon: Daemon, kind: AgentOperation, http: Request, operator: str | None, detail: dict[str, Any]
 ) -> dict[str, Any]:
@@ -75,6 +84,8 @@ def guarded(daemon: Daemon, write: Callable[[], T]) -> T:
         return write()
     except UnknownProfile as exc:
         raise HTTPException(404, f"no profile {str(exc)!r} in {daemon.library.directory}") from None
+    except ProfileNotWritten as exc:  # a full disk: the agent's trouble, not the request's
+        raise HTTPException(503, issues(exc)) from None
     except ProfileError as exc:
         raise HTTPException(422, issues(exc)) from None
     except PreconditionRequired as exc:
@@ -87,8 +98,8 @@ def audited(daemon: Daemon, op: dict[str, Any], write: Callable[[], T], done: st
     """A profile write after its intent: the outcome says applied, or why it was refused."""
     try:
         result = guarded(daemon, write)
-    except HTTPException as exc:
-        daemon.ops.end(op, "rejected", str(exc.detail))
+    except HTTPException as exc:  # 503: the disk refused it (failed); any other: the request was refused
+        daemon.ops.end(op, "failed" if exc.status_code == 503 else "rejected", detail_words(exc.detail))
         raise
     daemon.ops.end(op, "applied", done)
     return result
