@@ -8,7 +8,6 @@ import asyncio
 import getpass
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +17,15 @@ from pydantic import ValidationError
 from agent.bench.compare import run_compare
 from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.engine import EngineError
-from agent.bench.options import (
-    DEFAULT_MIN_WINDOW_S,
-    DEFAULT_REPEATS,
-    BenchOptionError,
-    BenchOptions,
-    parse_arms,
-    parse_concurrency,
-    stop_rule,
-)
+from agent.bench.options import DEFAULT_MIN_WINDOW_S, DEFAULT_REPEATS, BenchOptionError
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
 from agent.bench.settle import WARMUP_OUTPUT_LEN
-from agent.bench.stopping import (
-    DEFAULT_MAX_WINDOWS,
-    DEFAULT_MIN_WINDOWS,
-    StopRuleError,
-    parse_budget,
-    parse_until,
-)
+from agent.bench.stopping import DEFAULT_MAX_WINDOWS, DEFAULT_MIN_WINDOWS
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.cli.bench_flags import options_of
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
@@ -203,79 +189,9 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=_show)
 
 
-def _options(args: argparse.Namespace) -> BenchOptions:
-    for name, flag in (("input_len", "input-len"), ("output_len", "output-len"), ("min_requests", "min-requests"),
-                       ("warmup_output_len", "warmup-output-len")):  # fmt: skip
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise BenchOptionError(flag, f"{value}: must be at least 1")
-    if args.repeats is not None and not 1 <= args.repeats <= 20:
-        raise BenchOptionError("repeats", f"{args.repeats}: must be from 1 to 20")
-    until = None if args.until is None else _stop_field(parse_until, args.until)
-    budget = None if args.budget is None else _stop_field(parse_budget, args.budget)
-    try:
-        stop = stop_rule(until, budget, args.min_windows, args.max_windows)
-    except BenchOptionError as exc:  # the body's names, said as this command's flags
-        words = str(exc).split(": ", 1)[1].replace("until (", "--until (").replace("budget_s (", "--budget (")
-        raise BenchOptionError(
-            exc.field_name.replace("_", "-"), words.replace("min_windows", "--min-windows")
-        ) from None
-    if stop is not None and args.repeats is not None:
-        raise BenchOptionError(
-            "repeats", "a fixed number of windows; with --until or --budget give --min-windows/--max-windows"
-        )
-    arms = getattr(args, "arms", None)
-    chosen = None if arms is None else parse_arms(arms)
-    if chosen is not None and "baseline" in chosen and not args.baseline_url:
-        raise BenchOptionError(
-            "arms", "the baseline arm needs --baseline-url (a server launched without a drafter)"
-        )
-    if not 0 <= args.min_window_s <= 3600:
-        raise BenchOptionError("min-window-s", f"{args.min_window_s}: must be from 0 to 3600")
-    if args.warmup_requests < 0:
-        raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
-    api_key = _read_key(args.api_key_file, "api-key-file")
-    admin_api_key = _read_key(args.admin_api_key_file, "admin-api-key-file")
-    return BenchOptions(
-        concurrency=parse_concurrency(args.concurrency),
-        min_requests=args.min_requests,
-        input_len=args.input_len,
-        output_len=args.output_len,
-        chat=args.chat,
-        repeats=DEFAULT_REPEATS if args.repeats is None else args.repeats,
-        min_window_s=args.min_window_s,
-        warmup_requests=args.warmup_requests,
-        warmup_output_len=args.warmup_output_len,
-        api_key=api_key,
-        admin_api_key=admin_api_key,
-        drain_wait_s=args.drain_wait_s,
-        stop=stop,
-        arms=chosen,
-    )
-
-
-def _stop_field(parse: Callable[[str], float], text: str) -> float:
-    try:
-        return parse(text)
-    except StopRuleError as exc:
-        raise BenchOptionError(exc.field_name, str(exc).split(": ", 1)[1]) from None
-
-
-def _read_key(path: Path | None, flag: str) -> str | None:
-    if path is None:
-        return None
-    try:
-        key = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise BenchOptionError(flag, f"{path}: cannot read it ({exc.strerror})") from None
-    if not key:
-        raise BenchOptionError(flag, f"{path}: the file is empty")
-    return key
-
-
 def _handle(args: argparse.Namespace) -> int:
     try:
-        options = _options(args)
+        options = options_of(args)
     except BenchOptionError as exc:
         print(f"agent bench: --{exc}", file=sys.stderr)
         return 2
