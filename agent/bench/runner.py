@@ -30,6 +30,7 @@ from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
 from agent.bench.store import BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.bench.workload import resolve as resolve_workload
 from agent.profile.words import given_words
 from agent.sglang.info_view import ServerInfo
 from agent.wire.bench_request import BenchRequest
@@ -139,6 +140,10 @@ class BenchRuns:
         ``context`` is where it runs, recorded in the result (``provenance``)."""
         mode, baseline_url = request.mode, request.baseline_url
         options = request.options.with_api_key(api_key, admin_api_key)
+        try:  # a dataset the agent ships, read and checked before anything starts
+            options = options.model_copy(update={"workload": resolve_workload(options.workload, False)})
+        except BenchOptionError as exc:
+            raise BenchRefused(exc.field_name, str(exc).split(": ", 1)[1]) from None
         busy = self.running()
         if busy is not None:
             raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")

@@ -21,6 +21,7 @@ from agent.bench.options import DEFAULT_MIN_WINDOW_S, DEFAULT_REPEATS, BenchOpti
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
+from agent.bench.workload import words as workload_words
 from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.stopping import DEFAULT_MAX_WINDOWS, DEFAULT_MIN_WINDOWS
 from agent.bench.store import atomic_write_json, new_bench_id
@@ -123,6 +124,29 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=WARMUP_OUTPUT_LEN,
         help=f"output tokens of each warm-up request (default {WARMUP_OUTPUT_LEN})",
+    )
+    parser.add_argument(
+        "--dataset",
+        default="random",
+        metavar="random|shared-prefix|PATH",
+        help="where the prompts and lengths come from: random (default: unique random prompts), shared-prefix "
+        "(--prefix-groups system prompts of --prefix-len tokens shared by the requests, as production's prefix "
+        "cache sees them), or a file: ShareGPT JSON, or JSONL of prompt/messages lines with an optional "
+        "output_len (capped by --input-len/--output-len); a dataset shipped with the agent by its name "
+        "(chat-small.jsonl). The result records it (docs/bench.md)",
+    )
+    parser.add_argument(
+        "--random-range-ratio",
+        type=float,
+        default=1.0,
+        help="--dataset random: each request's lengths drawn from [ratio x length, length] of --input-len and "
+        "--output-len, as bench_serving's (default 1: every request the same)",
+    )
+    parser.add_argument(
+        "--prefix-groups", type=int, default=8, help="--dataset shared-prefix: system prompts"
+    )
+    parser.add_argument(
+        "--prefix-len", type=int, default=512, help="--dataset shared-prefix: tokens of each system prompt"
     )
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
     parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
@@ -228,6 +252,8 @@ def _handle(args: argparse.Namespace) -> int:
     table = sweep_table(typed.levels, rule_words) if args.bench_mode == "sweep" else compare_table(typed)
     print(table)
     print("\n".join(where_lines(typed)))
+    if typed.workload is not None:
+        print(workload_words(typed.workload))
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
     return 0
@@ -269,6 +295,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"agent bench show: {path}: {where}: {first['msg']}", file=sys.stderr)
         return 2
     print("\n".join(where_lines(typed)))
+    if typed.workload is not None:
+        print(workload_words(typed.workload))
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     print(

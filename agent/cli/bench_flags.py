@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from agent.bench.options import BenchOptionError
 from agent.bench.stopping import StopRuleError, parse_budget, parse_until
+from agent.bench.workload import resolve
 from agent.wire.bench import BenchOptions
 from agent.wire.bench_request import BenchRequest, field_words
 
@@ -67,9 +68,12 @@ def request_of(args: argparse.Namespace) -> BenchRequest:
         "max_windows": args.max_windows,
         "baseline_url": getattr(args, "baseline_url", None),
         "arms": None if arms is None else [a.strip() for a in arms.split(",") if a.strip()],
+        "workload": _workload(args),
     }
     try:
-        return BenchRequest.model_validate({k: v for k, v in given.items() if v is not None})
+        return BenchRequest.model_validate(
+            {k: v for k, v in given.items() if v is not None}, context={"paths": True}
+        )
     except ValidationError as exc:
         field, words = field_words(exc.errors(), flag_of).split(": ", 1)
         for name in ("until", "budget_s", "min_windows", "max_windows", "baseline_url"):
@@ -77,9 +81,23 @@ def request_of(args: argparse.Namespace) -> BenchRequest:
         raise BenchOptionError(field, words) from None
 
 
+def _workload(args: argparse.Namespace) -> dict[str, object]:
+    """``--dataset random|shared-prefix|PATH`` and its knobs, as the request's ``workload``."""
+    dataset = args.dataset
+    kind = dataset if dataset in ("random", "shared-prefix") else "dataset"
+    spec: dict[str, object] = {"kind": kind, "range_ratio": args.random_range_ratio}
+    if kind == "dataset":
+        spec["dataset"] = dataset
+    if kind == "shared-prefix":
+        spec |= {"groups": args.prefix_groups, "prefix_len": args.prefix_len}
+    return spec
+
+
 def options_of(args: argparse.Namespace) -> BenchOptions:
-    """The run's options: the request's, with the API keys read from their files."""
+    """The run's options: the request's (its dataset read and checked), with the API keys read from
+    their files."""
     options = request_of(args).options
+    options = options.model_copy(update={"workload": resolve(options.workload, allow_paths=True)})
     return options.with_api_key(
         _read_key(args.api_key_file, "api-key-file"), _read_key(args.admin_api_key_file, "admin-api-key-file")
     )

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.wire.bench_workload import WorkloadSpec
+
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
 DEFAULT_MIN_WINDOW_S = 1.0
 DEFAULT_REPEATS = 2
@@ -124,6 +126,9 @@ class BenchOptions(BaseModel):
     arms: tuple[str, ...] | None = None
     """A compare's arms, in ``ARM_NAMES``' order; None: every arm the server allows (on, off, adaptive,
     and baseline with a baseline URL)."""
+    workload: WorkloadSpec = WorkloadSpec()
+    """Where the prompts and lengths come from (``agent.bench.workload``); the default is today's
+    random prompts of ``input_len`` / ``output_len``."""
 
     def requests_at(self, concurrency: int) -> int:
         if self.min_requests is not None:

@@ -10,6 +10,7 @@ field: the agent uses its own, ``agent bench`` reads them from files.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
@@ -30,6 +31,7 @@ from pydantic_core import PydanticCustomError
 from agent.wire.actions import NAME_MAX
 from agent.wire.bench import DEFAULT_CONCURRENCY, BenchOptions, StopRule
 from agent.wire.bench_result import ARM_NAMES
+from agent.wire.bench_workload import DATASET_NAME, WorkloadSpec
 
 FIELD_RULE: Final = "field_rule"
 """The ``type`` of a refusal worded here: its ``msg`` names the field in words and what it allows."""
@@ -139,6 +141,24 @@ BaselineUrl = Annotated[
     AfterValidator(_web_url),
     said(f"the baseline server: an http:// or https:// URL of at most {URL_MAX} printable characters"),
 ]
+WORKLOAD_WORDS = (
+    "workload: kind random, shared-prefix or dataset; range_ratio from 0 to 1; groups from 1 to 1024; "
+    "prefix_len from 1 to 1000000; dataset the name of a dataset shipped with the agent"
+)
+
+
+def _shipped_name(spec: WorkloadSpec, info: ValidationInfo) -> WorkloadSpec:
+    """Through the API a dataset is named, never a path (``bench_workload``); ``agent bench`` passes
+    the context ``{"paths": True}`` for its own files."""
+    paths = bool((info.context or {}).get("paths"))
+    if spec.dataset is not None and not paths and not re.match(DATASET_NAME, spec.dataset):
+        raise _refuse("dataset")
+    if spec.kind == "dataset" and not spec.dataset:
+        raise _refuse("dataset")
+    return spec
+
+
+Workload = Annotated[WorkloadSpec, AfterValidator(_shipped_name), said(WORKLOAD_WORDS)]
 Confirm = Annotated[
     str,
     Field(max_length=NAME_MAX),
@@ -180,6 +200,9 @@ class BenchRequest(BaseModel):
         None, description="A server launched without a drafter, as a compare's fourth arm"
     )
     arms: Arms | None = Field(None, description="A compare's arms; None: every arm the server allows")
+    workload: Workload | None = Field(
+        None, description="Where the prompts and lengths come from; None: random, of input_len/output_len"
+    )
     confirm_production: Confirm | None = Field(
         None, description="A production profile's name, typed to confirm"
     )
@@ -241,12 +264,19 @@ class BenchRequest(BaseModel):
         """The options the agent runs with for this body (its defaults where it says nothing)."""
         given = self.model_dump(exclude_none=True, exclude=_NOT_OPTIONS)
         arms = None if self.arms is None else tuple(a for a in ARM_NAMES if a in self.arms)
+        workload = self.workload or WorkloadSpec()
         return BenchOptions.model_validate(
-            {**given, "concurrency": tuple(sorted(self.concurrency)), "stop": self.stop, "arms": arms}
+            {
+                **given,
+                "concurrency": tuple(sorted(self.concurrency)),
+                "stop": self.stop,
+                "arms": arms,
+                "workload": workload,
+            }
         )
 
 
-_NOT_OPTIONS = {"mode", "confirm_production", "operator", "baseline_url", "until", "budget_s",
+_NOT_OPTIONS = {"mode", "confirm_production", "workload", "operator", "baseline_url", "until", "budget_s",
                 "min_windows", "max_windows", "arms", "concurrency"}  # fmt: skip
 """Fields that are no option of the run itself, or that the options hold in another shape."""
 

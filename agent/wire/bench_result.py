@@ -263,6 +263,9 @@ class BenchResult(_Open):
     environment: BenchEnvironment | None = None
     stopping: RunStopping | None = Field(None, description="The stopping rule and what ended each level")
     arms: list[str] | None = Field(None, description="A compare's measured arms (newer results)")
+    workload: dict[str, JsonValue] | None = Field(
+        None, description="Where the prompts and lengths came from (agent.bench.workload.describe)"
+    )
 
     @property
     def run_mode(self) -> str:

@@ -259,7 +259,8 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
 
 async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> None:
     runs = BenchRuns(BenchStore(tmp_path))
-    bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0})
+    body = {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0}
+    bench_id = runs.start("http://127.0.0.1:9", BenchRequest.model_validate(body))
     record = await runs.wait(bench_id)
     assert record.state == "failed" and "the engine is not up" in str(record.error)
 
