@@ -21,11 +21,11 @@ from agent.bench.options import DEFAULT_MIN_WINDOW_S, DEFAULT_REPEATS, BenchOpti
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
-from agent.bench.workload import words as workload_words
 from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.stopping import DEFAULT_MAX_WINDOWS, DEFAULT_MIN_WINDOWS
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.bench.workload import words as workload_words
 from agent.cli.bench_flags import options_of
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
