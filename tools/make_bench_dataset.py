@@ -28,7 +28,34 @@ QUESTIONS = [
     "Compare a batch size of eight with one of sixty four for a chat service.",
     "Given the metrics below, should the speculation threshold go up or down?",
 ]
-CONTEXT_WORDS = ["request", "queue", "batch", "token", "prefill", "decode", "cache", "page", "memory", "gpu", "kernel", "latency", "throughput", "scheduler", "draft", "target", "accept", "verify", "step", "stream", "client", "server", "metric", "window", "level", "arm"]
+CONTEXT_WORDS = [
+    "request",
+    "queue",
+    "batch",
+    "token",
+    "prefill",
+    "decode",
+    "cache",
+    "page",
+    "memory",
+    "gpu",
+    "kernel",
+    "latency",
+    "throughput",
+    "scheduler",
+    "draft",
+    "target",
+    "accept",
+    "verify",
+    "step",
+    "stream",
+    "client",
+    "server",
+    "metric",
+    "window",
+    "level",
+    "arm",
+]
 SYSTEM = "You are a careful assistant for the operators of a GPU inference service."
 
 
