@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
+from agent.bench.open_loop import run_rates
 from agent.bench.options import BenchOptionError, BenchOptions
 from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
@@ -271,7 +272,9 @@ class BenchRuns:
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
             url = str(record.url)
-            if record.mode == "sweep":
+            if record.mode == "sweep" and options.request_rates:
+                result = await run_rates(url, options, on_progress, cancel, context)
+            elif record.mode == "sweep":
                 result = await run_sweep(url, options, on_progress, cancel, context)
             else:
                 result = await run_compare(url, options, on_progress, cancel, baseline_url, context)

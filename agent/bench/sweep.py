@@ -165,6 +165,12 @@ class SweepSession:
 
         return send
 
+    def workload_sender(
+        self, seeds: Iterator[int]
+    ) -> Callable[[StreamConnection, RequestRecord, Callable[[int], None]], Awaitable[RequestRecord]]:
+        """The workload's requests of ``seeds``, for a loop of another kind (``open_loop``)."""
+        return self._sender(None, seeds)
+
     async def probe_request(self) -> float:
         """One full-length request alone, before anything is measured: what a request costs (the run's
         first duration guess), and the engine's first request after a start is not a level's."""

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from agent.bench.compare import run_compare
 from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.engine import EngineError
+from agent.bench.open_loop import rate_table, run_rates
 from agent.bench.options import DEFAULT_MIN_WINDOW_S, DEFAULT_REPEATS, BenchOptionError
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
@@ -143,6 +144,19 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--output-len, as bench_serving's (default 1: every request the same)",
     )
     parser.add_argument(
+        "--request-rate",
+        default=None,
+        metavar="R1,R2,...",
+        help="sweep only: open-loop levels, requests a second (inf: all at once), instead of --concurrency; "
+        "each window is --min-requests requests (default 32) sent on the schedule, --repeats windows a rate",
+    )
+    parser.add_argument(
+        "--burstiness",
+        type=float,
+        default=None,
+        help="with --request-rate: the gamma shape of the gaps (1, the default: Poisson; below 1: bursts)",
+    )
+    parser.add_argument(
         "--prefix-groups", type=int, default=8, help="--dataset shared-prefix: system prompts"
     )
     parser.add_argument(
@@ -223,7 +237,9 @@ def _handle(args: argparse.Namespace) -> int:
     announce = Announcer.for_engine(args, args.url)
     announce("running")
     try:
-        if args.bench_mode == "sweep":
+        if args.bench_mode == "sweep" and options.request_rates:
+            result = asyncio.run(run_rates(args.url, options, bar, context=local_context(args.url)))
+        elif args.bench_mode == "sweep":
             result = asyncio.run(run_sweep(args.url, options, bar, context=local_context(args.url)))
         else:
             result = asyncio.run(
@@ -250,7 +266,7 @@ def _handle(args: argparse.Namespace) -> int:
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     table = sweep_table(typed.levels, rule_words) if args.bench_mode == "sweep" else compare_table(typed)
-    print(table)
+    print(rate_table(result["levels"]) if "arrivals" in result else table)
     print("\n".join(where_lines(typed)))
     if typed.workload is not None:
         print(workload_words(typed.workload))

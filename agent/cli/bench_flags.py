@@ -15,13 +15,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agent.bench.arrivals import parse_rates
 from agent.bench.options import BenchOptionError
 from agent.bench.stopping import StopRuleError, parse_budget, parse_until
 from agent.bench.workload import resolve
 from agent.wire.bench import BenchOptions
 from agent.wire.bench_request import BenchRequest, field_words
 
-FLAGS = {"budget_s": "budget", "baseline_url": "baseline-url"}
+FLAGS = {"budget_s": "budget", "baseline_url": "baseline-url", "request_rates": "request-rate"}
 """A request field whose flag is not its name with dashes."""
 
 
@@ -69,6 +70,8 @@ def request_of(args: argparse.Namespace) -> BenchRequest:
         "baseline_url": getattr(args, "baseline_url", None),
         "arms": None if arms is None else [a.strip() for a in arms.split(",") if a.strip()],
         "workload": _workload(args),
+        "request_rates": None if args.request_rate is None else parse_rates(args.request_rate),
+        "burstiness": args.burstiness,
     }
     try:
         return BenchRequest.model_validate(

@@ -126,6 +126,11 @@ class BenchOptions(BaseModel):
     arms: tuple[str, ...] | None = None
     """A compare's arms, in ``ARM_NAMES``' order; None: every arm the server allows (on, off, adaptive,
     and baseline with a baseline URL)."""
+    request_rates: tuple[float | Literal["inf"], ...] | None = None
+    """Open-loop levels (``agent.bench.open_loop``): requests a second, ``inf`` all at once; None:
+    the closed loop's ``concurrency`` levels."""
+    burstiness: float = 1.0
+    """The arrivals' gamma shape (1: Poisson; below 1: bursts), as bench_serving's ``--burstiness``."""
     workload: WorkloadSpec = WorkloadSpec()
     """Where the prompts and lengths come from (``agent.bench.workload``); the default is today's
     random prompts of ``input_len`` / ``output_len``."""

@@ -141,6 +141,19 @@ BaselineUrl = Annotated[
     AfterValidator(_web_url),
     said(f"the baseline server: an http:// or https:// URL of at most {URL_MAX} printable characters"),
 ]
+RATES_MAX: Final = 16
+Rates = Annotated[
+    list[Annotated[float, Field(gt=0, le=100_000)] | Literal["inf"]],
+    Field(min_length=1, max_length=RATES_MAX),
+    AfterValidator(_unique),
+    said(
+        f"request rates: a list of 1 to {RATES_MAX} different rates in requests a second, each above 0 "
+        "and at most 100000, or inf (all at once)"
+    ),
+]
+Burstiness = Annotated[
+    float, Field(ge=0.01, le=100), said("burstiness: a number from 0.01 to 100 (1: Poisson arrivals)")
+]
 WORKLOAD_WORDS = (
     "workload: kind random, shared-prefix or dataset; range_ratio from 0 to 1; groups from 1 to 1024; "
     "prefix_len from 1 to 1000000; dataset the name of a dataset shipped with the agent"
@@ -200,6 +213,10 @@ class BenchRequest(BaseModel):
         None, description="A server launched without a drafter, as a compare's fourth arm"
     )
     arms: Arms | None = Field(None, description="A compare's arms; None: every arm the server allows")
+    request_rates: Rates | None = Field(
+        None, description="Open-loop levels in requests a second ('inf': all at once); a sweep's"
+    )
+    burstiness: Burstiness | None = Field(None, description="The arrivals' gamma shape (1: Poisson)")
     workload: Workload | None = Field(
         None, description="Where the prompts and lengths come from; None: random, of input_len/output_len"
     )
@@ -234,6 +251,17 @@ class BenchRequest(BaseModel):
         low = info.data.get("min_windows")
         if info.field_name == "max_windows" and value is not None and low is not None and value < low:
             raise _refuse(f"most windows per level: at least the fewest ({low})")
+        return value
+
+    @field_validator("request_rates")
+    @classmethod
+    def _rates_of_sweep(
+        cls, value: list[float | str] | None, info: ValidationInfo
+    ) -> list[float | str] | None:
+        if value is not None and info.data.get("mode", "compare") != "sweep":
+            raise _refuse("request rates: a sweep's for now (mode sweep); a compare runs the closed loop")
+        if value is not None and _has_rule(info):
+            raise _refuse("request rates: a fixed number of windows (repeats) for now, not a stopping rule")
         return value
 
     @field_validator("arms")
