@@ -19,7 +19,7 @@ from typing import Any
 
 from agent.bench.options import BenchOptionError
 from agent.bench.stream import Prompt, make_prompt
-from agent.wire.bench_workload import WorkloadSpec
+from agent.wire.bench_workload import WorkloadDrawn, WorkloadSpec
 
 SHIPPED = Path(__file__).with_name("datasets")
 """The datasets that come with the agent (their provenance: ``datasets/README.md``)."""
@@ -110,29 +110,8 @@ def _spread(values: list[int]) -> dict[str, float]:
 
 
 def words(workload: dict[str, Any]) -> str:
-    """A result's workload in one line: ``dataset chat-small.jsonl (sha256 1a2b3c4d…), input 12..840
-    (median 96), output 16..256 (median 128)``."""
-    kind = str(workload.get("kind", "random"))
-    inp, out = workload.get("input_len") or {}, workload.get("output_len") or {}
-    lengths = (
-        f"input {inp.get('min')}..{inp.get('max')} (median {inp.get('median'):g}), "
-        f"output {out.get('min')}..{out.get('max')} (median {out.get('median'):g})"
-        if inp and out
-        else "lengths not recorded"
-    )
-    if kind == "dataset":
-        digest = str(workload.get("sha256") or "")[:8]
-        head = f"dataset {workload.get('file')} (sha256 {digest}…, {workload.get('entries')} entries)"
-    elif kind == "shared-prefix":
-        share = float(workload.get("shared_prefix_share") or 0.0)
-        head = (
-            f"shared-prefix: {workload.get('groups')} system prompts of {workload.get('prefix_len')} tokens "
-            f"({share:.0%} of a prompt)"
-        )
-    else:
-        ratio = workload.get("range_ratio")
-        head = "random" + ("" if ratio in (None, 1.0) else f" (range ratio {ratio:g})")
-    return f"workload: {head}; {lengths}"
+    """A result's workload in one line (``WorkloadDrawn.words``), with its label."""
+    return f"workload: {WorkloadDrawn.model_validate(workload).words()}"
 
 
 def resolve(spec: WorkloadSpec, allow_paths: bool) -> WorkloadSpec:

@@ -26,7 +26,6 @@ from agent.bench.settle import WARMUP_OUTPUT_LEN
 from agent.bench.stopping import DEFAULT_MAX_WINDOWS, DEFAULT_MIN_WINDOWS
 from agent.bench.store import atomic_write_json, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
-from agent.bench.workload import words as workload_words
 from agent.cli.bench_flags import options_of
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
@@ -269,7 +268,7 @@ def _handle(args: argparse.Namespace) -> int:
     print(rate_table(result["levels"]) if "arrivals" in result else table)
     print("\n".join(where_lines(typed)))
     if typed.workload is not None:
-        print(workload_words(typed.workload))
+        print(f"workload: {typed.workload.words()}")
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
     return 0
@@ -312,7 +311,7 @@ def _show(args: argparse.Namespace) -> int:
         return 2
     print("\n".join(where_lines(typed)))
     if typed.workload is not None:
-        print(workload_words(typed.workload))
+        print(f"workload: {typed.workload.words()}")
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     print(

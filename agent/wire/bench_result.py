@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.wire.bench_env import BenchEnvironment
+from agent.wire.bench_workload import WorkloadDrawn
 
 BenchState = Literal["running", "finished", "failed", "cancelled"]
 ARM_NAMES: tuple[str, ...] = ("on", "off", "adaptive", "baseline")
@@ -263,7 +264,7 @@ class BenchResult(_Open):
     environment: BenchEnvironment | None = None
     stopping: RunStopping | None = Field(None, description="The stopping rule and what ended each level")
     arms: list[str] | None = Field(None, description="A compare's measured arms (newer results)")
-    workload: dict[str, JsonValue] | None = Field(
+    workload: WorkloadDrawn | None = Field(
         None, description="Where the prompts and lengths came from (agent.bench.workload.describe)"
     )
 

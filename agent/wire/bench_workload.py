@@ -40,3 +40,49 @@ class WorkloadSpec(BaseModel):
     """``shared-prefix``: the tokens of each system prompt (capped below ``input_len``)."""
     dataset: str | None = Field(None, max_length=4096)
     """``dataset``: the file (a shipped dataset's name; on the command line, a path)."""
+
+
+class Lengths(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    min: float
+    median: float
+    max: float
+
+
+class WorkloadDrawn(BaseModel):
+    """A result's ``workload``: what the run's requests were (``agent.bench.workload.describe``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    kind: WorkloadKind = "random"
+    range_ratio: float | None = None
+    groups: int | None = None
+    prefix_len: int | None = None
+    file: str | None = None
+    sha256: str | None = None
+    entries: int | None = None
+    input_len: Lengths | None = None
+    output_len: Lengths | None = None
+    shared_prefix_share: float = 0.0
+
+    def words(self) -> str:
+        """One line, as ``agent bench`` and the console's result say it: ``dataset chat-small.jsonl
+        (sha256 1cd14154…, 48 entries); input 11..927 (median 131), output 16..256 (median 96)``."""
+        if self.kind == "dataset":
+            head = f"dataset {self.file} (sha256 {(self.sha256 or '')[:8]}…, {self.entries} entries)"
+        elif self.kind == "shared-prefix":
+            head = (
+                f"shared-prefix: {self.groups} system prompts of {self.prefix_len} tokens "
+                f"({self.shared_prefix_share:.0%} of a prompt)"
+            )
+        else:
+            ratio = self.range_ratio
+            head = "random" + ("" if ratio is None or ratio == 1.0 else f" (range ratio {ratio:g})")
+        inp, out = self.input_len, self.output_len
+        if inp is None or out is None:
+            return f"{head}; lengths not recorded"
+        return (
+            f"{head}; input {inp.min:g}..{inp.max:g} (median {inp.median:g}), "
+            f"output {out.min:g}..{out.max:g} (median {out.median:g})"
+        )

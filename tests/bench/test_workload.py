@@ -21,7 +21,9 @@ from agent.bench.workload import SHIPPED, Workload, load, parse_dataset, resolve
 from agent.profile.store import load_profile
 from agent.sim.server import run_sim
 from agent.wire.bench_request import BenchRequest
+from agent.wire.bench_result import BenchResult
 from agent.wire.bench_workload import WorkloadSpec
+from console.model.bench_result import parse_result
 
 EAGLE3 = Path(__file__).resolve().parents[2] / "profiles" / "kimi-k25-eagle3.toml"
 CHAT = SHIPPED / "chat-small.jsonl"
@@ -129,6 +131,9 @@ async def test_each_workload_runs_on_the_sim_and_the_result_records_what_it_drew
     assert work["sha256"] == hashlib.sha256(CHAT.read_bytes()).hexdigest()
     assert dataset["options"]["workload"]["kind"] == "dataset"
     assert f"workload: dataset chat-small.jsonl (sha256 {work['sha256'][:8]}…, 48 entries)" in stdout
+    # The console's result says the same line beside where it ran.
+    shown = dict(parse_result(BenchResult.model_validate(dataset)).where)
+    assert shown["workload"] == stdout.split("workload: ", 1)[1].splitlines()[0]
     # The sim counted each request's prompt from the request: the dataset's, capped at 300 words.
     [level] = dataset["levels"]
     per_request = level["total_input_tokens"] / level["completed"]
