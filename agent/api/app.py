@@ -22,6 +22,7 @@ from agent.api.limits import BodyLimit
 from agent.api.routes import (
     actions,
     audit,
+    bench,
     engine,
     kv,
     logs,
@@ -44,6 +45,7 @@ ROUTERS = (
     telemetry.router,
     engine.router,
     sglang_router.router,
+    bench.router,
 )
 """The token-guarded routers, in the order their routes are matched and listed in the schema."""
 
@@ -74,8 +76,6 @@ def create_app(daemon: Daemon) -> FastAPI:
     api = APIRouter(prefix="/v1", dependencies=[guard])
     for router in ROUTERS:
         api.include_router(router)
-    if daemon.bench is not None:
-        daemon.bench.add_routes(api)
 
     app.include_router(public)
     app.include_router(api)

@@ -252,6 +252,7 @@ async def run_compare(
         "url": url,
         "baseline_url": baseline_url,
         "options": options.public_dict(),
+        "workload": session.workload.describe(),
         "arms": names,
         "server": server_summary(info),
         "baseline_server": None if baseline_info is None else server_summary(baseline_info),

@@ -4,8 +4,8 @@ Kept free of FastAPI: the daemon's routes call :class:`BenchRuns` and turn :clas
 wire ``Event(kind="bench", name=..., message=..., data=...)`` on its stream.
 
     runs = BenchRuns(BenchStore(state_dir), publish=lambda e: ring.append_event("bench", e.name, e.message, e.data))
-    bench_id = runs.start(engine_url, body, api_key=key, admin_api_key=admin_key)
-                                                 # POST /v1/bench (BenchOptionError -> 422, BenchBusy -> 409)
+    bench_id = runs.start(engine_url, request, api_key=key, admin_api_key=admin_key)
+                                                 # POST /v1/bench (a BenchRequest; BenchBusy -> 409)
     runs.list()                                                # GET /v1/bench -> {"runs": runs.list()}
     runs.get(bench_id)                                         # GET /v1/bench/{id} (UnknownBench -> 404)
     runs.cancel(bench_id)                                      # optional DELETE/POST cancel
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +26,16 @@ from pydantic import ValidationError
 from agent.bench.compare import run_compare
 from agent.bench.engine import live_unavailable_reason
 from agent.bench.guard import LiveGuard
-from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping
+from agent.bench.open_loop import run_rates
+from agent.bench.options import BenchOptionError, BenchOptions
 from agent.bench.progress import BenchProgress
 from agent.bench.provenance import RunContext
 from agent.bench.store import BenchStore, new_bench_id
 from agent.bench.sweep import BenchCancelled, run_sweep
+from agent.bench.workload import resolve as resolve_workload
 from agent.profile.words import given_words
 from agent.sglang.info_view import ServerInfo
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 from agent.wire.events import EventName
 
@@ -55,7 +58,7 @@ class BenchRefused(BenchOptionError):
     before any request is sent."""
 
 
-def production_refusal(body: Mapping[str, Any], profile_name: str, production: bool) -> BenchRefused | None:
+def production_refusal(request: BenchRequest, profile_name: str, production: bool) -> BenchRefused | None:
     """A production server gets load only when the request repeats its profile's name.
 
     The console asks the operator to type the name; a script must say it too. A benchmark sends up
@@ -63,16 +66,10 @@ def production_refusal(body: Mapping[str, Any], profile_name: str, production: b
     """
     if not production:
         return None
-    given = body.get("confirm_production")
+    given = request.confirm_production
     if given == profile_name:
         return None
-    levels = body.get("concurrency")
-    peak = (
-        max(levels)
-        if isinstance(levels, list) and levels and all(isinstance(c, int) for c in levels)
-        else None
-    )
-    load = f"up to {peak} concurrent requests" if peak else "concurrent requests"
+    load = f"up to {max(request.concurrency)} concurrent requests"
     got = "" if given is None else f" (got {given_words(given)})"
     return BenchRefused(
         "confirm_production",
@@ -81,10 +78,10 @@ def production_refusal(body: Mapping[str, Any], profile_name: str, production: b
     )
 
 
-def compare_refusal(body: Mapping[str, Any], server_info: ServerInfo) -> BenchRefused | None:
+def compare_refusal(request: BenchRequest, server_info: ServerInfo) -> BenchRefused | None:
     """A compare that cannot force speculation on and off would run every level for one arm and then
     recommend nothing; it is refused before it starts, with SGLang's reason."""
-    if body.get("mode", "compare") != "compare" or body.get("baseline_url") is not None:
+    if request.mode != "compare" or request.baseline_url is not None:
         return None
     reason = live_unavailable_reason(server_info)
     if reason is None:
@@ -132,10 +129,9 @@ class BenchRuns:
     def start(
         self,
         url: str,
-        body: Mapping[str, Any],
+        request: BenchRequest,
         *,
         api_key: str | None = None,
-        baseline_url: str | None = None,
         admin_api_key: str | None = None,
         profile: str | None = None,
         context: RunContext | None = None,
@@ -146,8 +142,12 @@ class BenchRuns:
         ``profile`` names what the server ran, so a listed run says which deployment it measured;
         ``context`` is where it runs, recorded in the result (``provenance``); ``guard_for(bench_id)``:
         what writes a compare's forced settings ahead (``agent.bench.guard``)."""
-        mode, options, baseline_url = self.check(body, baseline_url)
-        options = options.with_api_key(api_key, admin_api_key)
+        mode, baseline_url = request.mode, request.baseline_url
+        options = request.options.with_api_key(api_key, admin_api_key)
+        try:  # a dataset the agent ships, read and checked before anything starts
+            options = options.model_copy(update={"workload": resolve_workload(options.workload, False)})
+        except BenchOptionError as exc:
+            raise BenchRefused(exc.field_name, str(exc).split(": ", 1)[1]) from None
         busy = self.running()
         if busy is not None:
             raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")
@@ -179,27 +179,6 @@ class BenchRuns:
             )
         )
         return bench_id
-
-    @staticmethod
-    def check(
-        body: Mapping[str, Any], baseline_url: str | None = None
-    ) -> tuple[str, BenchOptions, str | None]:
-        """The mode, the options and the baseline URL of a request body; BenchOptionError names a bad field."""
-        mode = body.get("mode", "compare")
-        if mode not in ("sweep", "compare"):
-            raise BenchOptionError("mode", f"{mode!r}: must be 'sweep' or 'compare'")
-        options = options_from_mapping(body)
-        if baseline_url is None and body.get("baseline_url") is not None:
-            baseline_url = body["baseline_url"]
-            if not isinstance(baseline_url, str) or not baseline_url.startswith(("http://", "https://")):
-                raise BenchOptionError(
-                    "baseline_url", f"{baseline_url!r}: must be an http:// or https:// URL"
-                )
-        if options.arms is not None and "baseline" in options.arms and baseline_url is None:
-            raise BenchOptionError(
-                "arms", "the baseline arm needs baseline_url (a server launched without a drafter)"
-            )
-        return str(mode), options, baseline_url
 
     def cancel(self, bench_id: str) -> bool:
         event = self._cancels.get(bench_id)
@@ -307,7 +286,9 @@ class BenchRuns:
         beat = asyncio.create_task(heartbeat(), name=f"bench-{bench_id}-heartbeat")
         try:
             url = str(record.url)
-            if record.mode == "sweep":
+            if record.mode == "sweep" and options.request_rates:
+                result = await run_rates(url, options, on_progress, cancel, context)
+            elif record.mode == "sweep":
                 result = await run_sweep(url, options, on_progress, cancel, context, keep)
             else:
                 result = await run_compare(

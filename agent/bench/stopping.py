@@ -55,10 +55,6 @@ from agent.wire.bench import percent as percent
 
 # StopRule is a wire model (agent.wire.bench): a run's options carry it, results and the console read it.
 
-UNTIL_RANGE = (0.005, 0.5)
-BUDGET_RANGE_S = (10.0, 86_400.0)
-WINDOWS_RANGE = (2, 100)
-
 Outcome = Literal["fixed", "bound", "budget", "max_windows"]
 OUTCOME_WORDS: dict[str, str] = {
     "fixed": "the windows asked for (--repeats)",
@@ -86,17 +82,7 @@ def parse_until(text: str) -> float:
             "until",
             f"{given_words(text)} is not a share: give a percentage such as 4% or a fraction such as 0.04",
         ) from None
-    return check_until(value)
-
-
-def check_until(value: object) -> float:
-    low, high = UNTIL_RANGE
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise StopRuleError(
-            "until",
-            f"{given_words(value)}: must be a share from {low} to {high} (±{percent(low)} to ±{percent(high)})",
-        )
-    return float(value)
+    return value  # its range is the request's (``BenchRequest.until``)
 
 
 _DURATION = re.compile(
@@ -113,56 +99,7 @@ def parse_budget(text: str) -> float:
             f"{given_words(text)} is not a duration: give seconds (1200, 1200s), minutes (20m) or hours (1h30m)",
         )
     hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return check_budget(hours * 3600 + minutes * 60 + seconds, "budget")
-
-
-def check_budget(value: object, field_name: str = "budget_s") -> float:
-    low, high = BUDGET_RANGE_S
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise StopRuleError(field_name, f"{given_words(value)}: must be from {low:g} s to {high:g} s (24 h)")
-    return float(value)
-
-
-def make_rule(
-    until: float | None, budget_s: float | None, min_windows: int | None, max_windows: int | None
-) -> StopRule | None:
-    """The rule, or None when neither a bound nor a budget is given (then the windows are fixed and
-    ``min_windows``/``max_windows`` may not be given either)."""
-    low, high = WINDOWS_RANGE
-    for name, value in (("min_windows", min_windows), ("max_windows", max_windows)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
-        ):
-            raise StopRuleError(name, f"{given_words(value)}: must be an integer from {low} to {high}")
-    if until is None and budget_s is None:
-        given = (
-            "min_windows" if min_windows is not None else "max_windows" if max_windows is not None else None
-        )
-        if given is not None:
-            raise StopRuleError(
-                given, "only with until (a bound on the intervals) or budget_s (a time budget)"
-            )
-        return None
-    rule = StopRule(
-        until=None if until is None else check_until(until),
-        budget_s=None if budget_s is None else check_budget(budget_s),
-        min_windows=DEFAULT_MIN_WINDOWS if min_windows is None else min_windows,
-        max_windows=DEFAULT_MAX_WINDOWS if max_windows is None else max_windows,
-    )
-    if rule.max_windows < rule.min_windows:
-        raise StopRuleError("max_windows", f"{rule.max_windows} is below min_windows ({rule.min_windows})")
-    return rule
-
-
-def rule_from_mapping(body: Mapping[str, Any]) -> StopRule | None:
-    """The rule from a JSON body (``until``, ``budget_s``, ``min_windows``, ``max_windows``)."""
-    until, budget = body.get("until"), body.get("budget_s")
-    return make_rule(
-        None if until is None else check_until(until),
-        None if budget is None else check_budget(budget),
-        body.get("min_windows"),
-        body.get("max_windows"),
-    )
+    return hours * 3600 + minutes * 60 + seconds  # its range is the request's (``BenchRequest.budget_s``)
 
 
 # ------------------------------------------------------------------ per level

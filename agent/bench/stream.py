@@ -94,8 +94,10 @@ class EngineUnreachable(RuntimeError):
 
 
 def generate_body(prompt: Prompt, output_len: int) -> dict[str, Any]:
+    """A prompt of token ids is sent as ``input_ids``; one of text only (a dataset's) as ``text``."""
+    said: dict[str, Any] = {"input_ids": prompt.input_ids} if prompt.input_ids else {"text": prompt.text}
     return {
-        "input_ids": prompt.input_ids,
+        **said,
         "sampling_params": {"max_new_tokens": output_len, "ignore_eos": True, "temperature": 0.0},
         "stream": True,
     }

@@ -37,6 +37,7 @@ from agent.bench.stopping import LevelStop, Outcomes, first_steps, measure, stop
 from agent.bench.stream import EngineUnreachable, make_prompt, stream_request
 from agent.bench.window import WindowRule, slices
 from agent.bench.window_stats import window_metrics
+from agent.bench.workload import load as load_workload
 from agent.sglang import kv, paths
 from agent.sglang.info_view import ServerInfo
 from agent.wire.bench_env import GpuFacts
@@ -112,6 +113,8 @@ class SweepSession:
         self.cancel = cancel
         self.chat_model: str | None = None
         self.info: ServerInfo | None = None
+        self.workload = load_workload(options.workload, options.input_len, options.output_len)
+        """The run's requests (``agent.bench.workload``): a seed's prompt and output length."""
 
     async def prepare(self) -> ServerInfo:
         """Check the engine answers and return its /server_info view (the caller keeps what it needs)."""
@@ -136,17 +139,25 @@ class SweepSession:
         )
 
     def _sender(
-        self, output_len: int, seeds: Iterator[int], input_len: int | None = None
+        self, output_len: int | None, seeds: Iterator[int], input_len: int | None = None
     ) -> Callable[[StreamConnection, RequestRecord, Callable[[int], None]], Awaitable[RequestRecord]]:
+        """Requests of the seeds: the workload's (``output_len`` None), or of a fixed shape (probes,
+        warm-ups)."""
         length = self.options.input_len if input_len is None else input_len
 
         async def send(
             conn: StreamConnection, record: RequestRecord, on_tokens: Callable[[int], None]
         ) -> RequestRecord:
+            seed = next(seeds)
+            if output_len is None:
+                item = self.workload.item(seed)
+                prompt, out = item.prompt, item.output_len
+            else:
+                prompt, out = make_prompt(length, seed), output_len
             return await stream_request(
                 conn,
-                make_prompt(length, next(seeds)),
-                output_len,
+                prompt,
+                out,
                 chat_model=self.chat_model,
                 headers=self.headers,
                 on_tokens=on_tokens,
@@ -154,6 +165,12 @@ class SweepSession:
             )
 
         return send
+
+    def workload_sender(
+        self, seeds: Iterator[int]
+    ) -> Callable[[StreamConnection, RequestRecord, Callable[[int], None]], Awaitable[RequestRecord]]:
+        """The workload's requests of ``seeds``, for a loop of another kind (``open_loop``)."""
+        return self._sender(None, seeds)
 
     async def probe_request(self) -> float:
         """One full-length request alone, before anything is measured: what a request costs (the run's
@@ -254,7 +271,7 @@ class SweepSession:
                     self.target,
                     c,
                     rule,
-                    self._sender(opts.output_len, itertools.count(level_seed)),
+                    self._sender(None, itertools.count(level_seed)),
                     self.probe,
                     opts.sample_interval_s,
                     lambda t: tracker.measuring(step, t.completions, t.min_completions or needed),
@@ -384,6 +401,7 @@ async def run_sweep(
         "kind": "sweep",
         "url": url,
         "options": options.public_dict(),
+        "workload": session.workload.describe(),
         "server": server_summary(info),
         "environment": environment(info, context, simulated=simulated),
         "levels": levels,

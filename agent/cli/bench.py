@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,29 +15,17 @@ from pydantic import ValidationError
 from agent.bench.compare import run_compare
 from agent.bench.drain import DEFAULT_DRAIN_WAIT_S
 from agent.bench.engine import EngineError
-from agent.bench.options import (
-    DEFAULT_MIN_WINDOW_S,
-    DEFAULT_REPEATS,
-    BenchOptionError,
-    BenchOptions,
-    parse_arms,
-    parse_concurrency,
-    stop_rule,
-)
+from agent.bench.open_loop import rate_table, run_rates
+from agent.bench.options import DEFAULT_MIN_WINDOW_S, DEFAULT_REPEATS, BenchOptionError
 from agent.bench.progress import TerminalProgress
 from agent.bench.provenance import local_context
 from agent.bench.report import compare_table, sweep_table, where_lines
 from agent.bench.settle import WARMUP_OUTPUT_LEN
-from agent.bench.stopping import (
-    DEFAULT_MAX_WINDOWS,
-    DEFAULT_MIN_WINDOWS,
-    StopRuleError,
-    parse_budget,
-    parse_until,
-)
+from agent.bench.stopping import DEFAULT_MAX_WINDOWS, DEFAULT_MIN_WINDOWS
 from agent.bench.store import atomic_write_json
 from agent.bench.sweep import BenchCancelled, run_sweep
 from agent.cli.bench_agent import Announcer, cancel_run
+from agent.cli.bench_flags import options_of
 from agent.cli.status import add_connection_args
 from agent.sglang import paths
 from agent.wire.bench_env import parse_environment
@@ -137,6 +124,42 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=WARMUP_OUTPUT_LEN,
         help=f"output tokens of each warm-up request (default {WARMUP_OUTPUT_LEN})",
     )
+    parser.add_argument(
+        "--dataset",
+        default="random",
+        metavar="random|shared-prefix|PATH",
+        help="where the prompts and lengths come from: random (default: unique random prompts), shared-prefix "
+        "(--prefix-groups system prompts of --prefix-len tokens shared by the requests, as production's prefix "
+        "cache sees them), or a file: ShareGPT JSON, or JSONL of prompt/messages lines with an optional "
+        "output_len (capped by --input-len/--output-len); a dataset shipped with the agent by its name "
+        "(chat-small.jsonl). The result records it (docs/bench.md)",
+    )
+    parser.add_argument(
+        "--random-range-ratio",
+        type=float,
+        default=1.0,
+        help="--dataset random: each request's lengths drawn from [ratio x length, length] of --input-len and "
+        "--output-len, as bench_serving's (default 1: every request the same)",
+    )
+    parser.add_argument(
+        "--request-rate",
+        default=None,
+        metavar="R1,R2,...",
+        help="sweep only: open-loop levels, requests a second (inf: all at once), instead of --concurrency; "
+        "each window is --min-requests requests (default 32) sent on the schedule, --repeats windows a rate",
+    )
+    parser.add_argument(
+        "--burstiness",
+        type=float,
+        default=None,
+        help="with --request-rate: the gamma shape of the gaps (1, the default: Poisson; below 1: bursts)",
+    )
+    parser.add_argument(
+        "--prefix-groups", type=int, default=8, help="--dataset shared-prefix: system prompts"
+    )
+    parser.add_argument(
+        "--prefix-len", type=int, default=512, help="--dataset shared-prefix: tokens of each system prompt"
+    )
     parser.add_argument("--json", dest="json_out", type=Path, default=None, help="write the result JSON here")
     parser.add_argument("--api-key-file", type=Path, default=None, help="file holding the server's API key")
     parser.add_argument(
@@ -202,79 +225,9 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=_show)
 
 
-def _options(args: argparse.Namespace) -> BenchOptions:
-    for name, flag in (("input_len", "input-len"), ("output_len", "output-len"), ("min_requests", "min-requests"),
-                       ("warmup_output_len", "warmup-output-len")):  # fmt: skip
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise BenchOptionError(flag, f"{value}: must be at least 1")
-    if args.repeats is not None and not 1 <= args.repeats <= 20:
-        raise BenchOptionError("repeats", f"{args.repeats}: must be from 1 to 20")
-    until = None if args.until is None else _stop_field(parse_until, args.until)
-    budget = None if args.budget is None else _stop_field(parse_budget, args.budget)
-    try:
-        stop = stop_rule(until, budget, args.min_windows, args.max_windows)
-    except BenchOptionError as exc:  # the body's names, said as this command's flags
-        words = str(exc).split(": ", 1)[1].replace("until (", "--until (").replace("budget_s (", "--budget (")
-        raise BenchOptionError(
-            exc.field_name.replace("_", "-"), words.replace("min_windows", "--min-windows")
-        ) from None
-    if stop is not None and args.repeats is not None:
-        raise BenchOptionError(
-            "repeats", "a fixed number of windows; with --until or --budget give --min-windows/--max-windows"
-        )
-    arms = getattr(args, "arms", None)
-    chosen = None if arms is None else parse_arms(arms)
-    if chosen is not None and "baseline" in chosen and not args.baseline_url:
-        raise BenchOptionError(
-            "arms", "the baseline arm needs --baseline-url (a server launched without a drafter)"
-        )
-    if not 0 <= args.min_window_s <= 3600:
-        raise BenchOptionError("min-window-s", f"{args.min_window_s}: must be from 0 to 3600")
-    if args.warmup_requests < 0:
-        raise BenchOptionError("warmup-requests", f"{args.warmup_requests}: must be 0 or more")
-    api_key = _read_key(args.api_key_file, "api-key-file")
-    admin_api_key = _read_key(args.admin_api_key_file, "admin-api-key-file")
-    return BenchOptions(
-        concurrency=parse_concurrency(args.concurrency),
-        min_requests=args.min_requests,
-        input_len=args.input_len,
-        output_len=args.output_len,
-        chat=args.chat,
-        repeats=DEFAULT_REPEATS if args.repeats is None else args.repeats,
-        min_window_s=args.min_window_s,
-        warmup_requests=args.warmup_requests,
-        warmup_output_len=args.warmup_output_len,
-        api_key=api_key,
-        admin_api_key=admin_api_key,
-        drain_wait_s=args.drain_wait_s,
-        stop=stop,
-        arms=chosen,
-    )
-
-
-def _stop_field(parse: Callable[[str], float], text: str) -> float:
-    try:
-        return parse(text)
-    except StopRuleError as exc:
-        raise BenchOptionError(exc.field_name, str(exc).split(": ", 1)[1]) from None
-
-
-def _read_key(path: Path | None, flag: str) -> str | None:
-    if path is None:
-        return None
-    try:
-        key = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise BenchOptionError(flag, f"{path}: cannot read it ({exc.strerror})") from None
-    if not key:
-        raise BenchOptionError(flag, f"{path}: the file is empty")
-    return key
-
-
 def _handle(args: argparse.Namespace) -> int:
     try:
-        options = _options(args)
+        options = options_of(args)
     except BenchOptionError as exc:
         print(f"agent bench: --{exc}", file=sys.stderr)
         return 2
@@ -283,7 +236,9 @@ def _handle(args: argparse.Namespace) -> int:
     announce("running")
     kept: dict[str, Any] = {}
     try:
-        if args.bench_mode == "sweep":
+        if args.bench_mode == "sweep" and options.request_rates:
+            result = asyncio.run(run_rates(args.url, options, bar, context=local_context(args.url)))
+        elif args.bench_mode == "sweep":
             result = asyncio.run(
                 run_sweep(args.url, options, bar, context=local_context(args.url), keep=kept.update)
             )
@@ -307,12 +262,13 @@ def _handle(args: argparse.Namespace) -> int:
         return 130
     bar.close()
     announce("finished")
-    _report(args, BenchResult.model_validate(result))
+    _report(args, BenchResult.model_validate(result), result)
     return 0
 
 
-def _report(args: argparse.Namespace, typed: BenchResult) -> None:
-    """The table, where it ran, and the ``--json`` file; a partial run says first what it holds."""
+def _report(args: argparse.Namespace, typed: BenchResult, raw: dict[str, Any]) -> None:
+    """The table (``raw``: the result as the run built it, for an open-loop run's own table), where it
+    ran, and the ``--json`` file; a partial run says first what it holds."""
     if args.json_out is not None:
         atomic_write_json(args.json_out, typed.stored())
     if typed.partial is not None:
@@ -320,8 +276,10 @@ def _report(args: argparse.Namespace, typed: BenchResult) -> None:
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     table = sweep_table(typed.levels, rule_words) if args.bench_mode == "sweep" else compare_table(typed)
-    print(table)
+    print(rate_table(raw["levels"]) if "arrivals" in raw else table)
     print("\n".join(where_lines(typed)))
+    if typed.workload is not None:
+        print(f"workload: {typed.workload.words()}")
     if args.json_out is not None:
         print(f"result JSON: {args.json_out}")
 
@@ -335,7 +293,7 @@ def _cut_short(args: argparse.Namespace, kept: dict[str, Any], state: str, error
     except ValidationError as exc:  # a builder's bug: said, not hidden behind the cut
         print(f"agent bench: the windows kept do not fit a result: {exc.errors()[0]['msg']}", file=sys.stderr)
         return
-    _report(args, typed)
+    _report(args, typed, kept)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -374,6 +332,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"agent bench show: {path}: {where}: {first['msg']}", file=sys.stderr)
         return 2
     print("\n".join(where_lines(typed)))
+    if typed.workload is not None:
+        print(f"workload: {typed.workload.words()}")
     rule = typed.stopping.rule if typed.stopping is not None else None
     rule_words = None if rule is None else rule.words
     print(

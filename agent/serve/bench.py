@@ -9,23 +9,26 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from fastapi import HTTPException
 
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.estimate import estimate, request_time
-from agent.bench.options import BenchOptionError
 from agent.bench.provenance import RunContext, agent_context
-from agent.bench.runner import BenchBusy, BenchEvent, BenchRuns, compare_refusal, production_refusal
+from agent.bench.runner import (
+    BenchBusy,
+    BenchEvent,
+    BenchRefused,
+    BenchRuns,
+    compare_refusal,
+    production_refusal,
+)
 from agent.bench.store import BenchStore, UnknownBench, UnreadableBench
 from agent.control.audit import AuditUnavailable
 from agent.serve.bench_forcing import ForcingWatch, forcer_alive, forcings
-from agent.serve.operations import source_of
 from agent.sglang.info_view import ServerInfo
-from agent.wire.actions import NAME_MAX
-from agent.wire.api import BenchAnnounce, BenchCancelled, BenchList, BenchPlan, BenchStarted
+from agent.wire.api import BenchAnnounce
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
-from agent.wire.plans import PRINTABLE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -77,49 +80,9 @@ class BenchHost(Protocol):
     def engine_headers(self, admin: bool = True) -> dict[str, str]: ...
 
 
-class CancelBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    operator: str | None = Field(
-        None, max_length=NAME_MAX, pattern=PRINTABLE, description="SSH user as the console passes it"
-    )
-
-
-MAX_FIELD_TEXT = 2048
-"""The longest text any field of a benchmark body holds (a URL); a longer one is refused, unquoted."""
-
-
-def bounded(body: dict[str, Any]) -> None:
-    """Refuse (422) a field name or text too long for any field, naming it without quoting what was sent."""
-    for key, value in body.items():
-        if len(key) > NAME_MAX:
-            raise HTTPException(
-                422, f"a field name of {len(key)} characters: no field's name is over {NAME_MAX}"
-            )
-        if isinstance(value, str) and len(value) > MAX_FIELD_TEXT:
-            raise HTTPException(422, f"{key}: text of {len(value)} characters; at most {MAX_FIELD_TEXT}")
-
-
-def split_operator(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The body without ``operator`` (who asks, for the audit; no option of the run), and the operator;
-    a 422 names the field when it is no printable name of at most ``NAME_MAX`` characters."""
-    rest = {k: v for k, v in body.items() if k != "operator"}
-    try:
-        return rest, _Asker.model_validate({"operator": body.get("operator")}).operator
-    except ValidationError:
-        raise HTTPException(
-            422, f"operator: who asks, for the audit: printable text of at most {NAME_MAX} characters"
-        ) from None
-
-
-class _Asker(BaseModel):
-    operator: str | None = Field(None, max_length=NAME_MAX, pattern=PRINTABLE)
-
-
-def _levels(body: dict[str, Any]) -> list[int] | None:
-    levels = body.get("concurrency")
-    ok = isinstance(levels, list) and 0 < len(levels) <= 64 and all(type(n) is int for n in levels)
-    return list(levels) if ok and isinstance(levels, list) else None
+def unknown_words() -> str:
+    """A 404's words for a benchmark id: what ids look like, never the id sent (any text of a path)."""
+    return "no benchmark with that id here (ids look like 20261207-164500-a1b2c3; GET /v1/bench lists them)"
 
 
 def unreadable(bench_id: str, exc: Exception) -> BenchResult:
@@ -190,7 +153,7 @@ class BenchService:
         try:
             record = self.runs.get(bench_id)
         except UnknownBench:
-            raise HTTPException(404, f"no benchmark {bench_id!r}") from None
+            raise HTTPException(404, unknown_words()) from None
         except (UnreadableBench, OSError) as exc:  # torn, or not a file: no run of this agent's
             record = unreadable(bench_id, exc)
         if record.state != "running":
@@ -212,9 +175,9 @@ class BenchService:
             self.daemon.ops.end(op, "applied" if cancelled else "noop", message)
         return {"cancelled": cancelled, "state": state, "message": message}
 
-    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
-        """What a start with ``body`` would run, and for how long (nothing is started)."""
-        mode, options, baseline_url = self.runs.check(body)
+    def plan(self, request: BenchRequest) -> dict[str, Any]:
+        """What a start with ``request`` would run, and for how long (nothing is started)."""
+        mode, options, baseline_url = request.mode, request.options, request.baseline_url
         snap = self.daemon.hub.latest
         busy = None
         request_s = None
@@ -294,16 +257,16 @@ class BenchService:
             daemon.supervisor.kind,
         )
 
-    async def start(self, body: dict[str, Any], http: Request) -> str:
-        """Start a run after its intent is audited; a refusal (the engine not ready, a bad field, a
-        run going, a production name not repeated, a compare this server cannot measure) is one audit
-        line too, with who asked and what: one record per start, applied or rejected."""
+    async def start(self, request: BenchRequest, source: dict[str, Any] | None = None) -> str:
+        """Start a run after its intent is audited; a refusal (the engine not ready, a run going, a
+        production name not repeated, a compare this server cannot measure) is one audit line too,
+        with who asked and what: one record per start, applied or rejected. The body's fields were
+        checked by its model (``BenchRequest``) before it got here: a bad one never reaches the audit."""
         daemon = self.daemon
-        bounded(body)  # a body no client of ours sends: refused unquoted and unaudited (hostile input)
-        body, operator = split_operator(body)
+        operator = request.operator
         identity = daemon.profile.identity
-        detail = {"mode": body.get("mode", "compare"), "levels": _levels(body), "profile": identity.name}
-        source = source_of(http)
+        levels = list(request.concurrency)
+        detail = {"mode": request.mode, "levels": levels, "profile": identity.name}
 
         def refuse(status: int, why: str) -> HTTPException:
             daemon.ops.record("bench_start", operator=operator, source=source, detail=detail,
@@ -320,27 +283,26 @@ class BenchService:
             )  # fmt: skip
         key = daemon.engine_headers(admin=True).get("Authorization", "").removeprefix("Bearer ") or None
         try:
-            self.runs.check(body)  # a bad field is named before anything else is said
-            refused = production_refusal(body, identity.name, identity.production)
+            refused = production_refusal(request, identity.name, identity.production)
             busy = self.runs.running()
             if refused is None and busy is not None:
                 raise BenchBusy(f"benchmark {busy} is still running; wait for it or cancel it")
             if refused is None:
-                refused = compare_refusal(body, await self._server_info(url))
+                refused = compare_refusal(request, await self._server_info(url))
             if refused is not None:
                 raise refused
             op = daemon.ops.begin("bench_start", operator=operator, source=source, detail=detail)
             guard = functools.partial(daemon.live_ledger.forcings.guard, operator=operator, source=source)
             try:
                 bench_id = self.runs.start(
-                    url, body, api_key=key, profile=identity.name, context=self._context(), guard_for=guard
+                    url, request, api_key=key, profile=identity.name, context=self._context(), guard_for=guard
                 )
             except Exception as exc:
                 daemon.ops.end(op, "failed", f"not started: {exc}")
                 raise
-            self._started[bench_id] = (operator, detail["levels"])
+            self._started[bench_id] = (operator, levels)
             daemon.ops.end(op | {"bench_id": bench_id}, "applied", f"benchmark {bench_id} started")
-        except BenchOptionError as exc:
+        except BenchRefused as exc:
             raise refuse(422, str(exc)) from None
         except BenchBusy as exc:
             raise refuse(409, str(exc)) from None
@@ -349,42 +311,3 @@ class BenchService:
         except AuditUnavailable as exc:
             raise HTTPException(503, f"refused: {exc}; no benchmark was started") from None
         return bench_id
-
-    def add_routes(self, api: APIRouter) -> None:
-        runs = self.runs
-
-        @api.post("/bench", status_code=202, response_model=BenchStarted)
-        async def start_bench(body: dict[str, Any], http: Request) -> dict[str, Any]:
-            return {"bench_id": await self.start(body, http)}
-
-        @api.get("/bench", response_model=BenchList)
-        async def list_bench() -> dict[str, Any]:
-            return {"runs": [r.run_line() for r in runs.list()]}
-
-        @api.get("/bench/{bench_id}", response_model=BenchResult, response_model_exclude_unset=True)
-        async def get_bench(bench_id: str) -> BenchResult:
-            try:
-                return runs.get(bench_id)
-            except UnknownBench:
-                raise HTTPException(404, f"no benchmark {bench_id[:64]!r}") from None
-            except (UnreadableBench, OSError) as exc:  # torn or damaged: said, as the list says it
-                return unreadable(bench_id, exc)
-
-        @api.post("/bench/plan", response_model=BenchPlan)
-        async def plan_bench(body: dict[str, Any]) -> dict[str, Any]:
-            bounded(body)
-            body, _ = split_operator(body)
-            try:
-                return self.plan(body)
-            except BenchOptionError as exc:
-                raise HTTPException(422, str(exc)) from None
-
-        @api.post("/bench/external", status_code=204)
-        async def announce_bench(body: BenchAnnounce, http: Request) -> None:
-            await self.announce(body, source_of(http))
-
-        @api.post("/bench/{bench_id}/cancel", response_model=BenchCancelled)
-        async def cancel_bench(
-            bench_id: str, http: Request, body: CancelBody | None = None
-        ) -> dict[str, Any]:
-            return self.cancel(bench_id, body.operator if body else None, source_of(http))

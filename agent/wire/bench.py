@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.wire.bench_workload import WorkloadSpec
+
 DEFAULT_CONCURRENCY: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 250)
 DEFAULT_MIN_WINDOW_S = 1.0
 DEFAULT_REPEATS = 2
@@ -124,6 +126,14 @@ class BenchOptions(BaseModel):
     arms: tuple[str, ...] | None = None
     """A compare's arms, in ``ARM_NAMES``' order; None: every arm the server allows (on, off, adaptive,
     and baseline with a baseline URL)."""
+    request_rates: tuple[float | Literal["inf"], ...] | None = None
+    """Open-loop levels (``agent.bench.open_loop``): requests a second, ``inf`` all at once; None:
+    the closed loop's ``concurrency`` levels."""
+    burstiness: float = 1.0
+    """The arrivals' gamma shape (1: Poisson; below 1: bursts), as bench_serving's ``--burstiness``."""
+    workload: WorkloadSpec = WorkloadSpec()
+    """Where the prompts and lengths come from (``agent.bench.workload``); the default is today's
+    random prompts of ``input_len`` / ``output_len``."""
 
     def requests_at(self, concurrency: int) -> int:
         if self.min_requests is not None:
@@ -170,46 +180,3 @@ class BenchProgress(BaseModel):
     steps: int = 0
     elapsed_s: float = 0.0
     eta_s: float | None = None
-
-
-class BenchRequest(BaseModel):
-    """The body of ``POST /v1/bench`` (and of ``/v1/bench/plan``) as a console sends it; the agent
-    reads it with ``agent.bench.options``, naming a field it refuses. What is left out (None) is the
-    agent's default (:class:`BenchOptions`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mode: Literal["sweep", "compare"] = "compare"
-    concurrency: list[int]
-    min_requests: int | None = None
-    input_len: int | None = None
-    output_len: int | None = None
-    repeats: int | None = None
-    chat: bool | None = None
-    until: float | None = Field(None, description="The stopping rule's bound (0.04: ±4 %); repeats then not")
-    budget_s: float | None = Field(None, description="The stopping rule's time budget for the whole run")
-    arms: list[str] | None = Field(None, description="A compare's arms; None: every arm the server allows")
-    confirm_production: str | None = Field(None, description="A production profile's name, typed to confirm")
-    operator: str | None = Field(
-        None, description="Who asks, for the audit (the console passes the SSH user)"
-    )
-
-    def body(self) -> dict[str, object]:
-        """The JSON body: only what was said."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-    @property
-    def options(self) -> BenchOptions:
-        """The options the agent runs with for this body (its defaults where it says nothing)."""
-        given = self.model_dump(
-            exclude_none=True, exclude={"mode", "confirm_production", "until", "budget_s", "arms", "operator"}
-        )
-        rule = (
-            None
-            if self.until is None and self.budget_s is None
-            else StopRule(until=self.until, budget_s=self.budget_s)
-        )
-        arms = None if self.arms is None else tuple(self.arms)
-        return BenchOptions.model_validate(
-            {**given, "concurrency": tuple(self.concurrency), "stop": rule, "arms": arms}
-        )

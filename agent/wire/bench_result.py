@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.wire.bench_env import BenchEnvironment
+from agent.wire.bench_workload import WorkloadDrawn
 
 BenchState = Literal["running", "finished", "failed", "cancelled"]
 ARM_NAMES: tuple[str, ...] = ("on", "off", "adaptive", "baseline")
@@ -276,6 +277,9 @@ class BenchResult(_Open):
     arms: list[str] | None = Field(None, description="A compare's measured arms (newer results)")
     partial: PartialRun | None = Field(
         None, description="Set when the run was cut short: its levels are what it completed"
+    )
+    workload: WorkloadDrawn | None = Field(
+        None, description="Where the prompts and lengths came from (agent.bench.workload.describe)"
     )
 
     @property

@@ -29,7 +29,7 @@ from agent.wire.api import (
     VersionInfo,
 )
 from agent.wire.audit import AuditPage
-from agent.wire.bench import BenchRequest
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 from agent.wire.router import RouterView
 from console.link.base import Link, LinkError, StreamItem

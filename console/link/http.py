@@ -6,8 +6,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
 
+from agent.wire.bench_request import FIELD_RULE
 from console.link.base import Link, LinkError, StreamItem
 from console.link.errors import agent_socket_error
 from console.link.sse import SseParser
@@ -43,7 +44,40 @@ def _message(status: int, detail: Any) -> str:
         return "the agent refused the token (401): the token file changed; reconnect to read it again"
     if isinstance(detail, str):
         return f"{detail} (HTTP {status})"
+    refused = refusal_words(detail)
+    if refused is not None:
+        return f"{refused} (HTTP {status})"
     return f"the agent answered HTTP {status}: {detail}"
+
+
+class Refusal(BaseModel):
+    """One refusal of a 422 (``agent.api.errors``): where, in words, of which type."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    loc: list[str | int] = []
+    msg: str = ""
+    type: str = ""
+
+
+_REFUSALS = TypeAdapter(list[Refusal])
+
+
+def refusal_words(detail: Any) -> str | None:
+    """A 422's list of refusals as one line an operator reads, ``concurrency levels: a list of ...;
+    mode: sweep or compare`` (a worded refusal names its field itself); None for another shape."""
+    try:
+        refusals = _REFUSALS.validate_python(detail)
+    except ValidationError:
+        return None
+    if not refusals:
+        return None
+    lines = []
+    for refusal in refusals[:3]:
+        loc = [str(p) for p in refusal.loc if p != "body" and not isinstance(p, int)]
+        worded = refusal.type in (FIELD_RULE, "more_errors") or not loc
+        lines.append(refusal.msg if worded else f"{loc[-1]}: {refusal.msg}")
+    return "; ".join(lines)
 
 
 class UdsHttp:

@@ -167,9 +167,11 @@ def parse_result(result: wire.BenchResult) -> BenchResult:
 
 
 def _where(result: wire.BenchResult) -> tuple[tuple[str, str], ...]:
-    """Where it ran; an older result without ``environment`` is read from what it kept."""
+    """Where it ran, and its workload (newer results); an older result without ``environment`` is
+    read from what it kept."""
+    drawn = () if result.workload is None else (("workload", result.workload.words()),)
     if result.environment is not None:
-        return tuple(describe(result.environment))
+        return (*describe(result.environment), *drawn)
     try:
         return tuple(describe(parse_environment(result.stored())))
     except ValidationError as exc:

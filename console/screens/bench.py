@@ -21,7 +21,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
 from agent.wire.api import BenchPlan
-from agent.wire.bench import DEFAULT_REPEATS, BenchRequest
+from agent.wire.bench import DEFAULT_REPEATS
+from agent.wire.bench_request import BenchRequest
 from console.link import LinkError
 from console.model import ConsoleModel
 from console.model.bench_result import RunSummary, parse_result, parse_runs
@@ -36,6 +37,7 @@ from console.widgets.bench_words import (
     ended_words,
     progress_text,
     recommendation_text,
+    request_or_words,
     result_chart,
     result_table,
     stop_fields,
@@ -240,12 +242,15 @@ class BenchScreen(LiveScreen):
         if not levels:
             return "concurrency needs at least one level, e.g. 1,2,4,8"
         mode = "sweep" if self.query_one("#bench-mode", Select).value == "sweep" else "compare"
-        given: dict[str, int] = {}
+        given: dict[str, object] = {}
         for key, selector in (("min_requests", "#bench-requests"), ("output_len", "#bench-output"),
                               ("input_len", "#bench-input")):  # fmt: skip
             text = self.query_one(selector, Input).value.strip()
             if text:
-                given[key] = int(text)
+                try:
+                    given[key] = int(text)
+                except ValueError:
+                    return f"{key}: {text} is not a whole number"
         rule = stop_fields(
             self.query_one("#bench-until", Input).value, self.query_one("#bench-budget", Input).value
         )
@@ -254,15 +259,10 @@ class BenchScreen(LiveScreen):
         arms = [a.strip() for a in self.query_one("#bench-arms", Input).value.split(",") if a.strip()]
         if arms and mode != "compare":
             return "arms are a compare's (on, off, adaptive): choose compare, or leave arms empty"
-        return BenchRequest(
-            mode=mode,
-            concurrency=levels,
-            repeats=None if rule else DEFAULT_REPEATS,
-            until=rule.until if rule else None,
-            budget_s=rule.budget_s if rule else None,
-            arms=arms or None,
-            **given,
-        )
+        given |= {"mode": mode, "concurrency": levels, "repeats": None if rule else DEFAULT_REPEATS,
+                  "until": rule.until if rule else None, "budget_s": rule.budget_s if rule else None,
+                  "arms": arms or None}  # fmt: skip
+        return request_or_words(given)
 
     @work(exclusive=True, group="bench-start")
     async def start(self) -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 import re
 
+from pydantic import ValidationError
 from rich.table import Table
 from rich.text import Text
 
 from agent.wire.api import BenchPlan
-from agent.wire.bench import BenchRequest, StopRule
+from agent.wire.bench import StopRule
+from agent.wire.bench_request import BenchRequest, field_words
 from console.model.bench import BenchRun
 from console.model.bench_result import ArmResult, BenchResult
 from console.widgets.chart import ChartData, Rule, Series
@@ -258,6 +260,15 @@ def confirm_body(
 
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
 _UNIT_S = {None: 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def request_or_words(fields: dict[str, object]) -> BenchRequest | str:
+    """The request the Bench screen's fields make, or the first rule they break in the agent's own
+    words (``BenchRequest`` is the agent's body: the same bounds, checked before anything is sent)."""
+    try:
+        return BenchRequest.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        return field_words(exc.errors())
 
 
 def stop_fields(until: str, budget: str) -> StopRule | str | None:

@@ -28,6 +28,7 @@ from agent.profile.store import load_profile
 from agent.sglang import kv
 from agent.sglang.live_control import LIVE_STEPS_KEY, LIVE_THRESHOLD_KEY, READBACK_FIELD, RELEASE_PINNED_STEPS
 from agent.sim.server import run_sim
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -215,7 +216,7 @@ async def test_runner_stores_progress_and_a_failed_run_when_the_engine_dies(tmp_
         "min_level_seconds": 0,
     }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=4) as sim:
-        bench_id = runs.start(sim.url, body)
+        bench_id = runs.start(sim.url, BenchRequest.model_validate(body))
         assert runs.list()[0].state == "running"
         await asyncio.wait_for(on_arm_started.wait(), 60)
     record = await runs.wait(bench_id)
@@ -242,7 +243,7 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
     }
     async with run_sim(EAGLE3, port=0, speedup=20, seed=6) as sim:
         original = await _threshold(sim.url)
-        bench_id = runs.start(sim.url, body)
+        bench_id = runs.start(sim.url, BenchRequest.model_validate(body))
 
         async def forced_off() -> None:
             while await _threshold(sim.url) != 1:
@@ -258,7 +259,8 @@ async def test_runner_cancel_restores_the_threshold(tmp_path: Path) -> None:
 
 async def test_runner_fails_clearly_when_no_engine_answers(tmp_path: Path) -> None:
     runs = BenchRuns(BenchStore(tmp_path))
-    bench_id = runs.start("http://127.0.0.1:9", {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0})
+    body = {"mode": "sweep", "concurrency": [1], "min_level_seconds": 0}
+    bench_id = runs.start("http://127.0.0.1:9", BenchRequest.model_validate(body))
     record = await runs.wait(bench_id)
     assert record.state == "failed" and "the engine is not up" in str(record.error)
 

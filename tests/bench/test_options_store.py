@@ -1,33 +1,41 @@
-"""Option validation names the field; the results store writes atomically and lists runs."""
+"""A request's fields name what they allow (``BenchRequest``); the results store writes atomically and lists runs."""
 
 from __future__ import annotations
 
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from agent.bench.options import BenchOptionError, options_from_mapping, parse_concurrency
 from agent.bench.store import BenchStore, UnknownBench, new_bench_id
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 
 
-def test_concurrency_is_parsed_sorted_and_checked() -> None:
-    assert parse_concurrency("4,1,2") == (1, 2, 4)
-    for bad, words in (
-        ("1,a", "comma-separated"),
-        ("0,2", "from 1 to 4096"),
-        ("2,2", "unique"),
-        ("", "at least"),
-    ):
-        with pytest.raises(BenchOptionError, match=words) as info:
-            parse_concurrency(bad)
-        assert info.value.field_name == "concurrency"
+def _refused(body: dict[str, Any]) -> dict[str, Any]:
+    with pytest.raises(ValidationError) as info:
+        BenchRequest.model_validate(body)
+    [error] = info.value.errors()
+    return dict(error)
+
+
+def test_concurrency_is_sorted_and_checked() -> None:
+    assert BenchRequest(concurrency=[4, 1, 2]).options.concurrency == (1, 2, 4)
+    for bad in (["a"], [0, 2], [2, 2], [], [True], 4, [1] * 65):
+        error = _refused({"concurrency": bad})
+        assert error["loc"] == ("concurrency",), bad
+        assert error["msg"] == (
+            "concurrency levels: a list of 1 to 64 different whole numbers from 1 to 4096, e.g. [1, 4, 16]"
+        )
 
 
 def test_body_options_refuse_unknown_and_bad_fields_by_name() -> None:
-    opts = options_from_mapping({"concurrency": [8, 1], "input_len": 64, "output_len": 32, "mode": "sweep"})
+    opts = BenchRequest.model_validate(
+        {"concurrency": [8, 1], "input_len": 64, "output_len": 32, "mode": "sweep"}
+    ).options
     assert opts.concurrency == (1, 8) and opts.input_len == 64 and opts.requests_at(8) == 16
     assert opts.repeats == 2 and opts.requests_at(1) == 8
     for body, field in (
@@ -42,15 +50,15 @@ def test_body_options_refuse_unknown_and_bad_fields_by_name() -> None:
         ({"repeats": 21}, "repeats"),
         ({"min_requests": 2, "requests_per_level": 2}, "requests_per_level"),
     ):
-        with pytest.raises(BenchOptionError) as info:
-            options_from_mapping(body)
-        assert info.value.field_name == field
+        assert _refused(body)["loc"] == (field,), body
 
 
 def test_older_body_names_still_mean_the_window_options() -> None:
-    opts = options_from_mapping({"requests_per_level": 5, "min_level_seconds": 0.5, "repeats": 3})
+    request = BenchRequest.model_validate({"requests_per_level": 5, "min_level_seconds": 0.5, "repeats": 3})
+    opts = request.options
     assert (opts.min_requests, opts.min_window_s, opts.repeats) == (5, 0.5, 3)
     assert opts.requests_at(64) == 5
+    assert request.body()["min_requests"] == 5  # sent on under the field's own name
 
 
 def test_store_saves_lists_and_refuses_bad_ids(tmp_path: Path) -> None:
@@ -84,14 +92,18 @@ def test_unreadable_result_is_listed_as_failed(tmp_path: Path) -> None:
     json.dumps(summary.run_line())
 
 
-def test_a_refused_value_is_quoted_in_json_words_never_as_a_python_repr() -> None:
+def test_a_refused_value_is_said_in_words_never_quoted_nor_as_a_python_repr() -> None:
     for body, words in (
-        ({"chat": None}, "chat: no value: must be true or false"),
-        ({"input_len": True}, "input_len: true: must be an integer from"),
-        ({"min_window_s": [1]}, "min_window_s: [1]: must be a number of seconds"),
-        ({"requests_per_level": "ten"}, "requests_per_level: “ten”: must be an integer from"),
+        ({"chat": "yes"}, "chat: true or false"),
+        ({"input_len": True}, "prompt length in tokens: a whole number from 1 to 1000000"),
+        ({"min_window_s": [1]}, "shortest window: a number of seconds from 0 to 3600"),
+        ({"requests_per_level": "ten"}, "completed requests per window: a whole number from 1 to 100000"),
+        ({"budget_s": 3.5964e6}, "the run's time budget: a number of seconds from 10 to 86400 (24 h)"),
+        ({"mode": None}, "mode: sweep or compare"),
+        ({"baseline_url": True}, "the baseline server: an http:// or https:// URL"),
+        ({"arms": {"a": 1}}, "arms: a list of 1 to 4 different arms of on, off, adaptive, baseline"),
+        ({"drain_wait_s": "\ud800"}, "wait for other clients' requests: a number of seconds from 0 to 3600"),
     ):
-        with pytest.raises(BenchOptionError) as info:
-            options_from_mapping(body)
-        assert str(info.value).startswith(words), str(info.value)
-        assert not any(r in str(info.value) for r in ("None", "True", "'"))
+        msg = _refused(body)["msg"]
+        assert msg.startswith(words), msg
+        assert not any(r in msg for r in ("None", "True", "{'", "e+06", "\ud800", "ten", "yes"))

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from agent.bench.aggregate import RunOutcome
 from agent.bench.compare import run_compare
 from agent.bench.engine import EngineError
 from agent.bench.estimate import estimate
-from agent.bench.options import BenchOptionError, BenchOptions, options_from_mapping, parse_arms
+from agent.bench.options import BenchOptions
 from agent.bench.progress import BenchProgress, RunTracker
 from agent.bench.report import compare_table, sweep_table
 from agent.bench.runner import BenchRuns
@@ -30,7 +31,6 @@ from agent.bench.stopping import (
     StopRule,
     StopRuleError,
     first_steps,
-    make_rule,
     measure,
     parse_budget,
     parse_until,
@@ -40,6 +40,7 @@ from agent.bench.sweep import run_sweep
 from agent.profile.store import load_profile
 from agent.sglang.live_control import LIVE_THRESHOLD_KEY
 from agent.sim.server import run_sim
+from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 from tests.bench.scripted_engine import Request, ScriptedEngine, serve
 
@@ -52,10 +53,7 @@ def test_the_bound_and_the_budget_read_as_an_operator_writes_them() -> None:
     assert parse_budget("1h30m") == 5400.0 and parse_budget("1.5h") == 5400.0
     for bad, field, words in (
         ("four", "until", "not a share"),
-        ("80%", "until", "from 0.005 to 0.5"),
-        ("0", "until", "from 0.005"),
         ("soon", "budget", "not a duration"),
-        ("5s", "budget", "from 10 s"),
         ("", "budget", "not a duration"),
     ):
         with pytest.raises(StopRuleError, match=words) as info:
@@ -63,33 +61,47 @@ def test_the_bound_and_the_budget_read_as_an_operator_writes_them() -> None:
         assert info.value.field_name == field
 
 
+def _refusal(body: dict[str, Any]) -> tuple[str, str]:
+    with pytest.raises(ValidationError) as info:
+        BenchRequest.model_validate(body)
+    [error] = info.value.errors()
+    return str(error["loc"][0]), error["msg"]
+
+
 def test_a_rule_needs_a_bound_or_a_budget_and_sane_window_counts() -> None:
-    assert make_rule(None, None, None, None) is None
-    rule = make_rule(0.04, None, None, None)
+    assert BenchRequest().stop is None
+    rule = BenchRequest(until=0.04).stop
     assert rule == StopRule(until=0.04, min_windows=DEFAULT_MIN_WINDOWS, max_windows=DEFAULT_MAX_WINDOWS)
     assert (DEFAULT_MIN_WINDOWS, DEFAULT_MAX_WINDOWS) == (4, 12)
     assert rule.words() == (
         "until every arm's 95 % interval is within ±4 % (4 to 12 windows of every arm at a level)"
     )
-    budget = make_rule(None, 600, 2, 5)
+    budget = BenchRequest(budget_s=600, min_windows=2, max_windows=5).stop
     assert budget is not None and budget.words() == (
         "until the run's budget of 10 min 00 s runs out (2 to 5 windows of every arm at a level)"
     )
-    for args, field in (
-        ((None, None, 4, None), "min_windows"),
-        ((0.04, None, 1, None), "min_windows"),
-        ((0.04, None, 6, 5), "max_windows"),
-        ((0.04, None, None, 101), "max_windows"),
+    for body, field in (
+        ({"min_windows": 4}, "min_windows"),
+        ({"until": 0.04, "min_windows": 1}, "min_windows"),
+        ({"until": 0.04, "min_windows": 6, "max_windows": 5}, "max_windows"),
+        ({"until": 0.04, "max_windows": 101}, "max_windows"),
+        ({"until": 0.8}, "until"),
+        ({"until": 0}, "until"),
+        ({"budget_s": 5}, "budget_s"),
     ):
-        with pytest.raises(StopRuleError) as info:
-            make_rule(*args)
-        assert info.value.field_name == field, args
+        assert _refusal(body)[0] == field, body
 
 
 def test_a_body_gives_the_rule_and_the_arms_or_a_named_error() -> None:
-    opts = options_from_mapping(
-        {"mode": "compare", "until": 0.04, "budget_s": 900, "arms": ["baseline", "off"]}
-    )
+    opts = BenchRequest.model_validate(
+        {
+            "mode": "compare",
+            "until": 0.04,
+            "budget_s": 900,
+            "arms": ["baseline", "off"],
+            "baseline_url": "http://127.0.0.1:9",
+        }
+    ).options
     assert opts.stop == StopRule(until=0.04, budget_s=900.0)
     assert opts.arms == ("off", "baseline"), "in the results' order"
     assert opts.public_dict()["arms"] == ["off", "baseline"]
@@ -100,19 +112,18 @@ def test_a_body_gives_the_rule_and_the_arms_or_a_named_error() -> None:
         "max_windows": 12,
     }
     for body, field, words in (
-        ({"until": 0.04, "repeats": 3}, "repeats", "with until or budget_s"),
-        ({"until": "4%"}, "until", "must be a share"),
-        ({"budget_s": 1}, "budget_s", "from 10 s"),
-        ({"max_windows": 8}, "max_windows", "only with until"),
-        ({"arms": ["of"]}, "arms", "is not an arm; allowed: on, off, adaptive, baseline"),
-        ({"arms": []}, "arms", "at least one"),
-        ({"arms": ["on", "on"]}, "arms", "each arm once"),
+        ({"until": 0.04, "repeats": 3}, "repeats", "not with a stopping rule (until or budget_s)"),
+        ({"until": "4%"}, "until", "a share from 0.005 to 0.5"),
+        ({"budget_s": 1}, "budget_s", "from 10 to 86400"),
+        ({"max_windows": 8}, "max_windows", "only with a stopping rule (until"),
+        ({"arms": ["of"]}, "arms", "different arms of on, off, adaptive, baseline"),
+        ({"arms": []}, "arms", "a list of 1 to 4"),
+        ({"arms": ["on", "on"]}, "arms", "different arms"),
         ({"mode": "sweep", "arms": ["on"]}, "arms", "only a compare has arms"),
+        ({"arms": ["baseline"]}, "arms", "needs baseline_url"),
     ):
-        with pytest.raises(BenchOptionError, match=words) as info:
-            options_from_mapping(body)
-        assert info.value.field_name == field, body
-    assert parse_arms("baseline, off") == ("off", "baseline")
+        got, msg = _refusal(body)
+        assert got == field and words in msg, (body, msg)
 
 
 # ------------------------------------------------------------------ the loop, on a set clock
@@ -342,12 +353,19 @@ async def test_the_cli_runs_chosen_arms_until_the_bound_and_prints_what_ended_ea
 async def test_the_cli_refuses_a_rule_it_cannot_follow_before_sending_anything() -> None:
     url = ["--url", "http://127.0.0.1:9"]
     for args, flag, words in (
-        (["--until", "4%", "--repeats", "3"], "--repeats", "with --until or --budget"),
+        (["--until", "4%", "--repeats", "3"], "--repeats", "not with a stopping rule (--until or --budget)"),
         (["--until", "lots"], "--until", "not a share"),
-        (["--budget", "2s"], "--budget", "from 10 s"),
-        (["--max-windows", "5"], "--max-windows", "only with --until (a bound on the intervals) or --budget"),
+        (["--until", "80%"], "--until", "a share from 0.005 to 0.5"),
+        (["--budget", "2s"], "--budget", "a number of seconds from 10 to 86400"),
+        (
+            ["--max-windows", "5"],
+            "--max-windows",
+            "only with a stopping rule (--until, a bound on the intervals",
+        ),
         (["--arms", "off,baseline"], "--arms", "needs --baseline-url"),
-        (["--arms", "fast"], "--arms", "is not an arm"),
+        (["--arms", "fast"], "--arms", "different arms of on, off, adaptive, baseline"),
+        (["--concurrency", "1,1"], "--concurrency", "different whole numbers from 1 to 4096"),
+        (["--input-len", "0"], "--input-len", "a whole number from 1 to 1000000"),
     ):
         rc, _, err = await _agent("compare", *url, *args)
         assert rc == 2 and err.startswith(f"agent bench: {flag}") and words in err, (args, err)
@@ -355,14 +373,11 @@ async def test_the_cli_refuses_a_rule_it_cannot_follow_before_sending_anything()
 
 async def test_the_agents_runner_takes_the_rule_and_the_arms_from_the_body(tmp_path: Path) -> None:
     runs = BenchRuns(BenchStore(tmp_path))
-    with pytest.raises(BenchOptionError, match="needs baseline_url") as info:
-        runs.check({"mode": "compare", "arms": ["baseline"]})
-    assert info.value.field_name == "arms"
     body = {"mode": "compare", "concurrency": [4], "input_len": 32, "output_len": 16, "min_requests": 4,
             "min_window_s": 0, "drain_wait_s": 0, "until": 0.35, "min_windows": 2, "max_windows": 2,
             "arms": ["on", "off"]}  # fmt: skip
     async with run_sim(load_profile(EAGLE3), port=0, speedup=50, seed=5) as sim:
-        record = await runs.wait(runs.start(sim.url, body))
+        record = await runs.wait(runs.start(sim.url, BenchRequest.model_validate(body)))
     assert record.state == "finished", record.error
     [level] = record.levels
     assert level.stopping is not None and level.stopping.windows == 2

@@ -73,10 +73,11 @@ async def test_a_refused_start_shows_the_agents_reason_and_starts_nothing(agent:
     app = make_app(agent)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_bench(app, pilot, levels="1,5000")
-        await pilot.click("#bench-start")  # the agent's plan refuses it before any confirm is asked
-        shown = await until(lambda: "refused" in text_of(app, "#bench-status") and text_of(app, "#bench-status"),
+        await pilot.click("#bench-start")  # the agent's own request refuses it before anything is sent
+        shown = await until(lambda: "4096" in text_of(app, "#bench-status") and text_of(app, "#bench-status"),
                             what="the refusal")  # fmt: skip
-        assert "concurrency" in shown and "from 1 to 4096" in shown
+        assert "concurrency levels: a list of 1 to 64 different whole numbers from 1 to 4096" in shown
+        assert not isinstance(app.screen, ConfirmDialog)
         assert screen.bench_id is None
     assert await agent.bench_runs() == []
 

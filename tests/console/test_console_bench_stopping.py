@@ -98,6 +98,14 @@ async def test_the_form_sends_the_rule_and_the_arms_and_the_confirm_says_them(ag
         screen.action_bench_start()  # as the binding and the Start button do
         await until(lambda: "not a share" in text_of(app, "#bench-status"), what="the bad bound said")
         assert not isinstance(app.screen, ConfirmDialog)
+        # A range the agent refuses is said before anything is sent, in the agent's own words
+        # (the screen builds the agent's BenchRequest).
+        screen.query_one("#bench-until", Input).value = ""
+        screen.query_one("#bench-budget", Input).value = "5"
+        screen.action_bench_start()
+        await until(lambda: "the run's time budget: a number of seconds from 10 to 86400 (24 h)"
+                    in text_of(app, "#bench-status"), what="the budget's range said")  # fmt: skip
+        assert not isinstance(app.screen, ConfirmDialog)
         screen.query_one("#bench-until", Input).value = "4%"
         screen.query_one("#bench-budget", Input).value = "20m"
         screen.query_one("#bench-arms", Input).value = "off, adaptive"

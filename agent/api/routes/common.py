@@ -8,6 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
+from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.control.audit import AuditUnavailable
@@ -53,6 +54,13 @@ OPERATOR = Field(
     pattern=PRINTABLE,
     description="Who asks, for the audit (the console passes the SSH user); printable text",
 )
+
+
+ProfileName = Annotated[
+    str, PathParam(max_length=NAME_MAX, description="A profile's name: its file's, without .toml")
+]
+"""A profile's name in a path, bounded before anything quotes or audits it (a 60,000-character name
+was echoed into the answer and twice into the audit, per request)."""
 
 
 def issues(exc: ProfileError) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Header, HTTPException, Request
 from fastapi.responses import Response
 from pydantic import Field
 
-from agent.api.routes.common import OPERATOR, Body, DaemonDep, audited, begin, guarded, issues
+from agent.api.routes.common import OPERATOR, Body, DaemonDep, ProfileName, audited, begin, guarded, issues
 from agent.control.library import UnknownProfile
 from agent.control.profile_view import shown_profile, shown_toml
 from agent.control.writes import WriteGuard
@@ -70,7 +70,7 @@ async def running_profile(daemon: DaemonDep) -> dict[str, Any]:
 
 
 @router.get("/profiles/{name}", response_model=ProfileRead)
-async def read_profile(daemon: DaemonDep, name: str, response: Response) -> dict[str, Any]:
+async def read_profile(daemon: DaemonDep, name: ProfileName, response: Response) -> dict[str, Any]:
     try:
         read = daemon.library.read(name)
     except UnknownProfile:
@@ -84,7 +84,7 @@ async def read_profile(daemon: DaemonDep, name: str, response: Response) -> dict
 @router.put("/profiles/{name}", response_model=ProfileSaved)
 async def save_profile(
     daemon: DaemonDep,
-    name: str,
+    name: ProfileName,
     body: ProfileText,
     response: Response,
     http: Request,
@@ -101,7 +101,7 @@ async def save_profile(
 @router.delete("/profiles/{name}", response_model=ProfileDeleted)
 async def delete_profile(
     daemon: DaemonDep,
-    name: str,
+    name: ProfileName,
     http: Request,
     body: ProfileDelete | None = None,
     if_match: str | None = Header(None, max_length=512, description="The digest of the version deleted"),
@@ -116,7 +116,7 @@ async def delete_profile(
 
 
 @router.get("/profiles/{name}/diff", response_model=ProfileDiff)
-async def diff_profile(daemon: DaemonDep, name: str) -> dict[str, Any]:
+async def diff_profile(daemon: DaemonDep, name: ProfileName) -> dict[str, Any]:
     try:
         return daemon.library.diff(name, daemon.profile, daemon.launched_profile)
     except UnknownProfile:

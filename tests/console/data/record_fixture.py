@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.wire import ActionRequest, Event
-from agent.wire.bench import BenchRequest
+from agent.wire.bench_request import BenchRequest
 from console.demo.stack import DemoStack
 from console.link import LinkError
 from console.link.client import AgentClient
