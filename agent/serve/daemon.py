@@ -82,6 +82,8 @@ class ServeConfig:
     gpu_fixture: Path | None = None
     sim_speedup: float | None = None
     sim_draft_acceptance: str | None = None
+    sim_drafter_change: str | None = None
+    """``agent sim --drafter-change`` (AFTER_S:NAME, checked by the CLI)."""
     router_url: str | None = None
     """SGLang's router in front of this host and others (``--router-url``): ``GET /v1/router`` reads it."""
 
@@ -196,6 +198,7 @@ class Daemon:
                 self.paths.engine_dir,
                 speedup=self.config.sim_speedup,
                 draft_acceptance=self.config.sim_draft_acceptance,
+                drafter_change=self.config.sim_drafter_change,
             )
         return sglang_spec(profile, self.paths.engine_dir)
 
