@@ -434,7 +434,7 @@ class Daemon:
                     "off_reason", "off_detail")  # fmt: skip
             out["latest_snapshot_at"] = snap.time
             out["speculation"] = spec.model_dump(mode="json", include=set(keys))
-            out["findings"] = [f.model_dump(mode="json", include={"code", "severity", "title", "since"})
+            out["findings"] = [f.model_dump(mode="json", include={"code", "severity", "title", "action", "since"})
                                for f in snap.findings]  # fmt: skip
         if self.bench is not None:
             runs = self.bench.runs.list()
