@@ -10,7 +10,8 @@ loop. Three findings read it, with thresholds from the profile's ``[health]`` se
   with nothing accepted. SGLang's adaptive policy answers a collapse by drafting fewer steps, so
   where the recent readings were at other step counts the recent level is carried to this one by
   the acceptance model (``accept_model``: each draft position kept with one probability). Readings taken while a collapse holds do not enter the recent level, so it
-  holds until the acceptance comes back, not until the bad readings have become the norm.
+  holds until the acceptance comes back or ``accept_baseline_s`` has passed: a level that lasts that
+  long is the server's new one (``wasted_drafts`` and ``accept_length_stuck`` say whether it pays).
 * **accept_loop**: the accept length held at the draft's maximum (steps + 1) for a stretch of the
   clients' traffic.
 * **wasted_drafts**: the share of drafted tokens rejected over the last minute, and the decoding time
@@ -25,7 +26,7 @@ not the clients' traffic: while its requests weigh on the windows nothing is jud
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from agent.profile.health import Health
@@ -97,9 +98,13 @@ class AcceptanceWatch:
         if reading is not None:
             steps, value = reading
             collapse = self._collapse(now, steps, value, limits)
-            self._readings.append(Reading(now, steps, value, collapse is not None))
-            if collapse is not None:
+            if collapse is not None:  # the window that showed it belongs to it, not to the recent level
+                start = now - limits.accept_collapse_window_s
+                self._readings = deque(
+                    replace(r, collapsed=True) if r.time > start else r for r in self._readings
+                )
                 found.append(collapse)
+            self._readings.append(Reading(now, steps, value, collapse is not None))
             if value - 1.0 >= limits.accept_loop_min_share * steps:
                 self._loop_since = now if self._loop_since is None else self._loop_since
                 self._loop_readings += 1
