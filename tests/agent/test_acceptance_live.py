@@ -110,7 +110,7 @@ async def test_a_drafter_that_stops_matching_raises_collapse_and_wasted_drafts_e
         "--sim-speedup",
         "4",
         "--sim-drafter-change",
-        "60:random",
+        "200:random",
         "--metrics-listen",
         f"127.0.0.1:{port}",
     ]

@@ -1,8 +1,9 @@
 """The console's Overview shows an acceptance collapse with its words and its lever (issue 49).
 
-The real app (Pilot) on the real agent, whose simulated drafter stops matching a minute (modelled)
-into eight clients' traffic (``--sim-drafter-change 60:random``): the findings area must name the
-collapse and say to stop drafting, with the threshold or the autopilot. Waits are for the screen.
+The real app (Pilot) on the real agent, whose simulated drafter stops matching 200 modelled seconds
+(50 s at speedup 4: a recent level first) into eight clients' traffic (``--sim-drafter-change
+200:random``): the findings area must name the collapse and say to stop drafting, with the
+threshold or the autopilot. Waits are for the screen.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def drifting_agent() -> AsyncIterator[RunningAgent]:
         shutil.copy(shipped, profiles / shipped.name)
     profile = profiles / "local-sim.toml"
     profile.write_text(profile.read_text() + HEALTH)
-    extra = ["--sim-speedup", "4", "--sim-drafter-change", "60:random"]
+    extra = ["--sim-speedup", "4", "--sim-drafter-change", "200:random"]
     agent = RunningAgent(root=root, profile=profile, extra_args=extra)
     agent.launch()
     try:
