@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --demo: three simulated hosts behind SGLang's real router (smg), traffic through it",
     )
     parser.add_argument(
+        "--demo-drafter",
+        metavar="AFTER_S:NAME",
+        help="with --demo: the simulated drafter changes after AFTER_S seconds, e.g. 60:random (it stops "
+        "matching: acceptance collapses, drafts are wasted) or 60:oracle (a looping client); the "
+        "Overview's findings say so (docs/sim.md)",
+    )
+    parser.add_argument(
         "--socket", type=Path, help="the local agent's UNIX socket (default: the agent's own)"
     )
     parser.add_argument(
@@ -196,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.demo_drafter and (not args.demo or args.fleet):
+        print("k25console: --demo-drafter goes with --demo (one host)", file=sys.stderr)
+        return 2
     try:
         if args.demo and args.fleet:
             return run_fleet_demo(args)
@@ -212,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ConsoleApp(link, readonly=args.readonly, theme=args.theme).run()
             return 0
         if args.demo:
-            demo = DemoStack()
+            drafter = ["--sim-drafter-change", args.demo_drafter] if args.demo_drafter else None
+            demo = DemoStack(agent_args=drafter)
             # A kill or a closed terminal must still stop the demo's processes (the guard covers SIGKILL).
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
             signal.signal(signal.SIGHUP, lambda *_: _hung_up(demo))

@@ -57,3 +57,15 @@ def test_only_the_missing_ones_are_named(tmp_path: Path) -> None:
     done = _dev_test(tmp_path, extra_path=str(tools))
     assert done.returncode == 1
     assert "sudo apt-get install --no-install-recommends prometheus systemd\n" in done.stderr
+
+
+def test_a_missing_promtool_names_the_prometheus_package_once(tmp_path: Path) -> None:
+    """promtool (the alerting rules' tests) ships in Debian's prometheus package, as the server does."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("sshd", "ssh-keygen", "patch", "git", "prometheus", "systemd-analyze"):
+        (tools / name).write_text("#!/bin/sh\n")
+        (tools / name).chmod(0o755)
+    done = _dev_test(tmp_path, extra_path=str(tools))
+    assert done.returncode == 1
+    assert "sudo apt-get install --no-install-recommends prometheus\n" in done.stderr

@@ -62,3 +62,16 @@ def test_it_shows_what_the_issue_asks_for_next_to_sglangs_series() -> None:
     for name in ("Speculation on", "Speculation off"):
         assert "k25_speculation_switches_total" in annotations[name]["expr"]
         assert annotations[name]["enable"] is True
+
+
+def test_it_has_the_panels_that_go_with_the_alerting_rules() -> None:
+    """Issue 49: the wasted drafts and the acceptance findings over time, the rules' alerts, and the
+    autopilot's reverts, next to what deploy/prometheus/k25console-rules.yml alerts on."""
+    exprs = {p["title"]: " ".join(t["expr"] for t in p["targets"]) for p in board()["panels"]}
+    wasted = exprs["Wasted drafts"]
+    assert "k25_speculation_rejected_draft_ratio" in wasted
+    assert "k25_speculation_wasted_draft_seconds_per_minute" in wasted
+    acceptance = exprs["Acceptance findings"]
+    assert all(code in acceptance for code in ("accept_collapse", "accept_loop", "wasted_drafts"))
+    assert 'ALERTS{alertname=~"K25.+"}' in exprs["k25console alerts"]
+    assert "k25_autopilot_reverts_total" in exprs["Autopilot reverts in range"]

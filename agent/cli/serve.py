@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from agent.cli.sim import drafter_change_arg
 from agent.profile import ProfileError, load_profile
 
 # Start-up cost: `agent` imports every command module to build its parser, so what only this
@@ -73,6 +74,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=("calibrated", "oracle", "random"),
         help="passed to `agent sim --draft-acceptance`: the simulated drafter (oracle: every draft kept, "
         "random: none)",
+    )
+    p.add_argument(
+        "--sim-drafter-change",
+        type=drafter_change_arg,
+        metavar="AFTER_S:NAME",
+        help="passed to `agent sim --drafter-change`: the drafter changes while the engine runs, e.g. "
+        "60:random (stops matching) or 60:oracle (a looping client)",
     )
     p.add_argument(
         "--router-url",
@@ -195,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
         gpu_fixture=args.gpu_fixture,
         sim_speedup=args.sim_speedup,
         sim_draft_acceptance=args.sim_draft_acceptance,
+        sim_drafter_change=None if args.sim_drafter_change is None else str(args.sim_drafter_change),
         router_url=args.router_url,
         router_metrics_url=args.router_metrics_url,
     )

@@ -13,13 +13,27 @@ import json
 import signal
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from agent.profile.store import ProfileError, load_profile
 from agent.sglang.launch import LaunchError, read_key_file
 
+if TYPE_CHECKING:
+    from agent.sim.drafter_change import DrafterChange
+
 # Start-up cost: `agent` imports every command module to build its parser, so what only this
 # command needs (FastAPI, uvicorn, httpx, the simulator, the daemon) is imported inside the
 # function that runs it; `agent --help` and the other commands do not load it.
+
+
+def drafter_change_arg(text: str) -> DrafterChange:
+    """``--drafter-change``'s type (``agent serve --sim-drafter-change`` too): the error says what is allowed."""
+    from agent.sim.drafter_change import parse_drafter_change
+
+    try:
+        return parse_drafter_change(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,6 +59,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="calibrated",
         help="how drafts are accepted: calibrated (the Kimi K2.5 EAGLE-3 drafters, default), oracle (every "
         "draft: accept length = steps + 1) or random (none: accept length 1), as agent smoke's tiny heads",
+    )
+    parser.add_argument(
+        "--drafter-change",
+        type=drafter_change_arg,
+        metavar="AFTER_S:NAME",
+        help="after AFTER_S modelled seconds, requests that arrive draw their acceptance from NAME: random "
+        "or low (a drafter that stops matching: acceptance collapses, drafts are wasted), oracle (a looping "
+        "client: every draft kept), calibrated; e.g. 60:random (docs/sim.md)",
     )
     parser.set_defaults(handler=run)
 
@@ -131,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
                 api_key=api_key,
                 admin_api_key=admin_key,
                 draft_acceptance=args.draft_acceptance,
+                drafter_change=args.drafter_change,
             ) as sim:
                 cfg = sim.server.config
                 print(
@@ -141,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
                 )
                 for note in cfg.notes:
                     print(f"agent sim: {note}", flush=True)
+                if args.drafter_change is not None:
+                    change = args.drafter_change
+                    print(
+                        f"agent sim: drafter changes to {change.name} after {change.after_s:g} s", flush=True
+                    )
                 await stop.wait()
         except OSError as exc:
             print(

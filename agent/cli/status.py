@@ -110,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"findings: {len(findings) or 'none'}")
     for f in findings:
         print(f"  {f.get('severity')}: {f.get('title')}")
+        if f.get("action"):
+            print(f"    what to do: {f['action']}")
     print(bench_line(status.get("bench")))
     return 0
 

@@ -54,7 +54,12 @@ def write_private(path: Path, text: str) -> Path:
 
 
 def sim_spec(
-    profile: Profile, run_dir: Path, *, speedup: float | None = None, draft_acceptance: str | None = None
+    profile: Profile,
+    run_dir: Path,
+    *,
+    speedup: float | None = None,
+    draft_acceptance: str | None = None,
+    drafter_change: str | None = None,
 ) -> EngineSpec:
     # The simulator reads its settings from the file; its environment comes from the process, so
     # the file keeps the env values hidden like every other copy the agent writes.
@@ -66,6 +71,8 @@ def sim_spec(
         argv += ["--speedup", repr(speedup)]
     if draft_acceptance is not None:
         argv += ["--draft-acceptance", draft_acceptance]
+    if drafter_change is not None:
+        argv += ["--drafter-change", drafter_change]
     if profile.server.api_key_file:
         argv += ["--api-key-file", str(Path(profile.server.api_key_file).expanduser())]
     env = {k: v for k, v in os.environ.items()}

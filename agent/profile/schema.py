@@ -12,27 +12,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from agent.profile.health import Health
+from agent.profile.section import KeyedValueError, _Section
+
+__all__ = ["Health", "KeyedValueError"]
 
 SCHEMA_VERSION: Literal[1] = 1
 
 _SAFE_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
-
-
-class KeyedValueError(ValueError):
-    """A cross-field rule broken by one key; carries that key so the error can name it."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
-class _Section(BaseModel):
-    """Every section refuses unknown keys: a typo must be an error, not a silently ignored setting."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, validate_default=True)
 
 
 def _check_path(value: str, what: str) -> str:
@@ -335,35 +326,6 @@ class Telemetry(_Section):
     server_info_every_ticks: int = Field(5, ge=1, le=60)
 
 
-class Health(_Section):
-    """When the health findings that watch the load fire (``agent.telemetry.health``).
-
-    The defaults suit the shipped deployment; a finding that cries wolf is one an operator learns to
-    ignore, so each rule waits for its condition to hold, not for one bad tick.
-    """
-
-    queue_window_s: float = Field(
-        30.0, ge=1.0, le=3600.0, description="The queue must not have shrunk over this long"
-    )
-    queue_min_requests: int = Field(8, ge=1, le=100_000, description="... and hold at least this many")
-    ttft_p99_target_s: float = Field(
-        10.0, gt=0.0, le=3600.0, description="Time to first token (p99 over the telemetry window) above this"
-    )
-    kv_used_max_pct: float = Field(90.0, gt=0.0, le=100.0, description="KV pool used at or above this")
-    idle_after_s: float = Field(
-        300.0, ge=0.0, le=86_400.0, description="No request running or waiting this long while ready; 0 = off"
-    )
-    restart_window_s: float = Field(
-        600.0, ge=10.0, le=86_400.0, description="A restart or crash stays a finding this long"
-    )
-    crash_loop_crashes: int = Field(
-        3, ge=2, le=100, description="This many crashes within restart_window_s: crash-looping"
-    )
-    stale_after_s: float = Field(
-        15.0, ge=1.0, le=3600.0, description="No reading from a ready engine this long: telemetry stale"
-    )
-
-
 class BenchPreset(_Section):
     name: str
     concurrency: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128, 250])
@@ -407,7 +369,7 @@ class Profile(_Section):
         # A rule that must hold for a time needs a few telemetry ticks inside that time, or it fires
         # (stale) or never settles (queue) on a single tick.
         tick = self.telemetry.tick_interval_s
-        for key in ("stale_after_s", "queue_window_s"):
+        for key in ("stale_after_s", "queue_window_s", "accept_collapse_window_s", "accept_loop_window_s"):
             value = getattr(self.health, key)
             if value < 3 * tick:
                 raise KeyedValueError(

@@ -80,6 +80,8 @@ class ServeConfig:
     gpu_fixture: Path | None = None
     sim_speedup: float | None = None
     sim_draft_acceptance: str | None = None
+    sim_drafter_change: str | None = None
+    """``agent sim --drafter-change`` (AFTER_S:NAME, checked by the CLI)."""
     router_url: str | None = None
     """SGLang's router in front of this host and others (``--router-url``): ``GET /v1/router`` reads it."""
     router_metrics_url: str | None = None
@@ -196,6 +198,7 @@ class Daemon:
                 self.paths.engine_dir,
                 speedup=self.config.sim_speedup,
                 draft_acceptance=self.config.sim_draft_acceptance,
+                drafter_change=self.config.sim_drafter_change,
             )
         return sglang_spec(profile, self.paths.engine_dir)
 
@@ -431,7 +434,7 @@ class Daemon:
                     "off_reason", "off_detail")  # fmt: skip
             out["latest_snapshot_at"] = snap.time
             out["speculation"] = spec.model_dump(mode="json", include=set(keys))
-            out["findings"] = [f.model_dump(mode="json", include={"code", "severity", "title", "since"})
+            out["findings"] = [f.model_dump(mode="json", include={"code", "severity", "title", "action", "since"})
                                for f in snap.findings]  # fmt: skip
         if self.bench is not None:
             runs = self.bench.runs.list()

@@ -348,6 +348,22 @@ def _speculation(snap: Snapshot, switches: dict[str, int]) -> Iterator[Metric]:
             spec.accept_length,
         ),
         ("speculation_accept_ratio", "Share of drafted tokens accepted (window).", spec.accept_rate),
+        (
+            "speculation_drafting_seconds_per_minute",
+            "Seconds of the last minute the engine drafted with requests running.",
+            spec.drafting_s_per_min,
+        ),
+        (
+            "speculation_rejected_draft_ratio",
+            "Share of the drafted tokens the target rejected over the last minute (wasted drafts).",
+            spec.rejected_draft_share,
+        ),
+        (
+            "speculation_wasted_draft_seconds_per_minute",
+            "Seconds of the last minute's decoding spent on rejected drafts (an estimate: each round's "
+            "time shared over the positions it verified).",
+            spec.wasted_draft_s_per_min,
+        ),
     )
     for name, doc, value in optional:
         if value is not None:

@@ -23,6 +23,7 @@ from agent.sglang import kv
 from agent.sim import acceptance, costmodel
 from agent.sim.adaptive import LiveAdaptiveController
 from agent.sim.config import SimConfig
+from agent.sim.drafter_change import DrafterChange
 from agent.sim.overlap import OverlapRide
 from agent.sim.request import SimRequest, StepPlan
 from agent.sim.stats import EngineStats
@@ -41,8 +42,9 @@ EOS_TOKEN_ID = 163586
 class Engine:
     """The scheduler and its modelled GPU; single-threaded, driven by ``plan_step``/``commit_step``."""
 
-    def __init__(self, config: SimConfig, seed: int = 0) -> None:
+    def __init__(self, config: SimConfig, seed: int = 0, drafter_change: DrafterChange | None = None) -> None:
         self.config = config
+        self.drafter_change = drafter_change
         self.cal = config.calibration
         self.seed = seed
         self.rng = random.Random(seed)
@@ -77,7 +79,9 @@ class Engine:
         # values, so a benchmark's arms sending the same prompts differ only by their setting.
         if req.prompt_key is not None:
             req.rng = random.Random(self.seed * 2**32 + req.prompt_key)
-        req.first_accept = acceptance.draw_first_accept(self.cal.acceptance, req.rng or self.rng)
+        change = self.drafter_change
+        req.acceptance = change.acceptance if change and self.now >= change.after_s else self.cal.acceptance
+        req.first_accept = acceptance.draw_first_accept(req.acceptance, req.rng or self.rng)
         req.prefill_target = req.input_len
         self.waiting.append(req)
 
@@ -309,7 +313,7 @@ class Engine:
                 probs = req._probs.get((depth, topk))
                 if probs is None:
                     probs = acceptance.position_probabilities(
-                        self.cal.acceptance, req.first_accept, depth, topk
+                        req.acceptance or self.cal.acceptance, req.first_accept, depth, topk
                     )
                     req._probs[(depth, topk)] = probs
                 n = acceptance.draw_accepted_drafts(probs, req.rng or self.rng)

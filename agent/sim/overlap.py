@@ -74,7 +74,7 @@ class OverlapRide:
             if req.aborted or not req.finished or req.finished_at != engine.now:
                 continue
             probs = req._probs.get((depth, topk)) or acceptance.position_probabilities(
-                engine.cal.acceptance, req.first_accept, depth, topk
+                req.acceptance or engine.cal.acceptance, req.first_accept, depth, topk
             )
             drafts = acceptance.draw_accepted_drafts(probs, req.rng or engine.rng)
             self._riders.append((drafts + 1, drafts))

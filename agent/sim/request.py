@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent.sim.calibration import Acceptance
+
 FinishReason = dict[str, Any]
 """SGLang's ``meta_info.finish_reason`` object, as the server answers it (open: type, matched, length)."""
 
@@ -34,6 +36,8 @@ class SimRequest:
 
     arrival: float = 0.0
     first_accept: float = 0.0
+    acceptance: Acceptance | None = None
+    """The drafter's acceptance it drew ``first_accept`` from (``drafter_change``); None: the calibration's."""
     output_len: int = 0
     prefilled: int = 0
     prefill_target: int = 0

@@ -35,6 +35,7 @@ from agent.sglang.server_info import SGLANG_SET_INTERNAL_STATE_KEYS
 from agent.sim import loads, metrics, responses, text
 from agent.sim.calibration import with_draft_acceptance
 from agent.sim.config import sim_config
+from agent.sim.drafter_change import DrafterChange
 from agent.sim.engine import Engine
 from agent.sim.http import SSE_DONE, Auth, HttpRequest, Receive, Route, Scope, Send, http_impl, sse
 from agent.sim.info import SGLANG_VERSION, ServerInfo
@@ -395,6 +396,7 @@ async def run_sim(
     api_key: str | None = None,
     admin_api_key: str | None = None,
     draft_acceptance: str = "calibrated",
+    drafter_change: DrafterChange | None = None,
 ) -> AsyncIterator[RunningSim]:
     """Serve a simulated engine for ``profile`` on ``host:port`` (0 = any free port) until the block exits."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -416,6 +418,7 @@ async def run_sim(
     server = SimServer(
         profile, port=actual_port, speedup=speedup, seed=seed, draft_acceptance=draft_acceptance, **keys
     )
+    server.engine.drafter_change = drafter_change  # from the engine's start (its clock is at 0)
     config = uvicorn.Config(
         server,
         log_level="warning",

@@ -29,6 +29,7 @@ from agent.sglang.reading import MetricsReading
 from agent.telemetry import derive
 from agent.telemetry.derive import ProfileFacts, Windows
 from agent.telemetry.derive_spec import speculation
+from agent.telemetry.draft_waste import DraftWaste
 from agent.telemetry.drafting import DraftingReadings
 from agent.telemetry.engine_reader import METRICS_RETRY_TICKS, EngineReader
 from agent.telemetry.findings import HealthInputs, evaluate
@@ -135,6 +136,7 @@ class Collector:
         self._reader = EngineReader(http, request_timeout_s=request_timeout_s)
         self._window = CounterWindow(self.windows.keep_s)
         self._accept = DraftingReadings(ACCEPT_HISTORY)
+        self._waste = DraftWaste()
         self._facts = ProfileFacts.of(profile)
         self._last_reading: MetricsReading | None = None
         self._info: ServerInfo | None = None
@@ -154,6 +156,7 @@ class Collector:
         self._info = None
         self._window.clear()
         self._accept.clear()
+        self._waste.clear()
 
     def refresh_server_info(self) -> None:
         """Read ``/server_info`` on the next tick (after a live change, to show its read-back at once)."""
@@ -244,6 +247,7 @@ class Collector:
         facts, windows, window, info = self._facts, self.windows, self._window, self._info
         load = derive.load(reading, info, facts.profile)
         spec = speculation(reading, info, window, windows, facts, engine_state, load.running, engine_down)
+        spec = self._waste.observe(now, spec, load.running)
         kv_view = derive.kv_view(reading, info, load.running, spec.configured, facts)
         taken = self._accept.observe(now, spec, load.running)
         if reading is not None:

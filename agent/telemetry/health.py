@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from agent.profile.schema import Health
+from agent.profile.health import Health
 from agent.sglang import paths
+from agent.telemetry.acceptance import AcceptanceWatch
 from agent.telemetry.bench_load import BenchLoad, caused_by_bench
 from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
@@ -311,6 +312,8 @@ class HealthWatch:
     benchmark's requests weigh on the load findings this long after it ends."""
     _bench: tuple[str, float] | None = None
     """The agent's last benchmark seen running on the engine, and the last tick it ran."""
+    _acceptance: AcceptanceWatch = field(default_factory=AcceptanceWatch)
+    """Collapse, loop and wasted drafts (``acceptance``): the agent's benchmark is not judged."""
 
     def observe(
         self,
@@ -352,6 +355,7 @@ class HealthWatch:
         found = list(snap.findings)
         found.extend(f for f in (rule(moment) for rule in RULES) if f is not None)
         load = self._bench_load(bench, now, limits)
+        found.extend(self._acceptance.observe(snap, limits, judged=load is None))
         if load is not None:
             found = [caused_by_bench(f, load) for f in found]
         stamped = self._stamp(found, now)
@@ -386,6 +390,7 @@ class HealthWatch:
         if snap.engine_pid is not None:
             if self._pid is not None and snap.engine_pid != self._pid:
                 self._queue.clear()  # the old process's queue says nothing about the new one
+                self._acceptance.clear()
                 self._queue_nonempty_since = None
             self._pid = snap.engine_pid
         for times in (self._restarts, self._crashes):

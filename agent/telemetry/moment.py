@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.profile.schema import Health
+from agent.profile.health import Health
 from agent.wire import Snapshot
 
 

@@ -94,6 +94,7 @@ class FindingStatus(_Wire):
     code: str
     severity: Severity
     title: str
+    action: str | None = Field(None, description="What to do about it")
     since: float | None = None
 
 

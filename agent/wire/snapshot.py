@@ -117,6 +117,17 @@ class Speculation(_Wire):
         description="SGLang's spec_accept_length gauge: tokens per verify over its last decode-log window "
         "(--decode-log-interval batches, 0-step rounds counted as 1); the autopilot's per-step-count reading",
     )
+    drafting_s_per_min: float | None = Field(
+        None, description="Seconds of the last minute the engine drafted with requests running"
+    )
+    rejected_draft_share: float | None = Field(
+        None, description="Share of the drafted tokens the target rejected over those seconds"
+    )
+    wasted_draft_s_per_min: float | None = Field(
+        None,
+        description="Seconds of that minute's decoding spent on rejected drafts (each round's time shared "
+        "over the token positions it verified: an estimate)",
+    )
     off_reason: SpecOffReason | None = None
     off_detail: str | None = Field(None, description="The reason in an operator's words")
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from agent.telemetry.accept_model import geometric_accept, solve_p
+
 BINS_PER_OCTAVE = 4
 COST_MEMORY_S = 900.0
 """Cells forget with this time constant: costs depend on the hardware and the context, which move slowly."""
@@ -73,24 +75,6 @@ def context_bin(context: float | None) -> int:
 
 def context_tokens(ctx_bin: int) -> float | None:
     return None if ctx_bin <= 0 else float(2.0 ** (ctx_bin * CONTEXT_OCTAVES_PER_BIN))
-
-
-def geometric_accept(p: float, steps: int) -> float:
-    """Accept length (bonus token included) when each draft position is accepted with probability ``p``."""
-    return float(sum(p**i for i in range(steps + 1)))
-
-
-def solve_p(accept: float, steps: int) -> float:
-    """The ``p`` for which ``geometric_accept(p, steps) == accept`` (clamped to [0, 1])."""
-    if steps <= 0 or accept <= 1.0:
-        return 0.0
-    if accept >= steps + 1:
-        return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if geometric_accept(mid, steps) < accept else (lo, mid)
-    return (lo + hi) / 2
 
 
 @dataclass
