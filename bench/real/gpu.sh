@@ -145,7 +145,15 @@ setup() {
     local site
     site=$(/tmp/stack/bin/python -c 'import sglang, pathlib; print(pathlib.Path(sglang.__file__).parents[1])' 2>/dev/null)
     say "patch 03 preflight on the GPU with the stack's python ($site)"
-    /tmp/stack/bin/python -m bench.real.zero_step_preflight "$site" --device cuda 2>&1 | tee "$R/out/preflight.txt" | tail -n 4
+    # a failed preflight (or one that cannot run: no stack, no checks) stops the set-up: an engine on a
+    # broken runtime costs minutes and measures nothing (2026-12-07: it failed and set-up went on)
+    /tmp/stack/bin/python -m bench.real.zero_step_preflight "$site" --device cuda > "$R/out/preflight.txt" 2>&1
+    local preflight=$?
+    grep -h "^FAIL" "$R/out/preflight.txt" | head -n 20; tail -n 4 "$R/out/preflight.txt"
+    if [ $preflight -ne 0 ]; then
+        say "the preflight failed (exit $preflight, $R/out/preflight.txt): no engine starts"
+        kill "$models" 2>/dev/null; return 1
+    fi
 
     say "waiting for the models"
     if ! wait "$models"; then
