@@ -27,6 +27,7 @@ from agent.sglang.live_control import (
     RELEASE_PINNED_STEPS,
     ZERO_STEP_READBACK_FIELD,
     ZERO_STEP_READBACK_KEYS,
+    ZERO_STEP_STATE_KEYS,
 )
 
 
@@ -95,6 +96,62 @@ class ZeroStepState:
     errors: int | None
     last_error: str | None
     last_reserve: int | None
+    state: ZeroStepSizes | None = None
+    """What the runtime keeps across rounds (issue 46); None from a server older than that."""
+    host: ZeroStepHost | None = None
+    """The scheduler process's memory and collector time (issue 46); None from an older server."""
+
+
+@dataclass(frozen=True)
+class ZeroStepSizes:
+    """``zero_step.state``: each structure's size (``live_control.ZERO_STEP_STATE_KEYS``); None: unknown."""
+
+    sizes: tuple[tuple[str, int | None], ...]
+
+    def get(self, key: str) -> int | None:
+        return dict(self.sizes).get(key)
+
+
+@dataclass(frozen=True)
+class ZeroStepHost:
+    """``zero_step.host``: resident memory (KiB) and the collector's figures since patch 03 attached."""
+
+    rss_kib: int | None
+    rss_peak_kib: int | None
+    gc_collections: tuple[int, ...]
+    gc_s: tuple[float, ...]
+    gc_total_s: float | None
+    gc_longest_ms: float | None
+    gc_pending: tuple[int, ...]
+    gc_metered: bool | None
+
+
+def _floats(value: Any) -> tuple[float, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    found = [_float(v) for v in value]
+    return tuple(v for v in found if v is not None)
+
+
+def parse_zero_step_sizes(raw: Any) -> ZeroStepSizes | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return ZeroStepSizes(tuple((key, _int(raw.get(key))) for key in ZERO_STEP_STATE_KEYS))
+
+
+def parse_zero_step_host(raw: Any) -> ZeroStepHost | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return ZeroStepHost(
+        rss_kib=_int(raw.get("rss_kib")),
+        rss_peak_kib=_int(raw.get("rss_peak_kib")),
+        gc_collections=_ints(raw.get("gc_collections")),
+        gc_s=_floats(raw.get("gc_s")),
+        gc_total_s=_float(raw.get("gc_total_s")),
+        gc_longest_ms=_float(raw.get("gc_longest_ms")),
+        gc_pending=_ints(raw.get("gc_pending")),
+        gc_metered=_bool(raw.get("gc_metered")),
+    )
 
 
 _ZERO_STEP_STRS: Final = frozenset({"path", "launch_path", "build_error", "last_fallback", "last_error"})
@@ -110,6 +167,10 @@ def parse_zero_step(raw: Any) -> ZeroStepState | None:
             values[key] = _str(value)
         elif key == "plain_built":
             values[key] = _bool(value)
+        elif key == "state":
+            values[key] = parse_zero_step_sizes(value)
+        elif key == "host":
+            values[key] = parse_zero_step_host(value)
         else:
             values[key] = _int(value)
     return ZeroStepState(**values)
