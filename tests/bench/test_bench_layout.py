@@ -66,14 +66,15 @@ def test_each_module_imports_as_part_of_the_package(name: str) -> None:
 
 
 def test_every_script_runs_as_a_module_or_says_it_is_a_part() -> None:
-    """A script has its ``__main__``; the shared parts (``kit``) and the ramp's parts have none."""
+    """A script has its ``__main__``; the shared parts (``kit``), the ramp's parts (``ramp_*``) and the
+    soak's (``real/soak_*``) have none."""
     no_main = [
         _module_name(p)
         for p in _scripts()
         if p.suffix == ".py"
         and 'if __name__ == "__main__":' not in p.read_text()
         and p.parent.name != "kit"
-        and not p.stem.startswith("ramp_")
+        and not p.stem.startswith(("ramp_", "soak_"))
     ]
     assert no_main == []
 
