@@ -26,38 +26,13 @@ from agent.sglang.live_control import (
     READBACK_OF,
     RELEASE_PINNED_STEPS,
     ZERO_STEP_READBACK_FIELD,
-    ZERO_STEP_READBACK_KEYS,
-    ZERO_STEP_STATE_KEYS,
 )
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        return None
-    return int(value)
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _ints(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list | tuple):
-        return ()
-    found = [_int(v) for v in value]
-    return tuple(v for v in found if v is not None)
+from agent.sglang.readback_values import as_bool as _bool
+from agent.sglang.readback_values import as_float as _float
+from agent.sglang.readback_values import as_int as _int
+from agent.sglang.readback_values import as_ints as _ints
+from agent.sglang.readback_values import as_str as _str
+from agent.sglang.zero_step_view import ZeroStepState, parse_zero_step
 
 
 def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -73,107 +48,6 @@ class LiveSlot:
     candidate_steps: tuple[int, ...]
     ema_accept_len: float | None
     batch_count: int | None
-
-
-@dataclass(frozen=True)
-class ZeroStepState:
-    """Patch 03's read-back (``adaptive_spec_live.zero_step``): how 0-step rounds run, and what they did."""
-
-    path: str | None
-    """``plain`` (the target's own decode) or ``verify`` (SGLang's one-token verify)."""
-    launch_path: str | None
-    plain_built: bool | None
-    build_error: str | None
-    plain_rounds: int | None
-    verify_rounds: int | None
-    fallback_rounds: int | None
-    last_fallback: str | None
-    forced_zero: int | None
-    catchups: int | None
-    catchup_tokens: int | None
-    catchups_skipped: int | None
-    plain_prefills: int | None
-    errors: int | None
-    last_error: str | None
-    last_reserve: int | None
-    state: ZeroStepSizes | None = None
-    """What the runtime keeps across rounds (issue 46); None from a server older than that."""
-    host: ZeroStepHost | None = None
-    """The scheduler process's memory and collector time (issue 46); None from an older server."""
-
-
-@dataclass(frozen=True)
-class ZeroStepSizes:
-    """``zero_step.state``: each structure's size (``live_control.ZERO_STEP_STATE_KEYS``); None: unknown."""
-
-    sizes: tuple[tuple[str, int | None], ...]
-
-    def get(self, key: str) -> int | None:
-        return dict(self.sizes).get(key)
-
-
-@dataclass(frozen=True)
-class ZeroStepHost:
-    """``zero_step.host``: resident memory (KiB) and the collector's figures since patch 03 attached."""
-
-    rss_kib: int | None
-    rss_peak_kib: int | None
-    gc_collections: tuple[int, ...]
-    gc_s: tuple[float, ...]
-    gc_total_s: float | None
-    gc_longest_ms: float | None
-    gc_pending: tuple[int, ...]
-    gc_metered: bool | None
-
-
-def _floats(value: Any) -> tuple[float, ...]:
-    if not isinstance(value, list | tuple):
-        return ()
-    found = [_float(v) for v in value]
-    return tuple(v for v in found if v is not None)
-
-
-def parse_zero_step_sizes(raw: Any) -> ZeroStepSizes | None:
-    if not isinstance(raw, Mapping):
-        return None
-    return ZeroStepSizes(tuple((key, _int(raw.get(key))) for key in ZERO_STEP_STATE_KEYS))
-
-
-def parse_zero_step_host(raw: Any) -> ZeroStepHost | None:
-    if not isinstance(raw, Mapping):
-        return None
-    return ZeroStepHost(
-        rss_kib=_int(raw.get("rss_kib")),
-        rss_peak_kib=_int(raw.get("rss_peak_kib")),
-        gc_collections=_ints(raw.get("gc_collections")),
-        gc_s=_floats(raw.get("gc_s")),
-        gc_total_s=_float(raw.get("gc_total_s")),
-        gc_longest_ms=_float(raw.get("gc_longest_ms")),
-        gc_pending=_ints(raw.get("gc_pending")),
-        gc_metered=_bool(raw.get("gc_metered")),
-    )
-
-
-_ZERO_STEP_STRS: Final = frozenset({"path", "launch_path", "build_error", "last_fallback", "last_error"})
-
-
-def parse_zero_step(raw: Any) -> ZeroStepState | None:
-    if not isinstance(raw, Mapping):
-        return None
-    values: dict[str, Any] = {}
-    for key in ZERO_STEP_READBACK_KEYS:
-        value = raw.get(key)
-        if key in _ZERO_STEP_STRS:
-            values[key] = _str(value)
-        elif key == "plain_built":
-            values[key] = _bool(value)
-        elif key == "state":
-            values[key] = parse_zero_step_sizes(value)
-        elif key == "host":
-            values[key] = parse_zero_step_host(value)
-        else:
-            values[key] = _int(value)
-    return ZeroStepState(**values)
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,7 @@ def test_the_readback_carries_the_runtimes_sizes_and_the_processs_memory_and_col
     collector took are in ``zero_step`` (``state``, ``host``), and a failing size read names itself."""
     import gc
 
-    from agent.sglang.info_view import parse_zero_step
+    from agent.sglang.zero_step_view import parse_zero_step
 
     ctl = FakeController(policy, built=True)
     ctl.state_sizes = lambda: {"missed_slots": 3, "ring_held": None}  # type: ignore[attr-defined]
