@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.bench.counters import ACCEPT_FROM_COUNTERS, ACCEPT_FROM_SERVER_INFO
 from agent.bench.interval import METHOD, Estimate, RunNoise, SliceSample, run_estimates
+from agent.bench.trend import trend
 from agent.bench.window_stats import Part, window_metrics
 
 
@@ -66,6 +67,10 @@ def arm_result(
     peaks = [r["engine_max_running_reqs"] for r in runs if r.get("engine_max_running_reqs") is not None]
     means = [r["engine_mean_running_reqs"] for r in runs if r.get("engine_mean_running_reqs") is not None]
     notes = [r["concurrency_note"] for r in runs if r.get("concurrency_note")]
+    drift = trend(
+        [(float(r.get("step", i)), o.slices) for i, (r, o) in enumerate(zip(runs, outcomes, strict=True))],
+        noise,
+    )
     result: dict[str, Any] = {
         "max_concurrency": concurrency,
         "requests": sum(int(r["requests"]) for r in runs),
@@ -77,6 +82,7 @@ def arm_result(
         "ci_method": METHOD,
         "ci_df": figure.df,
         "ci_run_k": round(noise.k, 4),
+        "trend": None if drift is None else drift.as_dict(),
         "repeats": figure.repeats,
         "window_s": sum(float(r["window_s"]) for r in runs),
         "window_slices": figure.slices,

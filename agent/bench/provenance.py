@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
+from agent.install import stack_versions
 from agent.install.manifest import manifest_hash, read_manifest
 from agent.profile.schema import Profile
 from agent.profile.store import dump_profile
@@ -73,13 +74,27 @@ def profile_facts(profile: Profile, path: Path | None) -> ProfileFacts:
     return ProfileFacts(name=profile.identity.name, path=None if path is None else str(path), sha256=digest)
 
 
+STACK_PYTHON = "the stack's python"
+
+
 def stack_facts(profile: Profile) -> tuple[StackFacts | None, str | None]:
+    """The stack's manifest, and the torch, CUDA and SGLang its python imports (``stack_versions``:
+    with ``--system-site-packages`` the manifest's torch is not the one the engine runs)."""
     venv = Path(profile.stack.venv).expanduser()
     manifest = read_manifest(venv)
     if manifest is None:
         return None, f"no readable stack manifest in {venv} (a stack not installed by agent install)"
+    versions, why = stack_versions.probe(venv / "bin" / "python")
+    if versions is None:
+        torch, cuda, sglang = manifest.packages.get("torch"), None, manifest.packages.get("sglang")
+        source = f"the stack's manifest ({why})"
+    else:
+        torch, cuda, sglang, source = versions.torch, versions.torch_cuda, versions.sglang, STACK_PYTHON
     facts = StackFacts(
-        torch=manifest.packages.get("torch"),
+        torch=torch,
+        torch_cuda=cuda,
+        sglang=sglang,
+        versions_from=source,
         manifest_sha256=manifest_hash(venv),
         patch_set_sha256=manifest.patch_set_sha256,
     )

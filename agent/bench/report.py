@@ -1,7 +1,8 @@
 """Plain-text tables of a sweep or a comparison, for the terminal (the console draws its own).
 
 Each figure is shown with the half-width of its 95 % interval (``1234.5±1.2%``); a level where the
-engine's count and our streams' differ by more than 2 % is marked ``!`` and listed under the table.
+engine's count and our streams' differ by more than 2 % is marked ``!`` and listed under the table, and
+one whose windows trend (a slope beyond their noise, ``agent.bench.trend``) ``~``, said there too.
 Everything is read from the typed result (``agent.wire.bench_result``).
 """
 
@@ -29,7 +30,24 @@ def _pm(arm: Figures) -> str:
     spread = "±?" if rel is None else f"±{rel * 100:.1f}%"
     mark = "" if arm.concurrency_reached in (True, None) else "*"
     flag = "!" if arm.engine_stream_mismatch else ""
-    return f"{_num(arm.output_throughput)}{spread}{mark}{flag}"
+    drift = "~" if arm.trend is not None and arm.trend.trending else ""
+    return f"{_num(arm.output_throughput)}{spread}{mark}{flag}{drift}"
+
+
+def _trend_lines(arms: list[tuple[int, str, Figures]]) -> list[str]:
+    """``~``: the arm's windows at that level trend (``agent.bench.trend``), said under the table."""
+    out = []
+    for c, name, arm in arms:
+        t = arm.trend
+        if t is None or not t.trending or t.change is None:
+            continue
+        way = "fell" if t.change < 0 else "rose"
+        noise = "" if t.noise is None else f", beyond a window's noise ({t.noise * 100:.1f} %)"
+        out.append(
+            f"~ c={c} {name}: its {t.windows} windows trend: the figure {way} {abs(t.change) * 100:.0f} % from the "
+            f"first to the last{noise}: the level drifted while it ran, which its interval only widens for"
+        )
+    return out
 
 
 def _reached(level: BenchLevel) -> str:
@@ -62,6 +80,7 @@ def sweep_table(levels: list[BenchLevel], rule_words: str | None = None) -> str:
     if notes:
         rows.append("* the engine never reached the asked concurrency: " + "; ".join(notes))
     rows += _mismatch_lines([(lv.max_concurrency or 0, "sweep", lv) for lv in levels])
+    rows += _trend_lines([(lv.max_concurrency or 0, "sweep", lv) for lv in levels])
     busy = [lv.max_concurrency for lv in levels if (lv.client_cpu_fraction or 0) > 0.8]
     if busy:
         rows.append(
@@ -133,6 +152,7 @@ def compare_table(result: BenchResult) -> str:
         ratios = [f"{_num(lv.ratios.get(a), 3):>9}" for a in arms]
         rows.append(f"{lv.asked:>5} " + " ".join(cells) + f" {_num(lv.envelope):>9} " + " ".join(ratios))
     rows += _mismatch_lines(list(measured))
+    rows += _trend_lines(list(measured))
     busy = sorted({c for c, _, data in measured if (data.client_cpu_fraction or 0) > 0.8})
     if busy:
         rows.append(
@@ -149,7 +169,7 @@ def compare_table(result: BenchResult) -> str:
         rows.append(_legend(measured[0][2]))
     rows.append(
         f"took {result.duration_s or 0:.1f} s (expected {result.expected_duration_s or 0:.0f} s); "
-        "* = the engine never reached the asked concurrency"
+        "* = the engine never reached the asked concurrency; ~ = its windows trend"
     )
     return "\n".join(rows)
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from agent.sglang import server_info as si
-from agent.sglang.info_view import LiveSpec, ServerInfo, ZeroStepState, parse_server_info
+from agent.sglang.info_view import LiveSpec, ServerInfo, parse_server_info
 from agent.sglang.live_control import (
     LIVE_KEYS,
     READBACK_FIELD,
@@ -42,6 +42,7 @@ from agent.sglang.paths import (
     START_PROFILE,
 )
 from agent.sglang.reading import MetricsParser, MetricsReading
+from agent.sglang.zero_step_view import ZeroStepState
 
 Fetch = Callable[[str], Awaitable[tuple[int, bytes]]]
 """``fetch(path) -> (status, body)``: a GET on the engine."""

@@ -26,37 +26,13 @@ from agent.sglang.live_control import (
     READBACK_OF,
     RELEASE_PINNED_STEPS,
     ZERO_STEP_READBACK_FIELD,
-    ZERO_STEP_READBACK_KEYS,
 )
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
-        return None
-    return int(value)
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _ints(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list | tuple):
-        return ()
-    found = [_int(v) for v in value]
-    return tuple(v for v in found if v is not None)
+from agent.sglang.readback_values import as_bool as _bool
+from agent.sglang.readback_values import as_float as _float
+from agent.sglang.readback_values import as_int as _int
+from agent.sglang.readback_values import as_ints as _ints
+from agent.sglang.readback_values import as_str as _str
+from agent.sglang.zero_step_view import ZeroStepState, parse_zero_step
 
 
 def _first(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -72,47 +48,6 @@ class LiveSlot:
     candidate_steps: tuple[int, ...]
     ema_accept_len: float | None
     batch_count: int | None
-
-
-@dataclass(frozen=True)
-class ZeroStepState:
-    """Patch 03's read-back (``adaptive_spec_live.zero_step``): how 0-step rounds run, and what they did."""
-
-    path: str | None
-    """``plain`` (the target's own decode) or ``verify`` (SGLang's one-token verify)."""
-    launch_path: str | None
-    plain_built: bool | None
-    build_error: str | None
-    plain_rounds: int | None
-    verify_rounds: int | None
-    fallback_rounds: int | None
-    last_fallback: str | None
-    forced_zero: int | None
-    catchups: int | None
-    catchup_tokens: int | None
-    catchups_skipped: int | None
-    plain_prefills: int | None
-    errors: int | None
-    last_error: str | None
-    last_reserve: int | None
-
-
-_ZERO_STEP_STRS: Final = frozenset({"path", "launch_path", "build_error", "last_fallback", "last_error"})
-
-
-def parse_zero_step(raw: Any) -> ZeroStepState | None:
-    if not isinstance(raw, Mapping):
-        return None
-    values: dict[str, Any] = {}
-    for key in ZERO_STEP_READBACK_KEYS:
-        value = raw.get(key)
-        if key in _ZERO_STEP_STRS:
-            values[key] = _str(value)
-        elif key == "plain_built":
-            values[key] = _bool(value)
-        else:
-            values[key] = _int(value)
-    return ZeroStepState(**values)
 
 
 @dataclass(frozen=True)

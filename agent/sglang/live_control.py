@@ -77,6 +77,30 @@ ZERO_STEP_READBACK_KEYS: Final = (
     "errors",  # int, catch-ups that failed (the draft then resumed cold)
     "last_error",  # str | None
     "last_reserve",  # int | None, per-request KV reserve of the last decode batch prepared
+    "state",  # {str: int | None} | None, sizes of what the runtime keeps across rounds (ZERO_STEP_STATE_KEYS)
+    "host",  # {str: ...}, the scheduler process's memory and collector time (ZERO_STEP_HOST_KEYS)
+)
+ZERO_STEP_STATE_KEYS: Final = (
+    "missed_slots",  # request slots that decoded without the draft, not yet caught up (deferred catch-ups)
+    "ring_slots",  # int | None, the ring's rows (the request pool's slots; None before its first use)
+    "ring_width",  # int | None, positions kept per slot
+    "ring_held",  # int | None, entries holding a position (read without blocking: an earlier call's)
+    "last_rows_capacity",  # rows of the pinned buffer for an extend's last rows
+    "ones_len",  # length of the plain rounds' accept-length tensor
+    "timer_pending",  # timed rounds whose GPU events were not read back yet
+    "timing_kinds",  # kinds in the timing table
+    "adaptive_slots",  # the adaptive policy's batch-size slots
+)
+"""Issue 46: every structure patch 03 keeps across rounds, so that a long run shows whether one grows."""
+ZERO_STEP_HOST_KEYS: Final = (
+    "rss_kib",  # int | None, the scheduler process's resident memory (VmRSS)
+    "rss_peak_kib",  # int | None, its high-water mark (VmHWM)
+    "gc_collections",  # [int, int, int], collections per generation since patch 03 attached
+    "gc_s",  # [float, float, float], seconds they took, per generation
+    "gc_total_s",  # float, their sum
+    "gc_longest_ms",  # float, the longest one
+    "gc_pending",  # [int, int, int], gc.get_count(): what awaits each generation
+    "gc_metered",  # bool, whether the meter is on (it starts when patch 03 attaches)
 )
 ROUND_TIMING_FIELD: Final = "k25_round_timing"
 """Field of ``internal_states[i]``: ``{"remaining", "kinds": {kind: {"rounds", "mean_batch_size", "stages"}}}``."""

@@ -11,7 +11,9 @@ milliseconds (``host_ms`` 0: the simulator has no host time to show).
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agent.sglang import live_control
@@ -152,8 +154,18 @@ class ZeroStepBook:
             "plain_built": self.launch_plain,
             "build_error": None if self.launch_plain else "the adaptive config asks for the verify path",
             **self.counters,
+            "state": self.state_sizes(),
+            "host": host_costs(),
         }
         return {key: out[key] for key in live_control.ZERO_STEP_READBACK_KEYS}
+
+    def state_sizes(self) -> dict[str, int | None]:
+        """``zero_step.state`` as the patch names it: the requests marked for a catch-up (the sim keys
+        them by request, the patch by slot); the sim keeps no ring, buffers or timer events."""
+        sizes: dict[str, int | None] = dict.fromkeys(live_control.ZERO_STEP_STATE_KEYS)
+        sizes["missed_slots"] = len(self._missed)
+        sizes["timing_kinds"] = len(self._kinds)
+        return sizes
 
     def timing_table(self) -> dict[str, Any] | None:
         if not self._kinds and not self.timing_remaining:
@@ -170,6 +182,31 @@ class ZeroStepBook:
             for kind, e in sorted(self._kinds.items())
         }
         return {"remaining": self.timing_remaining, "kinds": kinds}
+
+
+def host_costs() -> dict[str, Any]:
+    """``zero_step.host`` of the simulator's own process: its resident memory (``/proc/self/status``)
+    and the collector's collections per generation (``gc.get_stats``); the sim times none of them
+    (``gc_metered`` false), so the seconds read as unknown."""
+    memory: dict[str, int | None] = {"rss_kib": None, "rss_peak_kib": None}
+    try:
+        lines = Path("/proc/self/status").read_text()[:16384].splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        key, _, value = line.partition(":")
+        name = {"VmRSS": "rss_kib", "VmHWM": "rss_peak_kib"}.get(key)
+        if name is not None and value.split() and value.split()[0].isdigit():
+            memory[name] = int(value.split()[0])
+    return {
+        **memory,
+        "gc_collections": [int(s.get("collections", 0)) for s in gc.get_stats()],
+        "gc_s": [],
+        "gc_total_s": None,
+        "gc_longest_ms": None,
+        "gc_pending": list(gc.get_count()),
+        "gc_metered": False,
+    }
 
 
 def stage_split(

@@ -65,6 +65,11 @@ class StackFacts(_Wire):
     """From the stack's manifest (``agent install``): what the server's venv holds."""
 
     torch: str | None = None
+    torch_cuda: str | None = Field(None, description="the CUDA runtime the stack's torch was built for")
+    sglang: str | None = None
+    versions_from: str | None = Field(
+        None, description="whose word the versions are: the stack's python, or its manifest (older results)"
+    )
     manifest_sha256: str | None = None
     patch_set_sha256: str | None = None
 
@@ -191,14 +196,15 @@ def describe(env: BenchEnvironment | None) -> list[tuple[str, str]]:
     if env.baseline is not None:
         lines.append(("baseline", _server(env.baseline)))
     if env.stack is not None:
-        cuda = _cuda_of_torch(env.stack.torch) if env.stack.torch else None
-        torch = (
-            f"torch {env.stack.torch}" + (f" (CUDA {cuda} runtime)" if cuda else "")
-            if env.stack.torch
-            else ""
-        )
-        manifest = f"manifest sha256 {env.stack.manifest_sha256[:12]}" if env.stack.manifest_sha256 else ""
-        lines.append(("stack", ", ".join(p for p in (torch, manifest) if p) or "no versions recorded"))
+        stack = env.stack
+        cuda = stack.torch_cuda or (_cuda_of_torch(stack.torch) if stack.torch else None)
+        torch = f"torch {stack.torch}" + (f" (CUDA {cuda} runtime)" if cuda else "") if stack.torch else ""
+        sglang = f"SGLang {stack.sglang}" if stack.sglang else ""
+        manifest = f"manifest sha256 {stack.manifest_sha256[:12]}" if stack.manifest_sha256 else ""
+        words = ", ".join(p for p in (torch, sglang, manifest) if p) or "no versions recorded"
+        if stack.versions_from and (torch or sglang):
+            words += f" [versions from {stack.versions_from}]"
+        lines.append(("stack", words))
     else:
         lines.append(("stack", f"unknown: {env.stack_unknown or 'not read'}"))
     if env.profile is not None:

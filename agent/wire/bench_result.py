@@ -40,6 +40,19 @@ class BenchRun(_Open):
     output_throughput: float | None = None
 
 
+class WindowTrend(_Open):
+    """Whether an arm's windows at a level trend (``agent.bench.trend``): a slope beyond their noise."""
+
+    windows: int | None = None
+    change: float | None = Field(
+        None, description="Relative change from the first window to the last, by the slope"
+    )
+    noise: float | None = Field(None, description="One window's relative noise about the line")
+    trending: bool | None = Field(
+        None, description="The slope's 95 % interval excludes 0 and its change exceeds the noise"
+    )
+
+
 class Figures(_Open):
     """What an arm measured (and what a sweep's level measured: there the level is the arm)."""
 
@@ -72,6 +85,9 @@ class Figures(_Open):
     accept_length: float | None = None
     accept_length_source: str | None = None
     failed: int | None = None
+    trend: WindowTrend | None = Field(
+        None, description="Whether its windows trend (issue 46); older results lack it"
+    )
 
     @property
     def windowed(self) -> bool:

@@ -1,17 +1,21 @@
 """Where a result ran: the hardware and software behind one engine, as JSON (bench/real/gpu.sh keeps one
 file per engine beside the results).
 
-GPU name and count, driver and CUDA (``nvidia-smi``; the stack's torch), the SGLang version and the
-attention backend in force (the engine's ``/server_info``), the model's shape (its ``config.json``),
-and the profile's name and SHA-256.
+GPU name and count and driver (``nvidia-smi``), the torch, CUDA and SGLang the engine's own stack
+imports (its python, ``agent.install.stack_versions``: not the image's torch, which a stack built with
+``--system-site-packages`` may shadow), the SGLang version and attention backend the engine reports
+(its ``/server_info``), the model's shape (its ``config.json``), and the profile's name and SHA-256.
 
-    python -m bench.real.engine_meta --url URL --profile P.toml [--stack-python /tmp/stack/bin/python]
+    python -m bench.real.engine_meta --url URL --profile P.toml [--stack-python PYTHON]
+
+``--stack-python`` defaults to the profile's stack venv's python.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -21,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from agent.install import stack_versions
 from agent.profile.store import load_profile
 from agent.sglang.client import EngineClient
 
@@ -62,11 +67,14 @@ async def meta(args: argparse.Namespace) -> dict[str, Any]:
         raw = await EngineClient(args.url, http).server_info_raw()
     state0 = (raw.get("internal_states") or [{}])[0]
     gpus = run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-    cuda = run([str(args.stack_python), "-c", "import torch; print(torch.version.cuda, torch.__version__)"])
+    python = args.stack_python or Path(profile.stack.venv).expanduser() / "bin" / "python"
+    versions, why = stack_versions.probe(python)
     return {
         "gpus": gpus.splitlines() if gpus else None,
         "gpu_count": len(gpus.splitlines()) if gpus else None,
-        "cuda_and_torch": cuda,
+        "stack_python": str(python),
+        "stack_versions": dataclasses.asdict(versions) if versions is not None else None,
+        "stack_versions_unknown": why,
         "sglang_version": raw.get("version"),
         "attention_backend": state0.get("attention_backend") or raw.get("attention_backend"),
         "decode_attention_backend": state0.get("decode_attention_backend"),
@@ -87,7 +95,9 @@ def main() -> int:
     )
     parser.add_argument("--url", required=True)
     parser.add_argument("--profile", type=Path, required=True)
-    parser.add_argument("--stack-python", type=Path, default=Path("/tmp/stack/bin/python"))
+    parser.add_argument(
+        "--stack-python", type=Path, default=None, help="default: the profile's stack venv's python"
+    )
     print(json.dumps(asyncio.run(meta(parser.parse_args())), indent=1))
     return 0
 

@@ -28,6 +28,12 @@
 #             time runs out (--until, --budget), triton pair (fa3 pair with RULED_PAIR=fa3)
 #   fa3swap   a card under 100 GiB serves two engines at a time: stop the triton pair, start the fa3 pair
 #   tritonswap  the reverse: stop the fa3 pair, start the triton pair again
+#   soak      issue 46: bench/real/soak.py in the background (setsid: it outlives the command), off (live
+#             threshold 1) at c=$SOAK_C for $SOAK_S s in windows of 10 s on big-chain-$SOAK_PAIR, then
+#             its baseline (big-base-$SOAK_PAIR; $SOAK_OPTS, default 60 s after), its JSON rewritten after
+#             every window (out/soak-$SOAK_PAIR-c$SOAK_C.json: a call cut short keeps what it measured)
+#   soakwait  wait for the soak started earlier (as long as the command has time; again in the next
+#             call if it still runs), then print its table and verdict
 #   collect   bundle everything into $OUT (every command ends with it)
 # Everything that must outlive a command runs under setsid, every wait is bounded, every step prints
 # its time, so a stage that runs out of time says where it was and keeps what it measured.
@@ -64,6 +70,10 @@ ARRIVAL_LEVELS=${ARRIVAL_LEVELS:-64 16}   # the arrivals stage: concurrency leve
 ARRIVAL_STEPS_64=${ARRIVAL_STEPS_64:-200}  # ~0.5 finishes per decode round at c=64, 128 out: 50+ arrivals
 ARRIVAL_STEPS_16=${ARRIVAL_STEPS_16:-420}  # ~0.125 per round at c=16
 ARRIVAL_STACK_STEPS=${ARRIVAL_STACK_STEPS:-24}
+SOAK_C=${SOAK_C:-64}                       # the soak: concurrency, seconds of off, the pair, more options
+SOAK_S=${SOAK_S:-600}
+SOAK_PAIR=${SOAK_PAIR:-triton}
+SOAK_OPTS=${SOAK_OPTS:---baseline-after-s 60}
 STAGE_S=${STAGE_S:-585}                    # a command's own limit, under the 600 s of one call
 T0=$SECONDS
 mkdir -p "$R/out"
@@ -145,7 +155,15 @@ setup() {
     local site
     site=$(/tmp/stack/bin/python -c 'import sglang, pathlib; print(pathlib.Path(sglang.__file__).parents[1])' 2>/dev/null)
     say "patch 03 preflight on the GPU with the stack's python ($site)"
-    /tmp/stack/bin/python -m bench.real.zero_step_preflight "$site" --device cuda 2>&1 | tee "$R/out/preflight.txt" | tail -n 4
+    # a failed preflight (or one that cannot run: no stack, no checks) stops the set-up: an engine on a
+    # broken runtime costs minutes and measures nothing (2026-12-07: it failed and set-up went on)
+    /tmp/stack/bin/python -m bench.real.zero_step_preflight "$site" --device cuda > "$R/out/preflight.txt" 2>&1
+    local preflight=$?
+    grep -h "^FAIL" "$R/out/preflight.txt" | head -n 20; tail -n 4 "$R/out/preflight.txt"
+    if [ $preflight -ne 0 ]; then
+        say "the preflight failed (exit $preflight, $R/out/preflight.txt): no engine starts"
+        kill "$models" 2>/dev/null; return 1
+    fi
 
     say "waiting for the models"
     if ! wait "$models"; then
@@ -360,6 +378,48 @@ ramp() {
     timeout -s INT $(($(left) - 15)) $AP -m bench.studies.autopilot_ramp --state-dir /tmp/st-big-chain-triton $from \
         ${RAMP_OPTS:-} --json "$R/out/autopilot-ramp.json" > "$R/out/autopilot-ramp.txt" 2>&1
     echo "  exit $?"; tail -n 30 "$R/out/autopilot-ramp.txt"; clocks_off
+}
+
+soak() {  # issue 46: off held for SOAK_S at SOAK_C, then the baseline, in the background
+    local on="big-chain-$SOAK_PAIR" base="big-base-$SOAK_PAIR" pid
+    wait_ready 60 "$on" "$base" || return 1
+    if [ -f "$R/soak.pid" ] && kill -0 "$(cat "$R/soak.pid")" 2>/dev/null; then
+        say "a soak runs already (pid $(cat "$R/soak.pid"), $(cat "$R/soak.name")): soakwait first"; return 1
+    fi
+    local name="soak-$SOAK_PAIR-c$SOAK_C"
+    echo "python -m bench.real.soak --state-dir /tmp/st-$on --baseline-state-dir /tmp/st-$base" \
+        "--concurrency $SOAK_C --duration-s $SOAK_S --input-len $INPUT_LEN --output-len $OUTPUT_LEN $SOAK_OPTS" \
+        "--json $name.json" > "$R/out/$name.cmd"
+    say "soak in the background: off on $on at c=$SOAK_C for $SOAK_S s, then $base ($SOAK_OPTS) -> out/$name.json"
+    # shellcheck disable=SC2086
+    setsid nohup $AP -m bench.real.soak --state-dir "/tmp/st-$on" --baseline-state-dir "/tmp/st-$base" \
+        --concurrency "$SOAK_C" --duration-s "$SOAK_S" --input-len "$INPUT_LEN" --output-len "$OUTPUT_LEN" \
+        $SOAK_OPTS --json "$R/out/$name.json" > "$R/out/$name.txt" 2>&1 < /dev/null &
+    pid=$!
+    echo "$pid" > "$R/soak.pid"; echo "$name" > "$R/soak.name"
+    local until=$((SECONDS + 40))  # its first windows, so that a bad start shows in this call
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $until ] && [ "$(left)" -gt 40 ]; do sleep 5; done
+    if kill -0 "$pid" 2>/dev/null; then
+        say "the soak runs (pid $pid); soakwait waits for it"; tail -n 4 "$R/out/$name.txt"
+    else
+        say "the soak ended already:"; tail -n 20 "$R/out/$name.txt"; rm -f "$R/soak.pid"; return 1
+    fi
+}
+
+soakwait() {  # until the soak started by `soak` ends, or this command's time runs out (then call it again)
+    [ -f "$R/soak.pid" ] || { say "no soak is running"; return 0; }
+    local pid name
+    pid=$(cat "$R/soak.pid"); name=$(cat "$R/soak.name")
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$(left)" -lt 45 ]; then
+            say "the soak still runs (pid $pid): what it measured so far is collected; call soakwait again"
+            tail -n 3 "$R/out/$name.txt"; return 0
+        fi
+        sleep 5
+    done
+    rm -f "$R/soak.pid"
+    say "the soak ended: $name"
+    tail -n 80 "$R/out/$name.txt"
 }
 
 collect() {

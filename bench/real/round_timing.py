@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -185,7 +186,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 results[name] = {
                     "table": table,
                     "seconds": round(time.monotonic() - started, 2),
-                    "zero_step": None if info is None or info.zero_step is None else vars(info.zero_step),
+                    "zero_step": None
+                    if info is None or info.zero_step is None
+                    else dataclasses.asdict(info.zero_step),
                 }
                 print(f"{name}: timed in {results[name]['seconds']} s", flush=True)
         results["requests_sent"] = session.requests_sent

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -69,7 +70,7 @@ async def run(args: argparse.Namespace) -> int:
     for name, outs in answers.items():
         print(f"{name:12s} {'same' if outs == answers['baseline'] else 'DIFFERENT'}  first: {outs[0][:12]}")
     if after is not None and after.zero_step is not None:
-        print("zero_step read-back:", json.dumps(vars(after.zero_step)))
+        print("zero_step read-back:", json.dumps(dataclasses.asdict(after.zero_step)))
     print("ALL SAME" if same else "OUTPUTS DIFFER")
     return 0 if same else 1
 

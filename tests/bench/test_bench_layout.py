@@ -66,14 +66,15 @@ def test_each_module_imports_as_part_of_the_package(name: str) -> None:
 
 
 def test_every_script_runs_as_a_module_or_says_it_is_a_part() -> None:
-    """A script has its ``__main__``; the shared parts (``kit``) and the ramp's parts have none."""
+    """A script has its ``__main__``; the shared parts (``kit``), the ramp's parts (``ramp_*``) and the
+    soak's (``real/soak_*``) have none."""
     no_main = [
         _module_name(p)
         for p in _scripts()
         if p.suffix == ".py"
         and 'if __name__ == "__main__":' not in p.read_text()
         and p.parent.name != "kit"
-        and not p.stem.startswith("ramp_")
+        and not p.stem.startswith(("ramp_", "soak_"))
     ]
     assert no_main == []
 
@@ -131,4 +132,23 @@ def test_nothing_tracked_points_outside_the_repository() -> None:
         binary = path.suffix in (".png", ".gz", ".whl", ".svg")
         if name and path.is_file() and not binary and outside in path.read_text(errors="replace"):
             found.append(name)
+    assert found == []
+
+
+def test_nothing_under_bench_real_reads_from_tests() -> None:
+    """Issue 46: a copy of the repository without ``tests/`` (a GPU host's) runs every GPU script, the
+    preflight among them: no module under ``bench/real`` imports ``tests`` or builds a path into it."""
+    found = []
+    for path in sorted((BENCH / "real").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            if any(n == "tests" or n.startswith("tests.") for n in names):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} imports {names}")
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if text == "tests" or text.startswith("tests/"):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} names {node.value!r}")
     assert found == []

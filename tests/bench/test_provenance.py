@@ -187,3 +187,74 @@ async def test_a_run_against_the_simulator_records_the_host_it_models_not_this_m
     lines = dict(describe(BenchEnvironment.model_validate(result["environment"])))
     assert lines["GPUs"].startswith(f"{profile.server.tp_size} × {CALIBRATION.gpu} [simulated from agent sim")
     assert "a captured or modelled host, not this run's" in lines["GPUs"]
+
+
+def _stack_with_torch(tmp_path: Path, torch: str, cuda: str | None, manifest_torch: str) -> Path:
+    """A real venv whose python imports torch ``torch`` (built for ``cuda``) and SGLang 0.5.23, with a
+    manifest that lists another torch (what ``--system-site-packages`` leaves in it: issue 46)."""
+    from agent.install.manifest import StackManifest, write_manifest
+
+    venv = tmp_path / "stack"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    site = Path(done.stdout.strip())
+    for name, version in (("torch", torch), ("sglang", "0.5.23")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text("raise ImportError('the probe must not import torch')\n")
+    (site / "torch" / "version.py").write_text(
+        f"__version__ = '{torch}'\ncuda: Optional[str] = {cuda!r}\ngit_version = 'abc'\n"
+    )
+    write_manifest(
+        venv,
+        StackManifest(
+            created_at="2026-12-07T00:00:00Z",
+            profile="p",
+            python_version="3.11",
+            installer="uv",
+            index_url=None,
+            find_links=[],
+            sglang_version="0.5.23",
+            packages={"torch": manifest_torch, "sglang": "0.5.23"},
+            packages_fingerprint="f",
+            patch_set_sha256=None,
+            patches=[],
+            patched_files={},
+        ),
+    )
+    return venv
+
+
+def test_the_stack_records_the_torch_cuda_and_sglang_its_python_imports(tmp_path: Path) -> None:
+    venv = _stack_with_torch(tmp_path, "2.14.1+cu130", "13.0", manifest_torch="2.11.0")
+    profile = load_profile(PROFILE)
+    profile = profile.model_copy(update={"stack": profile.stack.model_copy(update={"venv": str(venv)})})
+    ctx = agent_context(profile, PROFILE, None, "sglang")
+    assert ctx.stack is not None
+    assert (ctx.stack.torch, ctx.stack.torch_cuda, ctx.stack.sglang) == ("2.14.1+cu130", "13.0", "0.5.23")
+    assert ctx.stack.versions_from == "the stack's python"
+    env = parse_environment({"environment": environment(parse_server_info(_real_info()), ctx)})
+    words = dict(describe(env))["stack"]
+    assert words.startswith("torch 2.14.1+cu130 (CUDA 13.0 runtime), SGLang 0.5.23, manifest sha256 ")
+    assert words.endswith("[versions from the stack's python]")
+
+
+def test_a_stack_whose_python_cannot_answer_falls_back_to_its_manifest_and_says_why(tmp_path: Path) -> None:
+    venv = _stack_with_torch(tmp_path, "2.14.1+cu130", "13.0", manifest_torch="2.11.0")
+    (venv / "bin" / "python").unlink()
+    profile = load_profile(PROFILE)
+    profile = profile.model_copy(update={"stack": profile.stack.model_copy(update={"venv": str(venv)})})
+    ctx = agent_context(profile, PROFILE, None, "sglang")
+    assert ctx.stack is not None and ctx.stack.torch == "2.11.0" and ctx.stack.torch_cuda is None
+    assert ctx.stack.versions_from is not None
+    assert (
+        ctx.stack.versions_from.startswith("the stack's manifest (")
+        and "does not exist" in ctx.stack.versions_from
+    )

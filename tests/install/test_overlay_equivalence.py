@@ -13,7 +13,7 @@ overlay copied in, the series applied) go onto the pinned wheel's files:
 * the runtime was split into parts (plain round, ring, catch-up, timer): every function and method
   of the old runtime is found, with the same syntax tree, in one of the parts, except the few named
   in ``CHANGED`` with what changed; those are held to the same behaviour by the overlay's torch tests
-  (``tests/overlay``, the former preflight's checks, run by ``test_zero_step_runtime.py``).
+  (``agent/install/overlay/checks``, the former preflight's checks, run by ``test_zero_step_runtime.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ CHANGED = {
     "RoundTimer._drain": "pairs the marks with itertools.pairwise (ruff) instead of zip(m, m[1:])",
     "_plain_graph_runner_cls": "its class's capture-mode getter gives its result a type (for mypy)",
 }
-"""Old runtime functions whose text changed in the split, and how (their behaviour: tests/overlay)."""
+"""Old runtime functions whose text changed in the split, and how (their behaviour: agent/install/overlay/checks)."""
 
 
 def _old_diffs() -> list[Path]:

@@ -46,7 +46,7 @@ READBACK_MODULE = "sglang/srt/speculative/adaptive_live_readback.py"
 ZERO_STEP_POLICY = "sglang/srt/speculative/k25_zero_step_policy.py"
 ZERO_STEP_RUNTIME = tuple(
     f"sglang/srt/speculative/k25_zero_step_{part}.py"
-    for part in ("runtime", "plain", "ring", "catchup", "timer")
+    for part in ("runtime", "plain", "ring", "catchup", "timer", "host")
 )
 ZERO_STEP_TOUCHED = (
     "sglang/srt/speculative/eagle_worker_v2.py",

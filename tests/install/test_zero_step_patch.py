@@ -34,10 +34,14 @@ def policy(patched_sglang: Any) -> Any:
 
 
 def server_state(rank: Rank) -> dict[str, Any]:
-    """``/server_info``'s internal state as the two contributors concerned build it, in order."""
+    """``/server_info``'s internal state as the two contributors concerned build it, in order; less the
+    process's host figures (``zero_step.host``: memory and the collector move between any two reads)."""
     state: dict[str, Any] = {}
     rank.internal._add_speculative(state)
     rank.internal._add_k25_zero_step(state)
+    zero = (state.get("adaptive_spec_live") or {}).get("zero_step")
+    if isinstance(zero, dict):
+        zero.pop("host", None)
     return state
 
 
@@ -211,3 +215,40 @@ def test_a_prefill_joins_a_zero_step_batch(
     policy: Any, threshold: int, running: int, running_zero: bool, arriving: int, since_s: float, want: bool
 ) -> None:
     assert policy.prefill_joins_zero(threshold, running, running_zero, arriving, since_s) is want
+
+
+def test_the_readback_carries_the_runtimes_sizes_and_the_processs_memory_and_collector(
+    policy: Any, rank: Rank
+) -> None:
+    """Issue 46: what the runtime keeps across rounds, the scheduler's resident memory and the time its
+    collector took are in ``zero_step`` (``state``, ``host``), and a failing size read names itself."""
+    import gc
+
+    from agent.sglang.zero_step_view import parse_zero_step
+
+    ctl = FakeController(policy, built=True)
+    ctl.state_sizes = lambda: {"missed_slots": 3, "ring_held": None}  # type: ignore[attr-defined]
+    rank.worker.k25_zero_step = ctl
+    policy.register(ctl)
+    gc.collect()
+    state: dict[str, Any] = {}
+    rank.internal._add_speculative(state)
+    rank.internal._add_k25_zero_step(state)
+    zero = state["adaptive_spec_live"]["zero_step"]
+    assert zero["state"] == {"missed_slots": 3, "ring_held": None}
+    assert tuple(zero["host"]) == live_control.ZERO_STEP_HOST_KEYS
+    host = zero["host"]
+    assert host["gc_metered"] is True and host["gc_collections"][2] >= 1 and host["gc_total_s"] > 0
+    assert host["rss_kib"] > 0 and host["rss_peak_kib"] >= host["rss_kib"]
+    parsed = parse_zero_step(zero)
+    assert parsed is not None and parsed.state is not None and parsed.state.get("missed_slots") == 3
+    assert parsed.host is not None and parsed.host.rss_kib == host["rss_kib"]
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("no ring")
+
+    ctl.state_sizes = broken  # type: ignore[attr-defined]
+    again: dict[str, Any] = {}
+    rank.internal._add_speculative(again)
+    rank.internal._add_k25_zero_step(again)
+    assert again["adaptive_spec_live"]["zero_step"]["state"] == {"error": "RuntimeError: no ring"}

@@ -1,4 +1,4 @@
-"""Patch 03's torch side on the installed tree: the overlay's torch tests (``tests/overlay``), under
+"""Patch 03's torch side on the installed tree: the overlay's checks (``agent/install/overlay/checks``), under
 pytest and through the preflight (``python -m bench.real.zero_step_preflight``), run by a Python with
 torch (the CPU venv the model-writer tests make) against the files ``agent install`` leaves in
 site-packages.
@@ -48,6 +48,31 @@ def test_the_preflight_passes_on_the_patched_files(
     passed = re.match(r"(\d+)/(\d+) checks passed", lines[-1])
     assert passed and passed.group(1) == passed.group(2) and int(passed.group(2)) >= 28, lines[-1]
     assert not [line for line in lines if line.startswith("FAIL")]
+
+
+def test_the_preflight_runs_from_a_copy_without_tests(
+    torch_python: Path,  # noqa: F811
+    site_packages: Path,
+    tmp_path: Path,
+) -> None:
+    """Issue 46: the GPU host's copy may leave ``tests/`` out; the preflight needs only ``bench`` and
+    the overlay's checks (``agent/install/overlay/checks``), so it still runs every check there."""
+    apply_patch_set(site_packages, load_patch_set())
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "bench", copy / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    shutil.copytree(REPO / "agent" / "install" / "overlay", copy / "agent" / "install" / "overlay")
+    assert not (copy / "tests").exists()
+    done = subprocess.run(
+        [str(torch_python), "-m", "bench.real.zero_step_preflight", str(site_packages)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=copy,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    passed = re.match(r"(\d+)/(\d+) checks passed", last)
+    assert passed and passed.group(1) == passed.group(2) and int(passed.group(2)) >= 28, last
 
 
 def test_the_preflight_fails_when_the_catch_up_reads_the_wrong_positions(

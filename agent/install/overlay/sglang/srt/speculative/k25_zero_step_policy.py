@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sglang.srt.speculative.k25_zero_step_host import METER, host_readback
+
 ZERO_STEP_KEY = "adaptive_spec_zero_step_plain"
 """``/set_internal_state`` key: 1 = the plain decode, 0 = SGLang's own 0-step path (verify).
 
@@ -209,6 +211,10 @@ class StreakBook:
     def caught_up(self, slots: Sequence[int]) -> None:
         self._missed.difference_update(slots)
 
+    def __len__(self) -> int:
+        """Slots marked: at most the request pool's (a slot is marked, never a request)."""
+        return len(self._missed)
+
 
 class RoundTimingBook:
     """Stage timings of sampled rounds: host and GPU milliseconds, by round kind.
@@ -286,23 +292,33 @@ _controller: Any = None
 
 
 def register(ctl: Any) -> None:
-    """The runtime's controller of this process (it has ``config`` and ``counters``)."""
+    """The runtime's controller of this process (it has ``config`` and ``counters``); the collector's
+    meter starts with it (``k25_zero_step_host``)."""
     global _controller
     _controller = ctl
+    if ctl is not None:
+        METER.install()
 
 
 def controller() -> Any:
     return _controller
 
 
-def readback(config: ZeroStepConfig, counters: ZeroStepCounters) -> dict[str, Any]:
-    """``adaptive_spec_live.zero_step``: str keys, ints, bools and strings only (msgpack, JSON)."""
+def readback(
+    config: ZeroStepConfig, counters: ZeroStepCounters, state: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``adaptive_spec_live.zero_step``: str keys, ints, floats, bools, strings and lists (msgpack, JSON).
+
+    ``state``: the sizes of the runtime's own structures (``ZeroStepController.state_sizes``); ``host``:
+    this process's resident memory and collector time (issue 46: what grows over a long run)."""
     return {
         "path": config.path,
         "launch_path": config.launch_path,
         "plain_built": bool(config.plain_built),
         "build_error": config.build_error,
         **counters.as_dict(),
+        "state": state,
+        "host": host_readback(),
     }
 
 
@@ -359,6 +375,12 @@ def add_readback(state: dict[str, Any], draft_worker: Any) -> None:
     ctl = getattr(draft_worker, "k25_zero_step", None)
     live = state.get("adaptive_spec_live")
     if ctl is not None and isinstance(live, dict):
-        live[READBACK_FIELD] = readback(ctl.config, ctl.counters)
+        sizes = getattr(ctl, "state_sizes", None)
+        held: dict[str, Any] | None
+        try:
+            held = sizes() if callable(sizes) else None
+        except Exception as exc:  # a read-back never fails the server_info answer
+            held = {"error": f"{type(exc).__name__}: {exc}"}
+        live[READBACK_FIELD] = readback(ctl.config, ctl.counters, held)
     if TIMING.kinds or TIMING.remaining:
         state[TIMING_FIELD] = {"remaining": TIMING.remaining, "kinds": TIMING.summary()}

@@ -24,6 +24,35 @@ class HiddenRing:
         self.tokens = torch.zeros((slots, width), dtype=torch.int32, device=device)
         self.hidden = torch.zeros((slots, width, hidden.shape[-1]), dtype=hidden.dtype, device=device)
         self.tags = torch.full((slots, width), -1, dtype=torch.int64, device=device)
+        self._count_host: torch.Tensor | None = None  # held(): a pinned copy of the count, on CUDA
+        self._count_copied: torch.cuda.Event | None = None
+        self._count_last: int | None = None
+
+    @property
+    def slots(self) -> int:
+        return int(self.tags.shape[0])
+
+    def held(self) -> int | None:
+        """Entries that hold a position (the read-back's ring occupancy), without blocking the stream.
+
+        On CUDA the count is queued into a pinned buffer and read on a later call once its copy has
+        run, so this says the count of an earlier call (None before the first has landed); on the CPU
+        it is read at once. The ring itself is allocated once, ``slots x width``: this shows how much of
+        it the run fills, never more than that.
+        """
+        if self.tags.device.type != "cuda":
+            return int((self.tags >= 0).sum())
+        if self._count_copied is not None and self._count_copied.query():
+            assert self._count_host is not None
+            self._count_last = int(self._count_host[0])
+            self._count_copied = None
+        if self._count_copied is None:
+            if self._count_host is None:
+                self._count_host = torch.empty(1, dtype=torch.int64, pin_memory=True)
+            self._count_host.copy_((self.tags >= 0).sum().view(1), non_blocking=True)
+            self._count_copied = torch.cuda.Event()
+            self._count_copied.record()
+        return self._count_last
 
     def put(
         self, slots: torch.Tensor, positions: torch.Tensor, tokens: torch.Tensor, hidden: torch.Tensor
@@ -73,6 +102,11 @@ class LastRows:
     def __init__(self) -> None:
         self._host: torch.Tensor | None = None
         self._copied: torch.cuda.Event | None = None
+
+    @property
+    def capacity(self) -> int:
+        """Rows the pinned buffer holds (it grows to the largest prefill's request count, once)."""
+        return 0 if self._host is None else int(self._host.shape[0])
 
     def of(self, lens: list[int], device: torch.device) -> torch.Tensor:
         last = torch.tensor(lens, dtype=torch.int64).cumsum(0) - 1

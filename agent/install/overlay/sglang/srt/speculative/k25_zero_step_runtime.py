@@ -113,6 +113,24 @@ class ZeroStepController:
         # the last decode launched: its size, whether at 0 steps, when (what a prefill joins)
         self.last_decode: tuple[int, bool, float] = (0, False, float("-inf"))
 
+    # -- what it holds (issue 46: nothing here may grow with the number of requests served)
+
+    def state_sizes(self) -> dict[str, Any]:
+        """The sizes of every structure the runtime keeps across rounds, for the read-back
+        (``zero_step.state``): each is bounded by the request pool's slots or the largest batch."""
+        ring = self.ring
+        return {
+            "missed_slots": len(self.streak),
+            "ring_slots": None if ring is None else ring.slots,
+            "ring_width": None if ring is None else ring.width,
+            "ring_held": None if ring is None else ring.held(),
+            "last_rows_capacity": self.last_rows.capacity,
+            "ones_len": 0 if self._ones is None else int(self._ones.shape[0]),
+            "timer_pending": TIMER.pending,
+            "timing_kinds": len(policy.TIMING.kinds),
+            "adaptive_slots": len(getattr(self.worker.adaptive_controller.params, "_slots", ()) or ()),
+        }
+
     # -- start-up
 
     def build(self) -> None:

@@ -30,6 +30,11 @@ class RoundTimer:
         self._marks: list[Mark] = []
         self._pending: collections.deque[tuple[str, int, list[Mark]]] = collections.deque()
 
+    @property
+    def pending(self) -> int:
+        """Timed rounds whose CUDA events have not been read back yet."""
+        return len(self._pending)
+
     def begin(self) -> None:
         self.active = TIMING.remaining > 0
         if self.active:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .overlay_stand_ins import Overlay
-from .overlay_world import first_resume, gap_resume, late_prefill_resume
+from .stand_ins import Overlay
+from .world import first_resume, gap_resume, late_prefill_resume
 
 
 def test_one_catch_up_ran(zero: Overlay, cpu_lens: bool) -> None:

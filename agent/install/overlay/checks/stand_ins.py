@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-OVERLAY = REPO / "agent" / "install" / "overlay"
+OVERLAY = Path(__file__).resolve().parents[1]
+"""The overlay these checks sit in (``agent/install/overlay``): the tree ``load`` reads by default."""
 
 
 def _module(name: str, **attrs: Any) -> types.ModuleType:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .overlay_stand_ins import Overlay
+from .stand_ins import Overlay
 
 
 def _ring(zero: Overlay, width: int = 4, hidden: int = 3) -> object:

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from .overlay_stand_ins import ForwardMode, Overlay
-from .overlay_world import World
+from .stand_ins import ForwardMode, Overlay
+from .world import World
 
 
 def _failed_extend(zero: Overlay) -> tuple[World, BaseException | None]:

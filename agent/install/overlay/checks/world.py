@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .overlay_stand_ins import CaptureHiddenMode, EagleDraftInput, ForwardMode, Overlay
+from .stand_ins import CaptureHiddenMode, EagleDraftInput, ForwardMode, Overlay
 
 
 class Live:

@@ -12,8 +12,8 @@ import json
 
 import torch
 
-from .overlay_stand_ins import CaptureHiddenMode, ForwardMode, Overlay
-from .overlay_world import World, plain_prefill_resume, plain_rounds
+from .stand_ins import CaptureHiddenMode, ForwardMode, Overlay
+from .world import World, plain_prefill_resume, plain_rounds
 
 
 def test_a_prefill_joining_a_zero_step_batch_is_plain(zero: Overlay, cpu_lens: bool) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .overlay_stand_ins import ForwardMode, Overlay
-from .overlay_world import plain_rounds
+from .stand_ins import ForwardMode, Overlay
+from .world import plain_rounds
 
 
 def test_a_plain_round_forwards_in_decode_mode(zero: Overlay, cpu_lens: bool) -> None:
