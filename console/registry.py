@@ -91,6 +91,23 @@ def _control_commands() -> tuple[Command, ...]:
             for sentinel in spec.sentinels
             if sentinel.button is not None
         )
+    for spec in of_kinds(("button",)):  # undo: a button of its own on Controls
+        out.append(Command(spec.label.capitalize(), f"apply('{spec.kind}')",
+                           f"Plan and confirm {spec.name}: {spec.allowed}", "Controls", footer=False,
+                           screens=("controls",), writes=True))  # fmt: skip
+    for spec in of_kinds(("toggle",)):  # the autopilot: on and off, each planned and confirmed
+        out.extend(
+            Command(
+                f"Turn the {spec.name} {word}",
+                f"switch('{spec.kind}', '{word}')",
+                f"Plan and confirm {spec.name} → {word}",
+                "Controls",
+                footer=False,
+                screens=("controls",),
+                writes=True,
+            )
+            for word in ("on", "off")
+        )
     return tuple(out)
 
 
