@@ -57,7 +57,12 @@ SCREENS: tuple[tuple[str, str, str, str], ...] = (
     ),
     ("kv", "k", "KV", "The KV pool, the reserve speculation costs, and what fits at a context length"),
     ("gpus", "g", "GPUs", "One row per GPU with a short history"),
-    ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
+    (
+        "controls",
+        "c",
+        "Controls",
+        "Threshold, steps, topk, adaptive, the autopilot and undo: plan, confirm, apply",
+    ),
     (
         "bench",
         "b",
@@ -161,6 +166,16 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("Quit", "app.quit", "Leave the console (a --demo agent stops with it)", "App", "q"),
     *_control_commands(),
+    Command(
+        "Do what the finding offers",
+        "do_offer",
+        "Plan and confirm the action the most severe health finding offers (the Overview's what-to-do line)",
+        "Controls",
+        "d",
+        screens=("overview",),
+        writes=True,
+        short="do it",
+    ),
     Command(
         "KV what-if",
         "kv_whatif",
