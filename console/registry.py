@@ -173,8 +173,8 @@ COMMANDS: tuple[Command, ...] = (
         "Controls",
         "d",
         screens=("overview",),
+        footer=False,  # the what-to-do line says "[d] plan it" where it applies; at 80 columns q Quit stays
         writes=True,
-        short="do it",
     ),
     Command(
         "KV what-if",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from agent.profile.words import count_words
 from agent.wire import CATALOGUE, Finding
 from console.model.health import HealthItem
 
@@ -35,12 +36,17 @@ def todo_text(items: Sequence[HealthItem], offered: Finding | None) -> Text:
         text.append(f" ({offered.title})", style="dim")
         text.append(f"  [{DO_KEY}] plan it", style="$info")
         return text
-    if items:
+    if items and items[0].finding.severity != "info":
         first = items[0].finding
         text.append(first.action, style=SEVERITY.get(first.severity, ""))
+        return text
+    if items:  # for information only: its advice is in the list below, nothing is urgent
+        text.append(
+            f"nothing urgent ({count_words(len(items), 'finding')} below, for information)", style="$ok"
+        )
         return text
     text.append("nothing: no health findings", style="$ok")
     return text
 
 
-SEVERITY = {"info": "$info", "warning": "$warn", "critical": "$bad-bold"}
+SEVERITY = {"warning": "$warn", "critical": "$bad-bold"}
