@@ -119,8 +119,7 @@ class ControlsScreen(LiveScreen):
         with Horizontal(classes="form-row"):
             for spec in BUTTONS:
                 yield Button(spec.name.capitalize(), id=f"apply-{spec.kind}", classes="apply", compact=True)
-                yield Static("puts back the value before the last applied change; its plan names it",
-                             classes="live-hint")  # fmt: skip
+                yield Static("puts back what the last applied change replaced", classes="live-hint")
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
