@@ -57,7 +57,12 @@ SCREENS: tuple[tuple[str, str, str, str], ...] = (
     ),
     ("kv", "k", "KV", "The KV pool, the reserve speculation costs, and what fits at a context length"),
     ("gpus", "g", "GPUs", "One row per GPU with a short history"),
-    ("controls", "c", "Controls", "Threshold, steps, topk and adaptive: plan, confirm, apply"),
+    (
+        "controls",
+        "c",
+        "Controls",
+        "Threshold, steps, topk, adaptive, the autopilot and undo: plan, confirm, apply",
+    ),
     (
         "bench",
         "b",
@@ -90,6 +95,23 @@ def _control_commands() -> tuple[Command, ...]:
             )
             for sentinel in spec.sentinels
             if sentinel.button is not None
+        )
+    for spec in of_kinds(("button",)):  # undo: a button of its own on Controls
+        out.append(Command(spec.label.capitalize(), f"apply('{spec.kind}')",
+                           f"Plan and confirm {spec.name}: {spec.allowed}", "Controls", footer=False,
+                           screens=("controls",), writes=True))  # fmt: skip
+    for spec in of_kinds(("toggle",)):  # the autopilot: on and off, each planned and confirmed
+        out.extend(
+            Command(
+                f"Turn the {spec.name} {word}",
+                f"switch('{spec.kind}', '{word}')",
+                f"Plan and confirm {spec.name} → {word}",
+                "Controls",
+                footer=False,
+                screens=("controls",),
+                writes=True,
+            )
+            for word in ("on", "off")
         )
     return tuple(out)
 
@@ -144,6 +166,16 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("Quit", "app.quit", "Leave the console (a --demo agent stops with it)", "App", "q"),
     *_control_commands(),
+    Command(
+        "Do what the finding offers",
+        "do_offer",
+        "Plan and confirm the action the most severe health finding offers (the Overview's what-to-do line)",
+        "Controls",
+        "d",
+        screens=("overview",),
+        footer=False,  # the what-to-do line says "[d] plan it" where it applies; at 80 columns q Quit stays
+        writes=True,
+    ),
     Command(
         "KV what-if",
         "kv_whatif",

@@ -143,7 +143,7 @@ class Session:
 
     # -- the one way to change anything ---------------------------------------------------------
     async def plan_confirm_apply(
-        self, kind: ActionKind, value: int | bool | str, say: Callable[[Text], object]
+        self, kind: ActionKind, value: int | bool | str | None, say: Callable[[Text], object]
     ) -> FlowEnd:
         """Plan → (rejected or nothing to do: say why) → confirm → apply. Never changes anything
         without the operator's confirm."""

@@ -42,6 +42,7 @@ OWN_KEYS = {
     ("cli/status.py", "pinned_steps"),
     ("wire/bench_env.py", "tp_size"),  # a bench result's own server summary, read back
     ("control/audit.py", "status"),  # the audit record's own result
+    ("control/undo.py", "status"),  # the audit record's own result (the last applied change)
     ("wire/audit.py", "status"),  # the audit record's own result (agent audit, the Audit screen)
     ("serve/reconcile.py", "threshold"),  # the audit's "live" values (the read-back's names, our record)
     ("serve/reconcile.py", "pinned_steps"),

@@ -2,7 +2,8 @@
 
 SETTING is any operator action of the action catalogue (agent/wire/actions.py): threshold N or
 none, steps N or release, topk N, adaptive on or off, profile NAME (load a saved profile),
-autopilot on or off. The same path as Controls: the agent plans the request (live, a restart with
+autopilot on or off, and undo (no value: put back the value from before the last applied change,
+as the audit records it; the plan names that change). The same path as Controls: the agent plans the request (live, a restart with
 drain, or refused with the reason), this command prints the plan, asks to confirm on a terminal
 (--yes for scripts; a restart of a production profile wants its name, --confirm-production NAME),
 and the agent applies and audits it; a cancelled plan is audited as cancelled. Nothing changes
@@ -44,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("setting", choices=tuple(BY_NAME), help="what to change")
     p.add_argument(
         "value",
+        nargs="?",
+        default="",
         help="; ".join(f"{spec.name}: {spec.allowed}" for spec in CATALOGUE.values()),
     )
     add_connection_args(p)
@@ -54,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=run)
 
 
-def request_value(setting: str, text: str) -> int | bool | str:
+def request_value(setting: str, text: str) -> int | bool | str | None:
     """The request's value as the catalogue parses it ("release" is the step pin's release);
     ValueError names what is allowed."""
     return BY_NAME[setting].parse(text)

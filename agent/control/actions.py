@@ -30,6 +30,7 @@ from agent.control.audit import AuditLog, AuditUnavailable
 from agent.control.faults import fault_point
 from agent.control.live import apply_live
 from agent.control.planner import Draft, plan_request
+from agent.control.undo import last_applied
 from agent.profile import Profile
 from agent.sglang.live_control import LIVE_STEPS_KEY, READBACK_OF
 from agent.wire import ActionRequest, ActionResult, ActionStatus, Plan
@@ -156,7 +157,14 @@ class ActionBook:
             draft = Draft(mode="rejected", reason="no profile is running yet", rejected_field="engine")
             running_base: Profile | None = None
         else:
-            draft = plan_request(request, running, self.load_named, self.engine.launched, self.live_pinned())
+            draft = plan_request(
+                request,
+                running,
+                self.load_named,
+                self.engine.launched,
+                self.live_pinned(),
+                lambda: last_applied(self.audit),
+            )
             running_base = running
         action_id = "act-" + secrets.token_hex(8)
         plan = Plan(
@@ -171,7 +179,7 @@ class ActionBook:
         )
         status: ActionStatus = "rejected" if draft.mode == "rejected" else "planned"
         message = draft.reason
-        if status == "rejected" and not self._audit_refusal(plan, source):
+        if status == "rejected" and not self._audit_refusal(plan, source, draft):
             message = f"{message} (its audit line waits for space on the state disk)"
         result = ActionResult(action_id=action_id, status=status, plan=plan, message=message)
         self._entries[action_id] = _Entry(result, draft, running_base, time.time(), asyncio.Lock(), source)
@@ -188,14 +196,14 @@ class ActionBook:
         fault_point("plan")
         return plan
 
-    def _audit_refusal(self, plan: Plan, source: dict[str, Any] | None) -> bool:
+    def _audit_refusal(self, plan: Plan, source: dict[str, Any] | None, draft: Draft | None = None) -> bool:
         """A refused request is a change someone asked for: one audit line, with who asked, from where,
         the value asked (the action's ``value``) and why it was refused. Nothing was applied, so there
         is no intent to write first; a full disk delays the line, never the answer. False: delayed."""
         return self.audit.append_or_later(
             f"the refusal of {plan.action_id}",
             operator=plan.request.operator,
-            action=self._audit_action(plan),
+            action=self._audit_action(plan, draft),
             before=None,
             after=None,
             result={"status": "rejected", "message": plan.reason},
@@ -251,7 +259,7 @@ class ActionBook:
                 return await self._apply_live(entry)
             return self._start_restart(entry)
 
-    def _audit_action(self, plan: Plan) -> dict[str, Any]:
+    def _audit_action(self, plan: Plan, draft: Draft | None = None) -> dict[str, Any]:
         action: dict[str, Any] = {
             "action_id": plan.action_id,
             "request_id": plan.request.request_id,
@@ -261,6 +269,8 @@ class ActionBook:
         }
         if plan.request.change_id is not None:  # a fleet change: the id every host's line shares
             action["change_id"] = plan.request.change_id
+        if draft is not None and draft.undoes is not None:  # an undo: the change it reverses
+            action["undoes"] = draft.undoes
         return action
 
     def _write_intent(self, entry: _Entry) -> ActionResult | None:
@@ -270,7 +280,7 @@ class ActionBook:
         try:
             self.audit.append(
                 operator=plan.request.operator,
-                action=self._audit_action(plan),
+                action=self._audit_action(plan, entry.draft),
                 before={c.key: c.old for c in plan.changes},
                 after={c.key: c.new for c in plan.changes},
                 result={"status": "intent", "message": f"about to apply ({MODE_WORDS[plan.mode]})"},
@@ -308,7 +318,7 @@ class ActionBook:
             written = self.audit.append_or_later(
                 f"the outcome of {plan.action_id}",
                 operator=operator or plan.request.operator,
-                action=self._audit_action(plan),
+                action=self._audit_action(plan, entry.draft),
                 before={c.key: c.old for c in plan.changes},
                 after={c.key: c.new for c in plan.changes},
                 result={"status": status, "message": message},

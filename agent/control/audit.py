@@ -27,7 +27,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -302,6 +302,23 @@ class AuditLog:
         found.reverse()
         corrupt.reverse()
         return AuditPage(found, corrupt, start, end)
+
+    def newest(self, accept: Callable[[dict[str, Any]], bool], most: int = 10_000) -> dict[str, Any] | None:
+        """The newest record ``accept`` takes, among the last ``most`` lines (read from the end: the
+        undo asks for the last applied change, which is near it)."""
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            return None
+        with fh:
+            end = os.fstat(fh.fileno()).st_size
+            for n, (_offset, raw) in enumerate(_lines_backward(fh, end)):
+                if n >= most:
+                    return None
+                record, _why = _parse(raw)
+                if record is not None and accept(record):
+                    return record
+        return None
 
     def records(self) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
         """Every line from the start, streamed: (offset, record or None, why it is not one)."""

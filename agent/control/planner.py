@@ -17,9 +17,10 @@ threshold built (``agent.sglang.live_state``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agent.control.undo import LastChange, reverse
 from agent.profile import Profile, ProfileError, diff_profiles
 from agent.profile.schema import Speculation
 from agent.profile.store import profile_from_dict
@@ -43,6 +44,8 @@ class Draft:
     launch: Profile | None = None
     """For a restart: the profile to launch (``new_profile`` with a launchable threshold); its live
     values are put back once the server is ready."""
+    undoes: dict[str, Any] | None = None
+    """An undo's: the change it reverses (its action id, kind and the value it puts back), for the audit."""
 
 
 def _given(value: object) -> str:
@@ -65,6 +68,8 @@ class Ask:
     pinned: int | None
     """The engine's live pinned step count from its read-back (-1 or None: its policy chooses)."""
     load_named: Callable[[str], Profile]
+    last_change: Callable[[], LastChange | None] = lambda: None
+    """The newest applied operator change in the audit (what an undo reverses)."""
 
     @property
     def spec(self) -> Speculation:
@@ -284,6 +289,29 @@ def _autopilot(ask: Ask) -> Candidate | Draft:
     return new, [note]
 
 
+def _undo(ask: Ask) -> Candidate | Draft:
+    """The last applied change, reversed: its kind's request for the value the audit says it found,
+    planned by that kind's rule (so its bounds and consequences hold), named as an undo."""
+    wrong = CATALOGUE["undo"].wrong_type(ask.req.value)
+    if wrong is not None:
+        return _reject("value", wrong)
+    last = ask.last_change()
+    if last is None:
+        return _reject("undo", "undo: the audit holds no applied change to undo")
+    back = reverse(last)
+    if isinstance(back, str):
+        return _reject("undo", back)
+    kind, value = back
+    request = ask.req.model_copy(update={"kind": kind, "value": value})
+    draft = plan_request(request, ask.running, ask.load_named, ask.built, ask.pinned)
+    who = f" by {last.operator}" if last.operator else ""
+    head = f"undo of {last.action_id} ({last.words()}{who}): {CATALOGUE[kind].name} back to " + CATALOGUE[
+        kind
+    ].words(value, long=True)
+    undoes = {"action_id": last.action_id, "kind": kind, "value": value}
+    return replace(draft, reason=f"{head}; {draft.reason}" if draft.reason else head, undoes=undoes)
+
+
 RULES: dict[ActionKind, Rule] = {
     "threshold": _threshold,
     "steps": _steps,
@@ -291,6 +319,7 @@ RULES: dict[ActionKind, Rule] = {
     "adaptive": _adaptive,
     "apply_profile": _apply_profile,
     "autopilot": _autopilot,
+    "undo": _undo,
 }
 """One rule per kind of ``agent.wire.actions.CATALOGUE``: a test finds every kind here."""
 
@@ -301,14 +330,16 @@ def plan_request(
     load_named: Callable[[str], Profile],
     built: Profile | None = None,
     pinned: int | None = None,
+    last_change: Callable[[], LastChange | None] = lambda: None,
 ) -> Draft:
     """Plan ``req`` against the server running ``running`` (live values included), launched with
-    ``built`` (``running`` when none is given); ``pinned``: the engine's live pinned steps (-1: none)."""
+    ``built`` (``running`` when none is given); ``pinned``: the engine's live pinned steps (-1: none);
+    ``last_change``: the audit's newest applied change (an undo reverses it)."""
     built = built or running
     rule = RULES.get(req.kind)
     if rule is None:
         return _reject("kind", f"kind: {req.kind} has no rule in this agent's planner")
-    made = rule(Ask(req, running, built, pinned, load_named))
+    made = rule(Ask(req, running, built, pinned, load_named, last_change))
     if isinstance(made, Draft):
         return made
     new, notes = made

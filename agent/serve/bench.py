@@ -13,6 +13,7 @@ from fastapi import HTTPException
 
 from agent.bench.engine import EngineError, EngineProbe
 from agent.bench.estimate import estimate, request_time
+from agent.bench.evidence import newest_evidence
 from agent.bench.provenance import RunContext, agent_context
 from agent.bench.runner import (
     BenchBusy,
@@ -27,6 +28,7 @@ from agent.control.audit import AuditUnavailable
 from agent.serve.bench_forcing import ForcingWatch, forcer_alive, forcings
 from agent.sglang.info_view import ServerInfo
 from agent.wire.api import BenchAnnounce
+from agent.wire.bench_evidence import BenchEvidence
 from agent.wire.bench_request import BenchRequest
 from agent.wire.bench_result import BenchResult
 
@@ -113,10 +115,15 @@ class BenchService:
             if forcer_alive(intent.get("action") or {}):  # a run that outlived the agent before this one
                 self.forcing.watch({"action": intent["action"], "operator": intent.get("operator"),
                                     "source": intent.get("source")})  # fmt: skip
+        self._evidence: tuple[Profile, int, BenchEvidence | None] | None = None
+        """The newest finished bench on the engine, for the launched profile and the store's state
+        (its directory's mtime: a result written there) it was found for."""
 
     def _publish(self, event: BenchEvent) -> None:
         self.daemon.emit("bench", event.name, event.message, event.data)
         ended = _ENDED.get(event.name)
+        if ended is not None:
+            self._evidence = None  # a finished run may be the newest evidence: look again
         if ended is not None:  # the run's end, audited under the name of whoever started it
             data = event.data
             bench_id = str(data.get("bench_id"))
@@ -125,6 +132,20 @@ class BenchService:
                 "bench_end", operator=operator, source={"via": "agent"}, status=ended,
                 detail={"bench_id": bench_id, "mode": data.get("mode"), "levels": levels}, message=event.message,
             )  # fmt: skip
+
+    def evidence(self) -> BenchEvidence | None:
+        """The newest finished compare on this engine (``agent.bench.evidence``): read from the store
+        again when a run ends, a result is written there, or another profile is launched, else kept."""
+        launched = self.daemon.launched_profile
+        try:
+            stamp = self.runs.store.root.stat().st_mtime_ns
+        except OSError:
+            stamp = 0
+        kept = self._evidence
+        if kept is None or kept[0] is not launched or kept[1] != stamp:
+            found = newest_evidence(self.runs.store.list(), launched, self.daemon.supervisor.kind)
+            self._evidence = kept = (launched, stamp, found)
+        return kept[2]
 
     def on_engine(self) -> str | None:
         """The benchmark whose requests are on the engine now (this agent's run, or one ``agent bench``

@@ -345,8 +345,11 @@ class Daemon:
                 observed = await collector.tick(self.supervisor.state, self.supervisor.pid)
                 counts = EngineCounts(self.supervisor.restarts, self.supervisor.failures)
                 bench = self.bench.on_engine() if self.bench is not None else None
+                evidence = self.bench.evidence() if self.bench is not None else None
+                self.autopilot.prior(evidence)  # the autopilot starts from it, and says so
                 judged = functools.partial(health.observe, limits=profile.health, counts=counts,
-                                           scrape_error=collector.last_error, bench=bench)  # fmt: skip
+                                           scrape_error=collector.last_error, bench=bench,
+                                           evidence=None if profile.speculation.autopilot.enabled else evidence)  # fmt: skip
                 self._publish(observed, profile, judged)
             except Exception:
                 log.exception("telemetry tick failed")

@@ -22,10 +22,12 @@ from typing import Final
 from agent.profile.health import Health
 from agent.sglang import paths
 from agent.telemetry.acceptance import AcceptanceWatch
+from agent.telemetry.against_bench import threshold_against_bench
 from agent.telemetry.bench_load import BenchLoad, caused_by_bench
 from agent.telemetry.moment import Moment
 from agent.telemetry.reach import threshold_unreachable
 from agent.wire import Finding, Snapshot
+from agent.wire.bench_evidence import BenchEvidence
 
 UP_STATES: Final = frozenset({"ready", "draining"})
 """States in which the engine is expected to answer and to serve."""
@@ -287,6 +289,7 @@ RULES: Final[tuple[Callable[[Moment], Finding | None], ...]] = (
     kv_nearly_full,
     no_traffic,
     threshold_unreachable,
+    threshold_against_bench,
 )
 
 
@@ -322,9 +325,11 @@ class HealthWatch:
         counts: EngineCounts | None = None,
         scrape_error: str | None = None,
         bench: str | None = None,
+        evidence: BenchEvidence | None = None,
     ) -> Snapshot:
         """``bench``: the id of the agent's own benchmark running on the engine at this tick, if any
-        (its load findings say that it caused them: ``bench_load``)."""
+        (its load findings say that it caused them: ``bench_load``); ``evidence``: the newest finished
+        bench on this engine (``against_bench``), judged only while none runs."""
         now = snap.time
         self._engine(snap, counts, limits)
         up = snap.engine_state in UP_STATES
@@ -351,6 +356,7 @@ class HealthWatch:
             scrape_error=scrape_error,
             restarts=tuple(self._restarts),
             crashes=tuple(self._crashes),
+            evidence=evidence if bench is None else None,
         )
         found = list(snap.findings)
         found.extend(f for f in (rule(moment) for rule in RULES) if f is not None)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from agent.profile.health import Health
 from agent.wire import Snapshot
+from agent.wire.bench_evidence import BenchEvidence
 
 
 @dataclass(frozen=True)
@@ -25,3 +26,5 @@ class Moment:
     """Times of engine restarts within the restart window."""
     crashes: tuple[float, ...] = ()
     """Times of engine crashes (and failed starts) within the restart window."""
+    evidence: BenchEvidence | None = None
+    """The newest finished bench on this engine, while no bench runs and the autopilot is off."""

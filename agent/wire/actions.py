@@ -21,11 +21,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile", "autopilot"]
-ValueType = Literal["count", "switch", "name"]
-Place = Literal["input", "select", "toggle", "profiles"]
+ActionKind = Literal["threshold", "steps", "topk", "adaptive", "apply_profile", "autopilot", "undo"]
+ValueType = Literal["count", "switch", "name", "nothing"]
+"""What a kind's value is: a whole number, on/off, a profile's name, or no value at all (undo)."""
+Place = Literal["input", "select", "toggle", "profiles", "button"]
 """Where the console offers a kind: an input field on Controls, an on/off select there, the
-autopilot's own toggle there, or the Profiles screen (loading a saved profile)."""
+autopilot's own toggle there, the Profiles screen (loading a saved profile), or a button of its own
+on Controls (undo)."""
 
 NO_THRESHOLD: Final = 0
 """The threshold that means none: speculate at every batch size (the patch's live value, too)."""
@@ -68,7 +70,7 @@ class ActionSpec:
     name: str
     """The setting's name for an operator, the same on every screen, dialog and audit row."""
     key: str
-    """The profile key it changes."""
+    """The profile key it changes (empty for undo: it changes what the last change changed)."""
     takes: ValueType
     allowed: str
     """What it allows, in words: every refusal ends with it."""
@@ -107,6 +109,8 @@ class ActionSpec:
             return sentinel.long if long else sentinel.short
         if isinstance(value, bool):
             return "on" if value else "off"
+        if self.takes == "nothing":
+            return "the last change"
         if value is None:
             return "not set"
         return str(value)
@@ -139,6 +143,12 @@ class ActionSpec:
             return None
         if self.takes == "name" and isinstance(value, str):
             return None
+        if self.takes == "nothing":
+            return (
+                None
+                if value is None
+                else f"{self.name} takes no value: {self.allowed}; got {_kind_of(value)}"
+            )
         what = {"count": "a whole number", "switch": "true or false", "name": "text"}[self.takes]
         api = "".join(f" ({s.word} is sent as {s.value})" for s in self.sentinels)
         return f"{self.name} takes {what}: {self.allowed}{api}; got {_kind_of(value)}"
@@ -153,9 +163,13 @@ class ActionSpec:
             )
         return None
 
-    def parse(self, text: str) -> int | bool | str:
+    def parse(self, text: str) -> int | bool | str | None:
         """What an operator typed, as this kind's value; ValueError says what is allowed."""
         typed = text.strip()
+        if self.takes == "nothing":
+            if typed:
+                raise ValueError(f"{self.name} takes no value: {self.allowed}")
+            return None
         if not typed:
             raise ValueError(f"{self.name} needs a value: {self.allowed}")
         if self.takes == "name":
@@ -316,6 +330,19 @@ CATALOGUE: Final[dict[ActionKind, ActionSpec]] = {
             place="toggle",
             hint="on or off",
             shown_keys=("speculation.autopilot.enabled",),
+        ),
+        ActionSpec(
+            kind="undo",
+            name="undo",
+            key="",
+            takes="nothing",
+            allowed="no value: it puts back the value from before the last applied change, as the audit "
+            "records it (an undo of an undo applies that change again)",
+            label="undo the last change",
+            confirm="Undo {value}{on}?",
+            audit="undo",
+            place="button",
+            hint="the last change",
         ),
     )
 }

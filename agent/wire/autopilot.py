@@ -67,3 +67,8 @@ class AutopilotState(_Wire):
     probe_share: float | None = Field(None, description="Share of the last 10 minutes spent probing")
     probe_share_max: float | None = None
     probe_ends_at: float | None = Field(None, description="Unix time the probe in force ends")
+    prior: str | None = Field(
+        None,
+        description="The finished bench on this engine it starts from, in words (run, threshold, interval)",
+    )
+    held: str | None = Field(None, description="Why its last decision changed nothing, with the numbers")

@@ -87,6 +87,7 @@ AutopilotName = Literal[
     "autopilot.reverted",
     "autopilot.resumed",
     "autopilot.failed",
+    "autopilot.held",
 ]
 AgentName = Literal["agent.started", "agent.stopping", "agent.gpu_sampler", "agent.audit_damaged"]
 

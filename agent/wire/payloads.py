@@ -161,7 +161,11 @@ class AutopilotNotice(_Payload):
     mode: AutopilotMode | None = None
     operator_threshold: int | None = None
     operator_steps: int | None = None
-    reason: str | None = Field(None, description="autopilot.reverted: stale, engine, stopping")
+    reason: str | None = Field(
+        None,
+        description="autopilot.reverted: stale, engine, stopping; autopilot.held: no_estimate, small_gain, "
+        "uncertain, dwell, budget",
+    )
     kind: MoveKind | None = None
     ok: bool | None = None
     before: AutopilotSetting | None = None

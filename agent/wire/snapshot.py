@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.wire.actions import ActionKind
 from agent.wire.autopilot import AutopilotState
 
 WIRE_VERSION = 1
@@ -202,6 +203,14 @@ class Gpus(_Wire):
 Severity = Literal["info", "warning", "critical"]
 
 
+class ActionOffer(_Wire):
+    """An operator action a finding offers: a kind of ``agent.wire.actions.CATALOGUE`` and its value.
+    The console plans it (plan → confirm → apply, audited) and names it with the catalogue's words."""
+
+    kind: ActionKind
+    value: int | bool | str | None = None
+
+
 class Finding(_Wire):
     """A health finding: what is wrong, why it matters, what to do, and since when.
 
@@ -219,6 +228,9 @@ class Finding(_Wire):
     limit: float | None = Field(None, description="The threshold it crossed, in `unit`")
     unit: str | None = Field(None, description="Unit of value and limit: 'requests', 's', '%'")
     since: float | None = Field(None, description="Unix time since which it has held without a break")
+    offer: ActionOffer | None = Field(
+        None, description="The action that does what `action` says, for a console to plan (None: none)"
+    )
 
 
 class Snapshot(_Wire):

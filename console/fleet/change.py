@@ -52,7 +52,7 @@ def parse_value(kind: FleetKind, text: str) -> int | str:
     what that host allows (the steps it built)."""
     spec = CATALOGUE[kind]
     value = spec.parse(text)
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         raise ValueError(f"{spec.name} takes {spec.allowed}")
     if isinstance(value, int):
         outside = spec.out_of_bounds(value)

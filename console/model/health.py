@@ -32,5 +32,10 @@ class HealthTracker:
         self.items = tuple(HealthItem(f) for f in ordered)
 
     @property
+    def offered(self) -> Finding | None:
+        """The most severe finding that offers an action the operator can take from the console."""
+        return next((i.finding for i in self.items if i.finding.offer is not None), None)
+
+    @property
     def worst(self) -> str | None:
         return self.items[0].finding.severity if self.items else None

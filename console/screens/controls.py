@@ -15,7 +15,15 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Select, Static
 
 from agent.wire import ActionEvent, ActionRequest
-from agent.wire.actions import CATALOGUE, ActionKind, ActionSpec, built_steps_words, of_kinds, spec_of
+from agent.wire.actions import (
+    CATALOGUE,
+    SWITCH_WORDS,
+    ActionKind,
+    ActionSpec,
+    built_steps_words,
+    of_kinds,
+    spec_of,
+)
 from console.model import ConsoleModel
 from console.model.live_settings import LiveSettings, live_settings
 from console.screens.base import LiveScreen
@@ -29,6 +37,8 @@ FIELDS: tuple[ActionSpec, ...] = of_kinds(("input", "select"))
 """Controls' fields, one per kind of the action catalogue offered here, in its order."""
 KINDS: tuple[ActionKind, ...] = tuple(spec.kind for spec in FIELDS)
 TYPED: tuple[ActionKind, ...] = tuple(spec.kind for spec in FIELDS if spec.place == "input")
+BUTTONS: tuple[ActionSpec, ...] = of_kinds(("button",))
+"""Kinds that take no value, each a button of its own (undo)."""
 EVENT_LINES = 8
 SHOWN_PHASES = ("action.applying", "action.applied", "action.failed", "action.expired",
                 "action.cancelled", "action.rejected")  # fmt: skip
@@ -106,6 +116,10 @@ class ControlsScreen(LiveScreen):
                                      compact=True, disabled=True)  # fmt: skip
                 yield Static(id=f"live-{spec.kind}", classes="live-hint")
         yield AutopilotToggle()
+        with Horizontal(classes="form-row"):
+            for spec in BUTTONS:
+                yield Button(spec.name.capitalize(), id=f"apply-{spec.kind}", classes="apply", compact=True)
+                yield Static("puts back what the last applied change replaced", classes="live-hint")
         yield Static("", id="control-result")
         yield Label("Recent actions", classes="section")
         yield Static(id="action-log", classes="value")
@@ -186,6 +200,15 @@ class ControlsScreen(LiveScreen):
     def action_apply(self, kind: str) -> None:
         if kind in KINDS:
             self.apply(kind)
+        else:
+            button = next((spec for spec in BUTTONS if spec.kind == kind), None)
+            if button is not None:
+                self.press(button.kind)
+
+    def action_switch(self, kind: str, word: str) -> None:
+        """The palette's "Turn the autopilot on/off": the toggle's plan, with the operator's word."""
+        if kind == "autopilot":
+            self.toggle_autopilot(SWITCH_WORDS[word])
 
     def action_sentinel(self, kind: str, word: str) -> None:
         """A sentinel's button (the catalogue's): "release" on steps releases the pin."""
@@ -201,8 +224,7 @@ class ControlsScreen(LiveScreen):
             self.action_sentinel(kind, word)
             return
         kind = str(event.button.id).removeprefix("apply-")
-        if kind in KINDS:
-            self.apply(kind)
+        self.action_apply(kind)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -215,9 +237,10 @@ class ControlsScreen(LiveScreen):
         current = self._current(kind)
         if isinstance(current, bool):
             return current
-        if current is None:
+        parsed = None if current is None else CATALOGUE[kind].parse(current)
+        if parsed is None:
             raise ValueError(f"{kind} needs a value: {CATALOGUE[kind].allowed}")
-        return CATALOGUE[kind].parse(current)
+        return parsed
 
     def _say(self, text: Text | str) -> None:
         self.query_one("#control-result", Static).update(text)
@@ -240,7 +263,7 @@ class ControlsScreen(LiveScreen):
             self.query_one("#control-result", Static).update(line)
             self._said_at = last.time
 
-    async def _flow(self, kind: ActionKind, value: int | bool | str) -> FlowEnd:
+    async def _flow(self, kind: ActionKind, value: int | bool | str | None) -> FlowEnd:
         end = await self.session.plan_confirm_apply(kind, value, self._say)
         if end.action_id is not None:
             self._mine.add(end.action_id)
@@ -261,6 +284,20 @@ class ControlsScreen(LiveScreen):
             say(Text("This agent reports no autopilot.", style="$warn"))
             return
         await self.session.plan_confirm_apply("autopilot", enable, say)
+
+    @work(exclusive=True, group="control")
+    async def press(self, kind: ActionKind) -> None:
+        """A kind that takes no value (undo): its plan names what it puts back; confirmed like any change."""
+        if self.session.readonly:
+            self._say(Text("Read-only: controls are disabled.", style="$info"))
+            return
+        if self.pending is not None:
+            self._say(Text("An action is still applying; wait until the agent says it ended.", style="$warn"))
+            return
+        await self._flow(kind, None)
+        self._reset.update(KINDS)
+        self.painted_version = -1
+        self.session.paint_now()
 
     @work(exclusive=True, group="control")
     async def send(self, kind: ActionKind, value: int) -> None:

@@ -6,6 +6,7 @@ import time
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal
@@ -28,6 +29,7 @@ from console.widgets.findings import findings_text
 from console.widgets.flow import Flow
 from console.widgets.format import latency, num
 from console.widgets.ticks import fmt_count
+from console.widgets.todo import todo_text
 from console.widgets.windows import COUNTER_WORDS, over, raw_label
 
 CHART_INTERVAL_S = 1.0
@@ -107,6 +109,7 @@ class OverviewScreen(LiveScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="badge", classes="value")
+        yield Static(id="todo", classes="value")
         yield AutopilotLine(id="autopilot", classes="value")
         yield Static(id="figures", classes="value")
         # The findings before the charts: on a small terminal the charts give way, never the findings
@@ -125,6 +128,7 @@ class OverviewScreen(LiveScreen):
             return
         raw = self.session.show_raw
         self.query_one("#badge", Static).update(badge_text(snap.speculation, snap.load, stale=model.stale))
+        self.query_one("#todo", Static).update(todo_text(model.health.items, model.health.offered))
         self.query_one(AutopilotLine).show(snap.autopilot, snap.speculation.pinned_steps)
         figures = figures_text(snap, raw=raw, switched_on_at=model.switched_on_at())
         self.query_one("#figures", Static).update(figures)
@@ -139,6 +143,22 @@ class OverviewScreen(LiveScreen):
             return
         self._charts_at = now
         self._paint_charts(model, raw=raw)
+
+    def action_do_offer(self) -> None:
+        self.do_offer()
+
+    @work(exclusive=True, group="control")
+    async def do_offer(self) -> None:
+        """The action the most severe finding offers: planned, confirmed and audited like any change."""
+        say = self.query_one("#todo", Static).update
+        offered = self.session.model.health.offered
+        if offered is None or offered.offer is None:
+            say(Text("What to do: no finding offers an action now.", style="dim"))
+            return
+        if self.session.readonly:
+            say(Text("Read-only: this console changes nothing.", style="$info"))
+            return
+        await self.session.plan_confirm_apply(offered.offer.kind, offered.offer.value, say)
 
     def _paint_charts(self, model: ConsoleModel, *, raw: bool) -> None:
         window = self.session.window_s

@@ -89,6 +89,10 @@ def autopilot_text(state: AutopilotState | None, pinned: int | None = None) -> F
         flow.add_line(holds, crossover, Text(gain, style="dim"), separator=" · ")
         if state.detail and state.mode in ("holding", "unavailable", "waiting"):
             flow.add_line(Text(state.detail, style="$warn"))
+        if state.prior is not None and state.crossover is None and state.crossover_note is None:
+            flow.add_line(Text(f"starts from {state.prior}", style="$info"))
+        if state.held is not None:
+            flow.add_line(Text(f"not moving: {state.held}", style="dim"))
     move = state.last_move
     if move is not None:
         last = Text.assemble(("last: ", "dim"), (move_words(move), "" if move.ok else "$bad"))

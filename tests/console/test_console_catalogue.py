@@ -30,7 +30,7 @@ from console.widgets.autopilot import AutopilotToggle
 
 RECORDING = Path(__file__).parent / "data" / "local-sim.jsonl"
 """The snapshot tests' recording of the real agent on the sim."""
-SAMPLE = {"count": 2, "switch": True, "name": "kimi-k25-eagle3"}
+SAMPLE = {"count": 2, "switch": True, "name": "kimi-k25-eagle3", "nothing": None}
 """A value of each type, for the confirm's words."""
 
 
@@ -46,7 +46,9 @@ def control_choices() -> tuple[str, ...]:
 def on_screen(app: App[None], spec: ActionSpec) -> bool:
     """Whether the screen in view offers ``spec``'s kind where the catalogue says it lives."""
     try:
-        if spec.place in ("input", "select"):
+        if spec.place == "button":
+            app.screen.query_one(f"#apply-{spec.kind}")
+        elif spec.place in ("input", "select"):
             app.screen.query_one(f"#in-{spec.kind}")
             app.screen.query_one(f"#apply-{spec.kind}")
         elif spec.place == "toggle":

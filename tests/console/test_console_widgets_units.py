@@ -34,3 +34,26 @@ def test_every_screen_has_a_key_and_every_writing_command_is_marked() -> None:
         assert any(c.action == f"app.show('{mode}')" for c in COMMANDS)
     assert {"apply", "bench_start", "profile"} <= writing_actions()
     assert not {"show", "profile_diff", "kv_whatif", "toggle_pause"} & writing_actions()
+
+
+def test_the_what_to_do_line_offers_the_findings_action_else_its_advice_else_nothing() -> None:
+    """Issue 48: one "what to do" line beside the live threshold (the Overview draws it)."""
+    from agent.wire import Finding
+    from agent.wire.snapshot import ActionOffer
+    from console.model.health import HealthItem
+    from console.widgets.todo import todo_text
+
+    def finding(severity: str, offer: ActionOffer | None = None) -> Finding:
+        return Finding(code="x", severity=severity, title="Drafting at 250 running", explanation="",  # type: ignore[arg-type]
+                       action="Set the threshold to 142", offer=offer)  # fmt: skip
+
+    offered = finding("warning", ActionOffer(kind="threshold", value=142))
+    line = todo_text([HealthItem(offered)], offered).plain
+    assert line.startswith("What to do: threshold → 142 (Drafting at 250 running)") and "[d] plan it" in line
+    assert todo_text([HealthItem(finding("critical"))], None).plain == "What to do: Set the threshold to 142"
+    assert (
+        "nothing urgent (1 finding below, for information)"
+        in todo_text([HealthItem(finding("info"))], None).plain
+    )
+    assert todo_text([], None).plain == "What to do: nothing: no health findings"
+    assert any(c.action == "do_offer" and c.key == "d" and c.writes for c in COMMANDS)

@@ -28,11 +28,13 @@ from agent.control.autopilot import words
 from agent.control.autopilot.estimator import Estimator, context_tokens
 from agent.control.autopilot.measure import Meter
 from agent.control.autopilot.policy import Crossover, Score, Setting, candidates, crossover, score
+from agent.control.autopilot.prior import Decision, held, prior_estimate, start_from, start_why
 from agent.control.autopilot.probe import Budget, probe_arm, probe_setting
 from agent.control.autopilot.sample import Sample, unavailable_reason
 from agent.control.autopilot.settings import DECIDE_EVERY_S, RESUME_AFTER_S, PilotSettings
 from agent.sglang.live_control import NO_THRESHOLD, RELEASE_PINNED_STEPS
 from agent.wire.autopilot import AutopilotMode, AutopilotMove, MoveKind
+from agent.wire.bench_evidence import BenchEvidence
 
 DOWN_STATES = frozenset({"stopped", "starting", "restarting", "crashed", "crash_loop"})
 
@@ -87,6 +89,11 @@ class Pilot:
         self.crossover: Crossover | None = None
         self.expected_gain: float | None = None
         self.now = 0.0
+        self.prior: BenchEvidence | None = None
+        """The newest finished bench on this engine: it starts from it (``prior``)."""
+        self.held: str | None = None
+        """Why its last decision changed nothing, in numbers (None: it moved, or has not decided)."""
+        self._held_kind: str | None = None
 
     # ---- the operator -----------------------------------------------------------------------------
 
@@ -252,11 +259,29 @@ class Pilot:
         ):
             why = words.move(current, best, crossovers.get(best.setting.steps), self.meter.ctx)
             return [Command("move", best.setting, current, why, self._estimate(best, crossovers))]
+        start = start_from(self.prior, s, current, self.crossover)
+        if start is not None and self.prior is not None and since >= s.dwell_s and self._room(1):
+            return [
+                Command(
+                    "move", start, current, start_why(current, start, self.prior), prior_estimate(self.prior)
+                )
+            ]
         probe = self._probe_for(current)
         if probe is not None:
             return [probe]
         tracked = self._track(current, crossovers)
-        return [tracked] if tracked is not None else []
+        return [tracked] if tracked is not None else self._holds(current, best, since)
+
+    def _holds(self, current: Setting, best: Score | None, since: float) -> list[Effect]:
+        """Nothing moves: why, in numbers, on its state; an ``autopilot.held`` event when the reason changes."""
+        decision = Decision(current, best, self.crossover, since, self.moves_last_minute(), self.probe_share(),
+                            sum(self.est.mass().values()), self.prior)  # fmt: skip
+        why = held(decision, self.settings)
+        self.held = why.words
+        if why.kind == self._held_kind:
+            return []
+        self._held_kind = why.kind
+        return [Notice("autopilot.held", f"autopilot: {why.words}", {**self._data(), "reason": why.kind})]
 
     def _track(self, current: Setting, crossovers: dict[int, Crossover]) -> Command | None:
         """Keep the threshold at a confident crossover where no traffic runs yet (no gain to show)."""
@@ -354,6 +379,7 @@ class Pilot:
             self.in_force = cmd.target  # landed after it was turned off: the restore that follows undoes it
             return []
         self.meter.changed(now)
+        self.held, self._held_kind = None, None
         if cmd.kind in ("move", "probe_end"):
             self.moves_total += 1
             self.last_move_at = now

@@ -30,6 +30,7 @@ from agent.profile import Profile
 from agent.sglang import live_control
 from agent.wire import Snapshot
 from agent.wire.autopilot import AutopilotState
+from agent.wire.bench_evidence import BenchEvidence
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,11 @@ class AutopilotRunner:
                 outcome = await self._execute(effect)
             said.append(effect.why if outcome.ok else f"{effect.why}; it failed: {outcome.message}")
         return "; ".join(said) or None
+
+    def prior(self, evidence: BenchEvidence | None) -> None:
+        """The newest finished bench on this engine: the pilot starts from it while its own estimate
+        of the crossover is missing (``prior``)."""
+        self.pilot.prior = evidence
 
     # ---- each tick --------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.control.autopilot.pilot import Pilot
+from agent.control.autopilot.prior import prior_words
 from agent.wire.autopilot import AutopilotState
 
 _DETAIL = {
@@ -43,6 +44,8 @@ def state_of(pilot: Pilot, now: float) -> AutopilotState:
         probe_share=round(pilot.probe_share(), 4),
         probe_share_max=pilot.settings.probe_share,
         probe_ends_at=pilot.probe_ends,
+        prior=prior_words(pilot.prior) if pilot.enabled and pilot.prior is not None else None,
+        held=pilot.held if pilot.enabled else None,
     )
 
 
