@@ -112,3 +112,9 @@ def manifest_hash(venv: str | os.PathLike[str]) -> str | None:
     """sha256 of the manifest file's bytes (for ``/v1/version``), or None when the stack has none or
     the one it has is torn: a hash is shown only for a manifest that reads back as one."""
     return load_manifest(venv).sha256
+
+
+def stack_manifest(venv: str) -> dict[str, str | None]:
+    """``/v1/version``'s word on the stack: its manifest's sha256, or why the one there is unreadable."""
+    read = load_manifest(venv)
+    return {"stack_manifest_hash": read.sha256, "stack_manifest_problem": read.problem}

@@ -33,7 +33,7 @@ from agent.engine.record import EngineKind
 from agent.engine.spec import EngineSpec, sglang_spec, sim_spec
 from agent.engine.state_disk import StateDisk
 from agent.engine.supervisor import Supervisor
-from agent.install.manifest import load_manifest
+from agent.install.manifest import stack_manifest
 from agent.profile import Profile
 from agent.serve.bench import BenchService
 from agent.serve.open_operations import OpenOperations
@@ -86,12 +86,6 @@ class ServeConfig:
     """SGLang's router in front of this host and others (``--router-url``): ``GET /v1/router`` reads it."""
     router_metrics_url: str | None = None
     """The router's metrics port (``--router-metrics-url``): each worker's circuit breaker."""
-
-
-def stack_manifest(venv: str) -> dict[str, str | None]:
-    """``/v1/version``'s word on the stack: its manifest's sha256, or why the one there is unreadable."""
-    read = load_manifest(venv)
-    return {"stack_manifest_hash": read.sha256, "stack_manifest_problem": read.problem}
 
 
 def _read_key(path: str | None) -> str | None:

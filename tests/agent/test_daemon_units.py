@@ -394,8 +394,7 @@ def test_version_reports_the_installed_stack_manifest_hash_and_a_torn_one_as_unr
 ) -> None:
     import hashlib
 
-    from agent.install.manifest import StackManifest, manifest_path, write_manifest
-    from agent.serve.daemon import stack_manifest
+    from agent.install.manifest import StackManifest, manifest_path, stack_manifest, write_manifest
 
     assert stack_manifest(str(tmp_path)) == {"stack_manifest_hash": None, "stack_manifest_problem": None}
     manifest = StackManifest(created_at="2026-12-07T16:00:00Z", profile="local-sim", python_version="3.12",
