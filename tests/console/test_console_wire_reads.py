@@ -39,6 +39,14 @@ NOT_THE_WIRE: dict[tuple[str, str], str] = {
     ("console/fleet/hosts.py", "data"): "the operator's hosts file (TOML)",
     ("console/fleet/hosts.py", "common"): "the operator's hosts file's [defaults] (TOML)",
     ("console/demo/router.py", "ready"): "the demo's SGLang router's own /readiness page, not the agent's",
+    ("console/fleet/ledger.py", "plans"): "the console's own kept account of fleet changes (its file)",
+    ("console/fleet/ledger.py", "outcomes"): "the console's own kept account of fleet changes (its file)",
+    ("console/fleet/ledger.py", "account"): "the console's own kept account of fleet changes (its file)",
+    ("console/fleet/ledger.py", "h"): "the console's own kept account of fleet changes (its file)",
+    ("console/fleet/ledger.py", "plan"): "the console's own kept account of fleet changes (its file)",
+    ("console/fleet/routing.py", "by_name"): "the fleet's own rows by host name, built there",
+    ("console/fleet/routing.py", "engine_urls or {}"): "the fleet's own host → engine URL map",
+    ("console/fleet/routing.py", "rank"): "the module's own severity order",
 }
 """Module and receiver of a ``.get(`` that reads something other than the agent's wire."""
 

@@ -67,4 +67,7 @@ async def engine_live_state(agent: AgentProc, api_key: str | None = None) -> dic
         response.raise_for_status()
         info = response.json()
     state: dict[str, Any] = info["internal_states"][0][live_control.READBACK_FIELD]
-    return state
+    zero_step = state.get("zero_step")
+    if isinstance(zero_step, dict):  # its host figures (memory, the collector) are measurements: they move
+        state["zero_step"] = {k: v for k, v in zero_step.items() if k != "host"}  # on their own, as the
+    return state  # agent's own read-back equality leaves them out (agent.sglang.zero_step_view)
